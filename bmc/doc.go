@@ -1,0 +1,30 @@
+// Package bmc defines how bmckit talks to baseboard management controllers:
+// the [Endpoint] a BMC is reached at, the [Credentials] used, the small
+// [Driver] interface every protocol implements plus one optional interface per
+// capability, the [Dialer] that opens drivers, and the error contract.
+//
+// # Addresses
+//
+// [ParseEndpoint] accepts the Metal3-style URLs users know:
+//
+//	redfish://host[:port]/redfish/v1/Systems/ID   (HTTPS, certificate verified)
+//	redfish+https://host[:port]/...               (HTTPS)
+//	redfish+http://host[:port]/...                (plain HTTP)
+//	ipmi://host[:port]                            (IPMI v2.0 lanplus, port 623)
+//
+// # Capabilities
+//
+// Every driver implements [Driver] (power). Boot override, virtual media and
+// BMC reset are optional interfaces found by type assertion:
+// [BootOverrideSetter], [BootOverrideGetter], [VirtualMedia], [BMCResetter],
+// [StatsReporter]. A driver that implements an interface but whose BMC lacks
+// the feature returns an error wrapping [ErrNotSupported].
+//
+// # Errors
+//
+// Drivers return [*OpError] wrapping the cause. [ErrUnauthorized] and
+// [ErrNotSupported] are permanent; [IsTransient] classifies everything else
+// (timeouts, resets, 5xx are transient; validation errors permanent).
+// Credentials never appear in errors: [Credentials] redacts its password in
+// every printed form, and [ParseEndpoint] refuses URLs carrying user info.
+package bmc

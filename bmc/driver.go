@@ -1,0 +1,84 @@
+package bmc
+
+import "context"
+
+// Driver is an open connection (session) to one BMC and the system it manages.
+//
+// A Driver is obtained from a [Dialer] and must be closed with Close. Methods
+// must be safe for concurrent use (drivers serialize where the protocol needs
+// it) and must honour ctx: return promptly with ctx.Err() (wrapped) once it is
+// done. Errors are wrapped in [*OpError]; use [IsTransient] to decide whether
+// to retry.
+type Driver interface {
+	// PowerState reads the current power state. It is one request where the
+	// protocol allows.
+	PowerState(ctx context.Context) (PowerState, error)
+
+	// SetPower requests a power change with the semantics documented on
+	// [PowerAction]. It returns once the BMC accepted the request; the change
+	// may land later, so callers verify by polling PowerState. Idempotent:
+	// requesting the state the server is already in succeeds without a
+	// request that could fail.
+	SetPower(ctx context.Context, action PowerAction) error
+
+	// Close ends the session (logs out) and releases connections. Idempotent.
+	Close(ctx context.Context) error
+}
+
+// BootOverrideSetter is implemented by drivers that can set the boot device.
+type BootOverrideSetter interface {
+	// SetBootOverride sets the boot device for the next boot (or every boot
+	// when Persistent). Idempotent.
+	SetBootOverride(ctx context.Context, o BootOverride) error
+}
+
+// BootOverrideGetter is implemented by drivers that can read the boot
+// override back. Drivers whose BMC cannot report it do not implement it (or
+// return [ErrNotSupported]).
+type BootOverrideGetter interface {
+	BootOverride(ctx context.Context) (BootOverride, error)
+}
+
+// VirtualMedia is implemented by drivers that can attach virtual media.
+type VirtualMedia interface {
+	// InsertMedia attaches the image at imageURL to the device of the given
+	// kind, ejecting whatever was inserted first. Idempotent.
+	InsertMedia(ctx context.Context, kind MediaKind, imageURL string) error
+	// EjectMedia detaches the device's media. Ejecting an empty device succeeds.
+	EjectMedia(ctx context.Context, kind MediaKind) error
+	// MediaStatus reads the device back.
+	MediaStatus(ctx context.Context, kind MediaKind) (MediaStatus, error)
+}
+
+// BMCResetType selects a reset of the BMC itself.
+type BMCResetType string
+
+// BMC reset types.
+const (
+	BMCResetWarm BMCResetType = "warm"
+	BMCResetCold BMCResetType = "cold"
+)
+
+// BMCResetter is implemented by drivers that can reset the BMC itself.
+type BMCResetter interface {
+	ResetBMC(ctx context.Context, t BMCResetType) error
+}
+
+// StatsReporter is implemented by drivers that count their wire traffic.
+type StatsReporter interface {
+	Stats() Stats
+}
+
+// Dialer opens a Driver for an endpoint with the given credentials. It must be
+// safe for concurrent use.
+type Dialer interface {
+	Dial(ctx context.Context, ep Endpoint, creds Credentials) (Driver, error)
+}
+
+// DialerFunc adapts a function to a [Dialer].
+type DialerFunc func(ctx context.Context, ep Endpoint, creds Credentials) (Driver, error)
+
+// Dial calls f.
+func (f DialerFunc) Dial(ctx context.Context, ep Endpoint, creds Credentials) (Driver, error) {
+	return f(ctx, ep, creds)
+}

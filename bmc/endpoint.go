@@ -1,0 +1,182 @@
+package bmc
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Endpoint is a parsed BMC address. Build it with [ParseEndpoint]; hosts with
+// their own protocols may fill it in directly and register a Dialer for their
+// Protocol on a [SchemeDialer].
+type Endpoint struct {
+	// Protocol selects the driver: "redfish" or "ipmi".
+	Protocol string
+	// Transport is "https" or "http" for Redfish, empty for IPMI.
+	Transport string
+	// Host is a host name or IP address (IPv6 without brackets).
+	Host string
+	// Port is the explicit port, or 0 for the protocol's default.
+	Port int
+	// Path is the resource path, e.g. "/redfish/v1/Systems/1"; empty when the
+	// URL named none (the driver picks the only system).
+	Path string
+}
+
+// Supported URL schemes:
+//
+//	redfish://host[:port][/redfish/v1/Systems/ID]        Redfish over HTTPS
+//	redfish+https://host[:port][/redfish/v1/Systems/ID]  Redfish over HTTPS
+//	redfish+http://host[:port][/redfish/v1/Systems/ID]   Redfish over plain HTTP
+//	ipmi://host[:port]                                   IPMI v2.0 lanplus (port 623)
+var schemes = map[string][2]string{
+	"redfish":       {"redfish", "https"},
+	"redfish+https": {"redfish", "https"},
+	"redfish+http":  {"redfish", "http"},
+	"ipmi":          {"ipmi", ""},
+}
+
+// ParseEndpoint parses a BMC URL in the Metal3 style (see the package docs).
+// Errors name the offending part. Credentials in the URL are refused (pass
+// them as [Credentials]), and the error never repeats them.
+func ParseEndpoint(raw string) (Endpoint, error) {
+	fail := func(format string, args ...any) (Endpoint, error) {
+		return Endpoint{}, fmt.Errorf("bmc: invalid BMC address: "+format, args...)
+	}
+	s := strings.TrimSpace(raw)
+	if s == "" {
+		return fail("empty; want e.g. redfish://10.0.0.5/redfish/v1/Systems/1 or ipmi://10.0.0.5")
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error repeats the raw URL, which may hold a password
+		}
+		return fail("%v", err)
+	}
+	if u.User != nil {
+		return fail("credentials in the URL are not accepted; pass them as bmc.Credentials")
+	}
+	if u.Opaque != "" || !strings.Contains(s, "://") {
+		return fail("want scheme://host, e.g. redfish://10.0.0.5")
+	}
+	scheme := strings.ToLower(u.Scheme)
+	pt, ok := schemes[scheme]
+	if !ok {
+		return fail("unsupported scheme %q; supported: redfish, redfish+https, redfish+http, ipmi", u.Scheme)
+	}
+	host := u.Hostname()
+	if host == "" {
+		return fail("missing host in %q", redactedScheme(scheme))
+	}
+	if strings.ContainsAny(host, " \t%") {
+		return fail("invalid host %q", host)
+	}
+	ep := Endpoint{Protocol: pt[0], Transport: pt[1], Host: host}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return fail("invalid port %q: want 1-65535", p)
+		}
+		ep.Port = n
+	} else if strings.HasSuffix(u.Host, ":") {
+		return fail("empty port after %q", host)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fail("query and fragment are not allowed")
+	}
+	path := strings.TrimRight(u.EscapedPath(), "/")
+	switch ep.Protocol {
+	case "ipmi":
+		if path != "" {
+			return fail("ipmi addresses take no path, got %q", path)
+		}
+	case "redfish":
+		if path != "" && !strings.HasPrefix(path, "/redfish/v1/Systems/") {
+			return fail("redfish path %q: want /redfish/v1/Systems/ID or none", path)
+		}
+		if path == "/redfish/v1/Systems/" {
+			path = ""
+		}
+		ep.Path = path
+	}
+	return ep, nil
+}
+
+func redactedScheme(s string) string { return s + "://" }
+
+// DefaultPort is the port used when Port is 0.
+func (e Endpoint) DefaultPort() int {
+	switch {
+	case e.Protocol == "ipmi":
+		return 623
+	case e.Transport == "http":
+		return 80
+	default:
+		return 443
+	}
+}
+
+// EffectivePort is Port, or DefaultPort when Port is 0.
+func (e Endpoint) EffectivePort() int {
+	if e.Port != 0 {
+		return e.Port
+	}
+	return e.DefaultPort()
+}
+
+// HostPort is host:port with the effective port, IPv6 bracketed.
+func (e Endpoint) HostPort() string {
+	return net.JoinHostPort(e.Host, strconv.Itoa(e.EffectivePort()))
+}
+
+// Key identifies the physical BMC for locking: lower-case host and effective
+// port, independent of protocol. Jobs whose endpoints share a Key never run at
+// the same time.
+func (e Endpoint) Key() string {
+	return strings.ToLower(net.JoinHostPort(e.Host, strconv.Itoa(e.EffectivePort())))
+}
+
+// SystemID is the last segment of a Redfish system path, or "".
+func (e Endpoint) SystemID() string {
+	if e.Path == "" {
+		return ""
+	}
+	return e.Path[strings.LastIndex(e.Path, "/")+1:]
+}
+
+// String renders the endpoint as a URL that [ParseEndpoint] accepts.
+func (e Endpoint) String() string {
+	scheme := e.Protocol
+	if e.Protocol == "redfish" && e.Transport == "http" {
+		scheme = "redfish+http"
+	}
+	host := e.Host
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if e.Port != 0 {
+		host = net.JoinHostPort(e.Host, strconv.Itoa(e.Port))
+	}
+	return scheme + "://" + host + e.Path
+}
+
+// BaseURL is the http(s)://host[:port] root for Redfish endpoints.
+func (e Endpoint) BaseURL() string {
+	t := e.Transport
+	if t == "" {
+		t = "https"
+	}
+	host := e.Host
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if e.Port != 0 {
+		host = net.JoinHostPort(e.Host, strconv.Itoa(e.Port))
+	}
+	return t + "://" + host
+}

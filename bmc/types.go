@@ -1,0 +1,108 @@
+package bmc
+
+// PowerState is the power state a BMC reports, including transitional states.
+type PowerState string
+
+// Power states. Drivers map their protocol's strings to these; anything they
+// cannot map is PowerUnknown.
+const (
+	PowerOn          PowerState = "On"
+	PowerOff         PowerState = "Off"
+	PowerPoweringOn  PowerState = "PoweringOn"
+	PowerPoweringOff PowerState = "PoweringOff"
+	PowerUnknown     PowerState = "Unknown"
+)
+
+// Transitional reports whether the state is on its way somewhere else.
+func (s PowerState) Transitional() bool { return s == PowerPoweringOn || s == PowerPoweringOff }
+
+// PowerAction is a power change a driver can request.
+type PowerAction string
+
+// Power actions. Their semantics are fixed here, whatever the protocol calls
+// them, and every driver must implement them this way:
+//
+//   - PowerActionOn: turn on. On a server already on (or powering on): no-op success.
+//   - PowerActionOff: immediate (hard) off. On a server already off: no-op success.
+//   - PowerActionSoftOff: ask the OS to shut down (ACPI). Already off: no-op success.
+//   - PowerActionCycle: off, then on. On a server that is off: power it on.
+//   - PowerActionReset: warm reset without removing power. On a server that is off: power it on.
+//
+// The final state is PowerOn for On, Cycle and Reset and PowerOff for Off and
+// SoftOff; [PowerAction.Target] returns it.
+const (
+	PowerActionOn      PowerAction = "on"
+	PowerActionOff     PowerAction = "off"
+	PowerActionSoftOff PowerAction = "soft-off"
+	PowerActionCycle   PowerAction = "cycle"
+	PowerActionReset   PowerAction = "reset"
+)
+
+// Target is the power state the action ends in.
+func (a PowerAction) Target() PowerState {
+	switch a {
+	case PowerActionOff, PowerActionSoftOff:
+		return PowerOff
+	case PowerActionOn, PowerActionCycle, PowerActionReset:
+		return PowerOn
+	}
+	return PowerUnknown
+}
+
+// Valid reports whether a is one of the defined actions.
+func (a PowerAction) Valid() bool { return a.Target() != PowerUnknown }
+
+// BootDevice is a boot source for a boot override.
+type BootDevice string
+
+// Boot devices.
+const (
+	BootDeviceNone     BootDevice = "none" // no override
+	BootDevicePXE      BootDevice = "pxe"
+	BootDeviceDisk     BootDevice = "disk"
+	BootDeviceCDROM    BootDevice = "cdrom"
+	BootDeviceBIOS     BootDevice = "bios" // firmware setup
+	BootDeviceUEFIHTTP BootDevice = "uefi-http"
+)
+
+// BootMode is the firmware boot mode for a boot override.
+type BootMode string
+
+// Boot modes. BootModeUnchanged leaves the BMC's current mode alone.
+const (
+	BootModeUnchanged BootMode = ""
+	BootModeUEFI      BootMode = "uefi"
+	BootModeLegacy    BootMode = "legacy"
+)
+
+// BootOverride is a boot device override as set or read back.
+type BootOverride struct {
+	Device BootDevice
+	// Persistent keeps the override for every boot; false means next boot only.
+	Persistent bool
+	// Mode is the firmware mode; BootModeUnchanged when setting leaves it, and
+	// when reading means the BMC did not say.
+	Mode BootMode
+}
+
+// MediaKind is the kind of virtual media device.
+type MediaKind string
+
+// Media kinds.
+const (
+	MediaCD  MediaKind = "cd"
+	MediaUSB MediaKind = "usb"
+)
+
+// MediaStatus is the read-back state of a virtual media device.
+type MediaStatus struct {
+	Inserted bool
+	Image    string
+}
+
+// Stats counts what a connection cost on the wire, for reporting per job.
+type Stats struct {
+	Requests    int64 // protocol requests sent (HTTP requests, IPMI commands)
+	Connections int64 // transport connections opened (TCP connects, UDP sessions)
+	Logins      int64 // sessions created
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs bmckit's whole test suite on a fresh Debian machine (or a developer's).
+#
+# It installs what the tests use for real peers (PostgreSQL, ipmitool,
+# OpenIPMI's ipmi_sim) when it runs as root with apt-get available, starts a
+# PostgreSQL server on 127.0.0.1:5432 with a bmckit role and database, and runs
+# `go test -race ./...`. Extra arguments go to `go test`.
+#
+# Environment the tests read:
+#   BMCKIT_TEST_POSTGRES_DSN  PostgreSQL DSN for storage/sqlstore tests
+#   CI=true                   tests that need a real peer fail instead of skipping
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_pkgs=()
+command -v ipmitool >/dev/null 2>&1 || need_pkgs+=(ipmitool)
+command -v ipmi_sim >/dev/null 2>&1 || need_pkgs+=(openipmi)
+ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_pkgs+=(postgresql)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing ${need_pkgs[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+  else
+    echo "== not root or no apt-get: tests needing ${need_pkgs[*]} will skip" >&2
+  fi
+fi
+
+# PostgreSQL: start the Debian cluster and create the test role and database.
+if [ -z "${BMCKIT_TEST_POSTGRES_DSN:-}" ] && [ "$(id -u)" = 0 ] && command -v pg_lsclusters >/dev/null 2>&1; then
+  ver=$(ls /usr/lib/postgresql | sort -n | tail -1)
+  if ! pg_lsclusters -h | grep -q .; then
+    pg_createcluster "$ver" main >/dev/null
+  fi
+  cluster=$(pg_lsclusters -h | head -1 | awk '{print $1" "$2}')
+  pg_ctlcluster $cluster start 2>/dev/null || true
+  for _ in $(seq 1 50); do
+    pg_isready -h 127.0.0.1 -p 5432 -q && break
+    sleep 0.2
+  done
+  su postgres -c "psql -qtAc \"SELECT 1 FROM pg_roles WHERE rolname='bmckit'\"" | grep -q 1 ||
+    su postgres -c "psql -qc \"CREATE ROLE bmckit LOGIN PASSWORD 'bmckit' CREATEDB\""
+  su postgres -c "psql -qtAc \"SELECT 1 FROM pg_database WHERE datname='bmckit'\"" | grep -q 1 ||
+    su postgres -c "psql -qc \"CREATE DATABASE bmckit OWNER bmckit\""
+  export BMCKIT_TEST_POSTGRES_DSN="postgres://bmckit:bmckit@127.0.0.1:5432/bmckit?sslmode=disable"
+fi
+
+echo "== go test -race ./... $*"
+go test -race -timeout 30m "$@" ./...

@@ -1,0 +1,39 @@
+package task
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Duration is a time.Duration that encodes to JSON as a Go duration string
+// ("90s", "5m"), like Kubernetes' metav1.Duration. Decoding also accepts a
+// number of seconds.
+type Duration struct {
+	time.Duration
+}
+
+// MarshalJSON encodes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.Duration.String()) }
+
+// UnmarshalJSON accepts "1m30s" or a number of seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("invalid duration %q: want e.g. \"90s\" or \"5m\"", s)
+		}
+		d.Duration = v
+		return nil
+	}
+	var secs float64
+	if err := json.Unmarshal(b, &secs); err != nil {
+		return fmt.Errorf("invalid duration %s: want a string such as \"90s\" or a number of seconds", string(b))
+	}
+	if secs > float64(1<<62)/float64(time.Second) || secs < -float64(1<<62)/float64(time.Second) {
+		return fmt.Errorf("invalid duration %s: out of range", string(b))
+	}
+	d.Duration = time.Duration(secs * float64(time.Second))
+	return nil
+}

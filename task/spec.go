@@ -1,0 +1,288 @@
+package task
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Spec is one task: exactly one action field is set (a one-of of pointer
+// structs, so it embeds in a CRD and deep-copies trivially).
+type Spec struct {
+	// Name is optional; it appears in messages. Defaults to the action's
+	// description, e.g. "power off".
+	Name string `json:"name,omitempty"`
+
+	Power        *PowerAction        `json:"power,omitempty"`
+	BootDevice   *BootDeviceAction   `json:"bootDevice,omitempty"`
+	VirtualMedia *VirtualMediaAction `json:"virtualMedia,omitempty"`
+	WaitForBoot  *WaitForBootAction  `json:"waitForBoot,omitempty"`
+
+	// Timeout bounds the task, retries and verification included. Zero means
+	// the runner's default (see job.Config.DefaultTaskTimeout).
+	Timeout Duration `json:"timeout,omitempty"`
+}
+
+// PowerOp is a power change.
+type PowerOp string
+
+// Power operations; see bmc.PowerAction for their exact semantics.
+const (
+	PowerOn      PowerOp = "on"
+	PowerOff     PowerOp = "off"
+	PowerSoftOff PowerOp = "soft-off"
+	PowerCycle   PowerOp = "cycle"
+	PowerReset   PowerOp = "reset"
+)
+
+// PowerAction changes the power state; the task succeeds once the BMC
+// reports the target state.
+type PowerAction struct {
+	Op PowerOp `json:"op"`
+}
+
+// BootDevice is a boot source.
+type BootDevice string
+
+// Boot devices.
+const (
+	BootPXE   BootDevice = "pxe"
+	BootDisk  BootDevice = "disk"
+	BootCDROM BootDevice = "cdrom"
+	BootBIOS  BootDevice = "bios"
+)
+
+// BootMode is the firmware boot mode.
+type BootMode string
+
+// Boot modes; empty leaves the BMC's mode unchanged.
+const (
+	BootModeUEFI   BootMode = "uefi"
+	BootModeLegacy BootMode = "legacy"
+)
+
+// BootDeviceAction sets the boot device override.
+type BootDeviceAction struct {
+	Device BootDevice `json:"device"`
+	// Persistent keeps the override for every boot; false means next boot only.
+	Persistent bool `json:"persistent,omitempty"`
+	// Mode is "uefi", "legacy" or empty (leave unchanged).
+	Mode BootMode `json:"mode,omitempty"`
+}
+
+// MediaKind is the virtual media device kind.
+type MediaKind string
+
+// Media kinds.
+const (
+	MediaCD  MediaKind = "cd"
+	MediaUSB MediaKind = "usb"
+)
+
+// VirtualMediaAction inserts an image (ImageURL set) or ejects (Eject true);
+// exactly one of the two.
+type VirtualMediaAction struct {
+	// Kind defaults to "cd".
+	Kind     MediaKind `json:"kind,omitempty"`
+	ImageURL string    `json:"imageURL,omitempty"`
+	Eject    bool      `json:"eject,omitempty"`
+}
+
+// WaitForBootAction completes when the server's boot record says it booted
+// (see package bootstate), or fails when the boot times out. The task's
+// Timeout is the boot deadline.
+type WaitForBootAction struct {
+	// SystemUUID names the server; it defaults to the job's system UUID.
+	SystemUUID string `json:"systemUUID,omitempty"`
+}
+
+// ErrInvalid is wrapped by every validation error.
+var ErrInvalid = errors.New("invalid task")
+
+// Action names which action field is set: "power", "bootDevice",
+// "virtualMedia", "waitForBoot", or "" when none is.
+func (s *Spec) Action() string {
+	switch {
+	case s.Power != nil:
+		return "power"
+	case s.BootDevice != nil:
+		return "bootDevice"
+	case s.VirtualMedia != nil:
+		return "virtualMedia"
+	case s.WaitForBoot != nil:
+		return "waitForBoot"
+	}
+	return ""
+}
+
+// Describe is a short human description, e.g. "power off" or "boot pxe (once, uefi)".
+func (s *Spec) Describe() string {
+	if s.Name != "" {
+		return s.Name
+	}
+	switch {
+	case s.Power != nil:
+		return "power " + string(s.Power.Op)
+	case s.BootDevice != nil:
+		when := "once"
+		if s.BootDevice.Persistent {
+			when = "persistent"
+		}
+		d := "boot " + string(s.BootDevice.Device) + " (" + when
+		if s.BootDevice.Mode != "" {
+			d += ", " + string(s.BootDevice.Mode)
+		}
+		return d + ")"
+	case s.VirtualMedia != nil:
+		if s.VirtualMedia.Eject {
+			return "eject " + string(s.VirtualMedia.kind())
+		}
+		return "insert " + string(s.VirtualMedia.kind()) + " media"
+	case s.WaitForBoot != nil:
+		return "wait for boot"
+	}
+	return "empty task"
+}
+
+func (v *VirtualMediaAction) kind() MediaKind {
+	if v.Kind == "" {
+		return MediaCD
+	}
+	return v.Kind
+}
+
+// MediaKindOrDefault returns Kind, defaulting to "cd".
+func (v *VirtualMediaAction) MediaKindOrDefault() MediaKind { return v.kind() }
+
+// Validate checks that exactly one action is set and that its fields are
+// valid. Errors wrap ErrInvalid and name the field by its JSON path, e.g.
+// `power.op: "of" is not one of on, off, soft-off, cycle, reset`.
+func (s *Spec) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
+	}
+	var set []string
+	for name, ok := range map[string]bool{"power": s.Power != nil, "bootDevice": s.BootDevice != nil, "virtualMedia": s.VirtualMedia != nil, "waitForBoot": s.WaitForBoot != nil} {
+		if ok {
+			set = append(set, name)
+		}
+	}
+	if len(set) == 0 {
+		return fmt.Errorf("%w: no action set: set exactly one of power, bootDevice, virtualMedia, waitForBoot", ErrInvalid)
+	}
+	if len(set) > 1 {
+		sortStrings(set)
+		return fmt.Errorf("%w: %s are all set: set exactly one action", ErrInvalid, strings.Join(set, " and "))
+	}
+	if s.Timeout.Duration < 0 {
+		return bad("timeout", "%s is negative", s.Timeout.Duration)
+	}
+	if s.Timeout.Duration > 7*24*time.Hour {
+		return bad("timeout", "%s is longer than 7 days", s.Timeout.Duration)
+	}
+	switch {
+	case s.Power != nil:
+		switch s.Power.Op {
+		case PowerOn, PowerOff, PowerSoftOff, PowerCycle, PowerReset:
+		default:
+			return bad("power.op", "%q is not one of on, off, soft-off, cycle, reset", s.Power.Op)
+		}
+	case s.BootDevice != nil:
+		switch s.BootDevice.Device {
+		case BootPXE, BootDisk, BootCDROM, BootBIOS:
+		default:
+			return bad("bootDevice.device", "%q is not one of pxe, disk, cdrom, bios", s.BootDevice.Device)
+		}
+		switch s.BootDevice.Mode {
+		case "", BootModeUEFI, BootModeLegacy:
+		default:
+			return bad("bootDevice.mode", "%q is not one of uefi, legacy (or empty to leave unchanged)", s.BootDevice.Mode)
+		}
+	case s.VirtualMedia != nil:
+		v := s.VirtualMedia
+		switch v.Kind {
+		case "", MediaCD, MediaUSB:
+		default:
+			return bad("virtualMedia.kind", "%q is not one of cd, usb", v.Kind)
+		}
+		if v.Eject && v.ImageURL != "" {
+			return bad("virtualMedia", "imageURL and eject are both set: set one")
+		}
+		if !v.Eject && v.ImageURL == "" {
+			return bad("virtualMedia", "set imageURL to insert or eject: true to eject")
+		}
+		if v.ImageURL != "" {
+			u, err := url.Parse(v.ImageURL)
+			if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "nfs" && u.Scheme != "cifs") {
+				return bad("virtualMedia.imageURL", "%q is not an http(s), nfs or cifs URL with a host", truncate(v.ImageURL, 200))
+			}
+			if u.User != nil {
+				return bad("virtualMedia.imageURL", "credentials in the image URL are not accepted")
+			}
+		}
+	case s.WaitForBoot != nil:
+		if u := s.WaitForBoot.SystemUUID; u != "" && !looksLikeUUID(u) {
+			return bad("waitForBoot.systemUUID", "%q is not a UUID", truncate(u, 80))
+		}
+	}
+	if len(s.Name) > 253 {
+		return bad("name", "%d characters, at most 253", len(s.Name))
+	}
+	return nil
+}
+
+// Decode parses a JSON task spec strictly (unknown fields are errors) and
+// validates it.
+func Decode(data []byte) (Spec, error) {
+	var s Spec
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return Spec{}, fmt.Errorf("%w: decoding JSON: %v", ErrInvalid, err)
+	}
+	if dec.More() {
+		return Spec{}, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalid)
+	}
+	if err := s.Validate(); err != nil {
+		return Spec{}, err
+	}
+	return s, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// looksLikeUUID accepts the canonical 8-4-4-4-12 hex form in any case.
+func looksLikeUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, r := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if r != '-' {
+				return false
+			}
+		default:
+			if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,49 @@
+package task
+
+import (
+	"time"
+
+	"github.com/bmckit/bmckit/conditions"
+)
+
+// Phase is where a task is in its life. The phases are what make a task
+// crash-safe: Started is persisted before the BMC is touched, Requested after
+// the BMC accepted the action, so a resumed runner knows whether to re-check
+// or re-run.
+type Phase string
+
+// Phases.
+const (
+	PhasePending   Phase = ""          // not started
+	PhaseStarted   Phase = "Started"   // intent persisted; the action may or may not have been sent
+	PhaseRequested Phase = "Requested" // the BMC accepted the action; verifying its effect
+	PhaseDone      Phase = "Done"      // terminal; see Result
+)
+
+// Status is the observed state of one task.
+type Status struct {
+	// Conditions holds Completed and Running (see package conditions).
+	Conditions []conditions.Condition `json:"conditions,omitempty"`
+	// Phase is the crash-safety marker described on [Phase].
+	Phase Phase `json:"phase,omitempty"`
+	// Result is empty until Completed=True.
+	Result  conditions.Result `json:"result,omitempty"`
+	Reason  string            `json:"reason,omitempty"`
+	Message string            `json:"message,omitempty"`
+	// Attempts counts how many times the action was sent (or, for a resumed
+	// task, re-checked).
+	Attempts int `json:"attempts,omitempty"`
+	// StartTime is when the task was first started.
+	StartTime *time.Time `json:"startTime,omitempty"`
+	// RequestTime is when the BMC last accepted the action.
+	RequestTime *time.Time `json:"requestTime,omitempty"`
+	// CompletionTime is when the task reached a terminal state.
+	CompletionTime *time.Time `json:"completionTime,omitempty"`
+	// NextAttemptTime is when a retry after a transient error is due.
+	NextAttemptTime *time.Time `json:"nextAttemptTime,omitempty"`
+	// LastError is the last transient error seen, kept while retrying.
+	LastError string `json:"lastError,omitempty"`
+}
+
+// Completed reports whether the task reached a terminal state.
+func (s *Status) Completed() bool { return conditions.IsTrue(s.Conditions, conditions.TypeCompleted) }
