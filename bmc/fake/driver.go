@@ -1,0 +1,295 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/bmckit/bmckit/bmc"
+)
+
+// Driver is one session on a [BMC], returned by [BMC.Dial] and [Fleet.Dial].
+// It implements [bmc.Driver] and every optional capability interface; the
+// capabilities the BMC was told to lack return an error wrapping
+// [bmc.ErrNotSupported]. Every error is a [*bmc.OpError]. Safe for
+// concurrent use.
+type Driver struct {
+	bmc      *BMC
+	endpoint string
+	session  int
+
+	closeOnce sync.Once
+	closed    atomic.Bool
+	requests  atomic.Int64
+}
+
+var (
+	_ bmc.Driver             = (*Driver)(nil)
+	_ bmc.BootOverrideSetter = (*Driver)(nil)
+	_ bmc.BootOverrideGetter = (*Driver)(nil)
+	_ bmc.VirtualMedia       = (*Driver)(nil)
+	_ bmc.BMCResetter        = (*Driver)(nil)
+	_ bmc.StatsReporter      = (*Driver)(nil)
+)
+
+// BMC returns the fake this session is on.
+func (d *Driver) BMC() *BMC { return d.bmc }
+
+// Session is the session's number on its BMC (1 for the first Dial), as
+// recorded in [Call.Session].
+func (d *Driver) Session() int { return d.session }
+
+// do runs one call: ctx check, session check, latency, failures and hooks,
+// then op under the BMC's lock; it logs the call and wraps the error.
+func (d *Driver) do(ctx context.Context, m Method, args []any, op func() error) error {
+	b := d.bmc
+	call := Call{Method: m, Args: args, Session: d.session, Time: b.clock.Now()}
+	d.requests.Add(1)
+	err := d.run(ctx, call, op)
+	if err != nil {
+		err = &bmc.OpError{Op: opName(m), Endpoint: d.endpoint, Err: err}
+	}
+	call.Err = err
+	b.mu.Lock()
+	b.calls = append(b.calls, call)
+	b.mu.Unlock()
+	return err
+}
+
+func opName(m Method) string {
+	switch m {
+	case MethodDial:
+		return "dial"
+	case MethodClose:
+		return "close"
+	case MethodPowerState:
+		return "power state"
+	case MethodSetPower:
+		return "set power"
+	case MethodSetBootOverride:
+		return "set boot override"
+	case MethodBootOverride:
+		return "boot override"
+	case MethodInsertMedia:
+		return "insert media"
+	case MethodEjectMedia:
+		return "eject media"
+	case MethodMediaStatus:
+		return "media status"
+	case MethodResetBMC:
+		return "reset BMC"
+	}
+	return string(m)
+}
+
+func (d *Driver) run(ctx context.Context, call Call, op func() error) error {
+	b := d.bmc
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if call.Method != MethodDial && call.Method != MethodClose {
+		if d.closed.Load() {
+			return ErrClosed
+		}
+		b.mu.Lock()
+		live := b.live[d.session]
+		b.mu.Unlock()
+		if !live {
+			return bmc.Transient(ErrSessionExpired)
+		}
+	}
+	if lat := b.opts.Latency; lat > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-b.clock.After(lat):
+		}
+	}
+	b.mu.Lock()
+	var failErr error
+	for _, key := range []Method{call.Method, MethodAny} {
+		if f := b.failNext[key]; f != nil && failErr == nil {
+			failErr = f.err
+			if f.n--; f.n <= 0 {
+				delete(b.failNext, key)
+			}
+		}
+	}
+	hooks := []Hook{b.hooks[call.Method], b.hooks[MethodAny]}
+	b.mu.Unlock()
+	if failErr != nil {
+		return failErr
+	}
+	for _, h := range hooks {
+		if h == nil {
+			continue
+		}
+		if err := h(ctx, call); err != nil {
+			return err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return op()
+}
+
+// Close ends the session. The session counts as closed at once, whatever
+// the ctx, latency or hooks say; the call is still logged and may return an
+// error from them. Idempotent: later calls return nil.
+func (d *Driver) Close(ctx context.Context) error {
+	first := false
+	d.closeOnce.Do(func() {
+		first = true
+		d.closed.Store(true)
+		b := d.bmc
+		b.mu.Lock()
+		b.sessions.Open--
+		delete(b.live, d.session)
+		b.mu.Unlock()
+	})
+	if !first {
+		return nil
+	}
+	return d.do(ctx, MethodClose, nil, func() error { return nil })
+}
+
+// Stats implements [bmc.StatsReporter]: every call on this session counts
+// as one request; the session counts one connection and one login.
+func (d *Driver) Stats() bmc.Stats {
+	return bmc.Stats{Requests: d.requests.Load(), Connections: 1, Logins: 1}
+}
+
+// PowerState implements [bmc.Driver].
+func (d *Driver) PowerState(ctx context.Context) (bmc.PowerState, error) {
+	var s bmc.PowerState
+	err := d.do(ctx, MethodPowerState, nil, func() error {
+		d.bmc.settle()
+		s = d.bmc.visible()
+		return nil
+	})
+	if err != nil {
+		return bmc.PowerUnknown, err
+	}
+	return s, nil
+}
+
+// SetPower implements [bmc.Driver] with the semantics of [bmc.PowerAction].
+func (d *Driver) SetPower(ctx context.Context, action bmc.PowerAction) error {
+	return d.do(ctx, MethodSetPower, []any{action}, func() error { return d.bmc.setPower(action) })
+}
+
+// SetBootOverride implements [bmc.BootOverrideSetter].
+func (d *Driver) SetBootOverride(ctx context.Context, o bmc.BootOverride) error {
+	return d.do(ctx, MethodSetBootOverride, []any{o}, func() error {
+		b := d.bmc
+		if b.lacks[CapabilityBootOverride] {
+			return fmt.Errorf("boot override: %w", bmc.ErrNotSupported)
+		}
+		switch o.Device {
+		case bmc.BootDeviceNone, bmc.BootDevicePXE, bmc.BootDeviceDisk, bmc.BootDeviceCDROM, bmc.BootDeviceBIOS, bmc.BootDeviceUEFIHTTP:
+		default:
+			return bmc.Permanent(fmt.Errorf("invalid boot device %q", o.Device))
+		}
+		switch o.Mode {
+		case bmc.BootModeUnchanged:
+		case bmc.BootModeUEFI, bmc.BootModeLegacy:
+			if b.lacks[CapabilityBootMode] {
+				return fmt.Errorf("boot mode %q: %w", o.Mode, bmc.ErrNotSupported)
+			}
+		default:
+			return bmc.Permanent(fmt.Errorf("invalid boot mode %q", o.Mode))
+		}
+		mode := o.Mode
+		if mode == bmc.BootModeUnchanged {
+			mode = b.override.Mode
+		}
+		b.override = bmc.BootOverride{Device: o.Device, Persistent: o.Persistent, Mode: mode}
+		return nil
+	})
+}
+
+// BootOverride implements [bmc.BootOverrideGetter].
+func (d *Driver) BootOverride(ctx context.Context) (bmc.BootOverride, error) {
+	var o bmc.BootOverride
+	err := d.do(ctx, MethodBootOverride, nil, func() error {
+		b := d.bmc
+		if b.lacks[CapabilityBootOverride] || b.lacks[CapabilityBootOverrideReadBack] {
+			return fmt.Errorf("reading the boot override: %w", bmc.ErrNotSupported)
+		}
+		b.settle()
+		o = b.override
+		return nil
+	})
+	return o, err
+}
+
+// InsertMedia implements [bmc.VirtualMedia].
+func (d *Driver) InsertMedia(ctx context.Context, kind bmc.MediaKind, imageURL string) error {
+	return d.do(ctx, MethodInsertMedia, []any{kind, imageURL}, func() error {
+		if err := d.bmc.checkMedia(kind); err != nil {
+			return err
+		}
+		if imageURL == "" {
+			return bmc.Permanent(fmt.Errorf("empty image URL for %s media", kind))
+		}
+		d.bmc.media[kind] = bmc.MediaStatus{Inserted: true, Image: imageURL}
+		return nil
+	})
+}
+
+// EjectMedia implements [bmc.VirtualMedia].
+func (d *Driver) EjectMedia(ctx context.Context, kind bmc.MediaKind) error {
+	return d.do(ctx, MethodEjectMedia, []any{kind}, func() error {
+		if err := d.bmc.checkMedia(kind); err != nil {
+			return err
+		}
+		d.bmc.media[kind] = bmc.MediaStatus{}
+		return nil
+	})
+}
+
+// MediaStatus implements [bmc.VirtualMedia].
+func (d *Driver) MediaStatus(ctx context.Context, kind bmc.MediaKind) (bmc.MediaStatus, error) {
+	var s bmc.MediaStatus
+	err := d.do(ctx, MethodMediaStatus, []any{kind}, func() error {
+		if err := d.bmc.checkMedia(kind); err != nil {
+			return err
+		}
+		s = d.bmc.media[kind]
+		return nil
+	})
+	return s, err
+}
+
+// ResetBMC implements [bmc.BMCResetter]. It counts the reset in
+// [State.BMCResets]; the server's power and the sessions are unaffected.
+func (d *Driver) ResetBMC(ctx context.Context, t bmc.BMCResetType) error {
+	return d.do(ctx, MethodResetBMC, []any{t}, func() error {
+		b := d.bmc
+		if b.lacks[CapabilityBMCReset] {
+			return fmt.Errorf("BMC reset: %w", bmc.ErrNotSupported)
+		}
+		if t != bmc.BMCResetWarm && t != bmc.BMCResetCold {
+			return bmc.Permanent(fmt.Errorf("invalid BMC reset type %q: want %q or %q", t, bmc.BMCResetWarm, bmc.BMCResetCold))
+		}
+		b.resets++
+		return nil
+	})
+}
+
+// checkMedia is called with b.mu held.
+func (b *BMC) checkMedia(kind bmc.MediaKind) error {
+	switch kind {
+	case bmc.MediaCD, bmc.MediaUSB:
+	default:
+		return bmc.Permanent(fmt.Errorf("invalid media kind %q: want %q or %q", kind, bmc.MediaCD, bmc.MediaUSB))
+	}
+	if _, ok := b.media[kind]; !ok {
+		return fmt.Errorf("virtual media %s: %w", kind, bmc.ErrNotSupported)
+	}
+	return nil
+}

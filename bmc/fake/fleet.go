@@ -1,0 +1,112 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/bmckit/bmckit/bmc"
+)
+
+// Fleet is a [bmc.Dialer] over a set of fake BMCs keyed by address, so code
+// under test can dial "redfish://10.0.0.1/redfish/v1/Systems/1" and reach the
+// fake added under that URL. The zero value is not usable: call [NewFleet].
+// Safe for concurrent use.
+type Fleet struct {
+	mu   sync.RWMutex
+	bmcs map[string]*BMC
+}
+
+var _ bmc.Dialer = (*Fleet)(nil)
+
+// NewFleet returns an empty fleet.
+func NewFleet() *Fleet { return &Fleet{bmcs: map[string]*BMC{}} }
+
+// fleetKey identifies a BMC independently of the scheme spelling: host and
+// effective port (as [bmc.Endpoint.Key]) plus the system path, so
+// "redfish://h" and "redfish+https://h:443" name the same fake while two
+// systems behind one Redfish service stay apart.
+func fleetKey(ep bmc.Endpoint) string {
+	return ep.Key() + ep.Path
+}
+
+// Add registers b under the BMC address rawURL (any URL [bmc.ParseEndpoint]
+// accepts). It fails when the URL is invalid or already taken.
+func (f *Fleet) Add(rawURL string, b *BMC) error {
+	if b == nil {
+		return fmt.Errorf("fake: Fleet.Add(%q): nil BMC", rawURL)
+	}
+	ep, err := bmc.ParseEndpoint(rawURL)
+	if err != nil {
+		return fmt.Errorf("fake: Fleet.Add: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := fleetKey(ep)
+	if _, ok := f.bmcs[k]; ok {
+		return fmt.Errorf("fake: Fleet.Add: a BMC is already registered at %s", ep)
+	}
+	f.bmcs[k] = b
+	return nil
+}
+
+// AddNew creates a BMC with opts, registers it under rawURL and returns it.
+func (f *Fleet) AddNew(rawURL string, opts Options) (*BMC, error) {
+	b := New(opts)
+	if err := f.Add(rawURL, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Get returns the BMC registered under rawURL, or nil.
+func (f *Fleet) Get(rawURL string) *BMC {
+	ep, err := bmc.ParseEndpoint(rawURL)
+	if err != nil {
+		return nil
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.bmcs[fleetKey(ep)]
+}
+
+// Dial implements [bmc.Dialer]: it opens a session on the BMC registered at
+// ep. An unknown address fails with an error naming it and the registered
+// ones; wrong credentials fail with an error wrapping [bmc.ErrUnauthorized].
+func (f *Fleet) Dial(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (bmc.Driver, error) {
+	f.mu.RLock()
+	b := f.bmcs[fleetKey(ep)]
+	var known []string
+	if b == nil {
+		for k := range f.bmcs {
+			known = append(known, k)
+		}
+	}
+	f.mu.RUnlock()
+	if b == nil {
+		sort.Strings(known)
+		list := strings.Join(known, ", ")
+		if len(known) > 10 {
+			list = strings.Join(known[:10], ", ") + ", ... (" + strconv.Itoa(len(known)) + " in all)"
+		}
+		if list == "" {
+			list = "none"
+		}
+		return nil, &bmc.OpError{Op: "dial", Endpoint: ep.String(), Err: bmc.Permanent(fmt.Errorf("fake: no BMC registered at %s (registered: %s)", fleetKey(ep), list))}
+	}
+	return b.Dial(ctx, ep, creds)
+}
+
+// BMCs returns the registered BMCs keyed by host:port plus system path.
+func (f *Fleet) BMCs() map[string]*BMC {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make(map[string]*BMC, len(f.bmcs))
+	for k, v := range f.bmcs {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,158 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+)
+
+// Clock is the time source the fake uses for latency and for delayed power
+// transitions. Any value with these two methods fits, e.g. a manually
+// advanced fake clock in a test. Defaults to the wall clock.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+// realClock is the wall clock.
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Capability names a feature a real BMC may lack. List the ones to remove
+// in [Options.Unsupported]; the fake then returns an error wrapping
+// [bmc.ErrNotSupported] for them, so users can test those paths. The values
+// match the capability names of package bmctest.
+type Capability string
+
+// Capabilities the fake can be told to lack.
+const (
+	// CapabilityBootOverride: SetBootOverride and BootOverride fail.
+	CapabilityBootOverride Capability = "boot-override"
+	// CapabilityBootOverrideReadBack: SetBootOverride works, BootOverride
+	// (the read-back) fails, as on BMCs that cannot report the override.
+	CapabilityBootOverrideReadBack Capability = "boot-override-read-back"
+	// CapabilityBootMode: setting a BootOverride with a Mode other than
+	// bmc.BootModeUnchanged fails.
+	CapabilityBootMode Capability = "boot-mode"
+	// CapabilityVirtualMediaCD: the CD device is missing.
+	CapabilityVirtualMediaCD Capability = "virtual-media-cd"
+	// CapabilityVirtualMediaUSB: the USB device is missing.
+	CapabilityVirtualMediaUSB Capability = "virtual-media-usb"
+	// CapabilityBMCReset: ResetBMC fails.
+	CapabilityBMCReset Capability = "bmc-reset"
+	// CapabilityPowerSoftOff: SetPower(PowerActionSoftOff) fails.
+	CapabilityPowerSoftOff Capability = "power-soft-off"
+	// CapabilityPowerCycle: SetPower(PowerActionCycle) fails (a BMC that
+	// advertises PowerCycle and then refuses it with 501).
+	CapabilityPowerCycle Capability = "power-cycle"
+	// CapabilityPowerReset: SetPower(PowerActionReset) fails.
+	CapabilityPowerReset Capability = "power-reset"
+)
+
+// Capabilities lists every [Capability], in a stable order.
+func Capabilities() []Capability {
+	return []Capability{
+		CapabilityBootOverride, CapabilityBootOverrideReadBack, CapabilityBootMode,
+		CapabilityVirtualMediaCD, CapabilityVirtualMediaUSB, CapabilityBMCReset,
+		CapabilityPowerSoftOff, CapabilityPowerCycle, CapabilityPowerReset,
+	}
+}
+
+func (c Capability) valid() bool {
+	for _, k := range Capabilities() {
+		if c == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Hook runs before the fake performs a call (after its latency). A non-nil
+// error fails the call with that error (wrapped in a [*bmc.OpError]) and
+// leaves the BMC's state unchanged. Wrap the error with [bmc.Transient] to
+// simulate a failure worth retrying. Hooks run without the fake's lock held,
+// so they may call the [BMC]'s own methods (State, SetPower, ...); they must
+// be safe for concurrent use.
+type Hook func(ctx context.Context, call Call) error
+
+// Options configures a [BMC]. The zero value is a BMC that is powered off,
+// accepts any credentials, answers at once, lands power changes at once and
+// supports every capability.
+type Options struct {
+	// Username and Password are the credentials the BMC accepts. Defaults to
+	// accepting any credentials when both are empty.
+	Username string
+	Password string
+
+	// Power is the initial power state: bmc.PowerOn or bmc.PowerOff.
+	// Defaults to bmc.PowerOff.
+	Power bmc.PowerState
+
+	// Latency is how long every call (Dial and Close included) takes before
+	// it is served, measured on Clock; a cancelled ctx ends the wait.
+	// Defaults to 0 (no wait).
+	Latency time.Duration
+
+	// PowerTransition is how long a power change stays in a transitional
+	// state (bmc.PowerPoweringOn / bmc.PowerPoweringOff) before it lands,
+	// measured on Clock. A cycle spends it twice (off, then on). Defaults to
+	// 0: power changes land at once.
+	PowerTransition time.Duration
+
+	// SoftOffDelay is how long the OS takes to shut down after a soft-off
+	// (the BMC reports bmc.PowerPoweringOff meanwhile). Defaults to
+	// PowerTransition.
+	SoftOffDelay time.Duration
+
+	// SoftOffIgnored makes soft-off requests succeed without effect, like a
+	// server whose OS ignores ACPI (or a simulator with no OS). Defaults to
+	// false.
+	SoftOffIgnored bool
+
+	// DropDuringTransition makes SetPower calls that arrive while a power
+	// change is still pending succeed without effect, as some real BMCs
+	// silently drop them. Defaults to false (a new request replaces the
+	// pending one).
+	DropDuringTransition bool
+
+	// Unsupported lists the capabilities this BMC lacks. Defaults to none.
+	Unsupported []Capability
+
+	// Hooks are fault hooks per method, installed at creation; see
+	// [BMC.SetHook]. Defaults to none.
+	Hooks map[Method]Hook
+
+	// Clock drives Latency and PowerTransition. Defaults to the wall clock.
+	Clock Clock
+}
+
+func (o Options) validate() error {
+	switch o.Power {
+	case "", bmc.PowerOn, bmc.PowerOff:
+	default:
+		return fmt.Errorf("fake: Options.Power %q: want %q or %q", o.Power, bmc.PowerOn, bmc.PowerOff)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"Latency", o.Latency}, {"PowerTransition", o.PowerTransition}, {"SoftOffDelay", o.SoftOffDelay}} {
+		if d.v < 0 {
+			return fmt.Errorf("fake: Options.%s %v: must not be negative", d.name, d.v)
+		}
+	}
+	for _, c := range o.Unsupported {
+		if !c.valid() {
+			return fmt.Errorf("fake: Options.Unsupported: unknown capability %q", c)
+		}
+	}
+	for m := range o.Hooks {
+		if !m.valid() {
+			return fmt.Errorf("fake: Options.Hooks: unknown method %q", m)
+		}
+	}
+	return nil
+}
