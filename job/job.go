@@ -1,0 +1,138 @@
+package job
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/task"
+)
+
+// Spec is what a job should do: an ordered list of tasks against one BMC. It
+// is a plain JSON struct a host can embed in its own CRD.
+type Spec struct {
+	// BMC is the BMC's address, e.g. "redfish://10.0.0.5/redfish/v1/Systems/1"
+	// or "ipmi://10.0.0.6" (see bmc.ParseEndpoint).
+	BMC string `json:"bmc"`
+	// CredentialsRef names the credentials; the host's CredentialsResolver
+	// turns it into a username and password at run time. Passwords are never
+	// stored in a job.
+	CredentialsRef string `json:"credentialsRef,omitempty"`
+	// SystemUUID identifies the server for wait-for-boot tasks.
+	SystemUUID string `json:"systemUUID,omitempty"`
+	// Tasks run in order; the job stops at the first failed task.
+	Tasks []task.Spec `json:"tasks"`
+	// Timeout bounds the whole job. Zero means no job-level limit (each task
+	// still has its own).
+	Timeout task.Duration `json:"timeout,omitempty"`
+}
+
+// Status is what happened. Completed (a condition) says whether the job
+// reached a terminal state; Result says how it ended.
+type Status struct {
+	// ObservedGeneration is the Generation the status was computed for.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions holds Completed and Running.
+	Conditions []conditions.Condition `json:"conditions,omitempty"`
+	// Result is empty until Completed=True, then Succeeded, Failed or Canceled.
+	Result conditions.Result `json:"result,omitempty"`
+	// Reason is a CamelCase cause (e.g. TaskFailed, Unauthorized).
+	Reason string `json:"reason,omitempty"`
+	// Message says what happened; for a failed job it names the failing task
+	// and the BMC's error.
+	Message string `json:"message,omitempty"`
+	// CurrentTask is the index of the task being run (len(Tasks) when done).
+	CurrentTask int `json:"currentTask"`
+	// Tasks holds one status per task in Spec.Tasks.
+	Tasks          []task.Status `json:"tasks,omitempty"`
+	StartTime      *time.Time    `json:"startTime,omitempty"`
+	CompletionTime *time.Time    `json:"completionTime,omitempty"`
+	// Wire counts what the job cost on the wire, when the driver reports it.
+	Wire *bmc.Stats `json:"wire,omitempty"`
+}
+
+// Job is a Spec with its Status. Name is unique within a Runner's Store.
+type Job struct {
+	Name string `json:"name"`
+	// Generation counts spec changes; a host that edits a running job's spec
+	// bumps it, and the job restarts from its first task.
+	Generation int64 `json:"generation,omitempty"`
+	// CreatedAt orders jobs on the same BMC (first come, first served).
+	CreatedAt time.Time `json:"createdAt"`
+	// CancelRequested asks the runner to stop the job at the next step; the
+	// job completes with result Canceled.
+	CancelRequested bool   `json:"cancelRequested,omitempty"`
+	Spec            Spec   `json:"spec"`
+	Status          Status `json:"status"`
+}
+
+// Completed reports whether the job reached a terminal state.
+func (j *Job) Completed() bool {
+	return conditions.IsTrue(j.Status.Conditions, conditions.TypeCompleted)
+}
+
+// ErrInvalidSpec is wrapped by every job validation error.
+var ErrInvalidSpec = errors.New("invalid job spec")
+
+// Validate checks the spec; errors wrap ErrInvalidSpec and name the field by
+// its JSON path, e.g. `tasks[1].power.op: "of" is not one of ...`.
+func (s *Spec) Validate() error {
+	if _, err := bmc.ParseEndpoint(s.BMC); err != nil {
+		return fmt.Errorf("%w: bmc: %v", ErrInvalidSpec, err)
+	}
+	if len(s.Tasks) == 0 {
+		return fmt.Errorf("%w: tasks: at least one task is required", ErrInvalidSpec)
+	}
+	if len(s.Tasks) > 100 {
+		return fmt.Errorf("%w: tasks: %d tasks, at most 100", ErrInvalidSpec, len(s.Tasks))
+	}
+	if s.Timeout.Duration < 0 {
+		return fmt.Errorf("%w: timeout: %s is negative", ErrInvalidSpec, s.Timeout.Duration)
+	}
+	for i := range s.Tasks {
+		t := &s.Tasks[i]
+		if err := t.Validate(); err != nil {
+			msg := strings.TrimPrefix(err.Error(), task.ErrInvalid.Error()+": ")
+			return fmt.Errorf("%w: tasks[%d].%s", ErrInvalidSpec, i, msg)
+		}
+		if t.WaitForBoot != nil && t.WaitForBoot.SystemUUID == "" && s.SystemUUID == "" {
+			return fmt.Errorf("%w: tasks[%d].waitForBoot.systemUUID: empty, and the job has no systemUUID", ErrInvalidSpec, i)
+		}
+	}
+	if s.SystemUUID != "" {
+		probe := task.Spec{WaitForBoot: &task.WaitForBootAction{SystemUUID: s.SystemUUID}}
+		if err := probe.Validate(); err != nil {
+			return fmt.Errorf("%w: systemUUID: %q is not a UUID", ErrInvalidSpec, truncate(s.SystemUUID, 80))
+		}
+	}
+	return nil
+}
+
+// DecodeSpec parses a JSON job spec strictly (unknown fields are errors) and
+// validates it.
+func DecodeSpec(data []byte) (Spec, error) {
+	var s Spec
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return Spec{}, fmt.Errorf("%w: decoding JSON: %v", ErrInvalidSpec, err)
+	}
+	if dec.More() {
+		return Spec{}, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalidSpec)
+	}
+	if err := s.Validate(); err != nil {
+		return Spec{}, err
+	}
+	return s, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}

@@ -1,0 +1,514 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/internal/backoff"
+	"github.com/bmckit/bmckit/task"
+)
+
+// Clock is the time source. internal/clock's Real and Fake satisfy it; so
+// does any value with these two methods.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// PersistFunc stores the job's current state. The Stepper calls it with the
+// intent before it touches the BMC and again with each result, so the same
+// state machine is crash-safe whether persist is a compare-and-swap on a
+// Store (the Runner) or a status patch of a host's own object (a controller).
+// If persist fails, Step stops and returns the error without touching the BMC.
+type PersistFunc func(ctx context.Context, j *Job) error
+
+// StepResult says when to call Step again.
+type StepResult struct {
+	// Done is true once the job completed; no further steps are needed.
+	Done bool
+	// RequeueAfter is how long to wait before the next Step (0: at once).
+	RequeueAfter time.Duration
+}
+
+// StepperConfig configures a Stepper. The zero value of every field but
+// Dialer means its default.
+type StepperConfig struct {
+	// Dialer opens BMC connections. Required.
+	Dialer bmc.Dialer
+	// Credentials resolves Spec.CredentialsRef. Defaults to a resolver that
+	// returns empty credentials for an empty ref and an error otherwise.
+	Credentials CredentialsResolver
+	// Boot tracks boots for wait-for-boot tasks. Required only for jobs that
+	// have such tasks; without it they fail with reason NotSupported.
+	Boot BootTracker
+	// Clock defaults to the wall clock.
+	Clock Clock
+	// Logger defaults to logr.Discard(); a logger in the ctx passed to Step
+	// (logr.NewContext) takes precedence.
+	Logger logr.Logger
+	// DefaultTaskTimeout bounds a task whose Spec has no Timeout. Defaults
+	// to 5 minutes (30 minutes for wait-for-boot tasks).
+	DefaultTaskTimeout time.Duration
+	// PollInterval is the delay between read-backs right after an action.
+	// Defaults to 250ms (at most 4 polls per second, so a change is seen
+	// within about 0.3 s of landing).
+	PollInterval time.Duration
+	// SlowPollAfter is how long after an action polling stays fast.
+	// Defaults to 30s; after it polls come every SlowPollInterval.
+	SlowPollAfter time.Duration
+	// SlowPollInterval defaults to 2s.
+	SlowPollInterval time.Duration
+	// ResendAfter re-sends a power action whose effect was not observed
+	// after this long while the BMC reports no transition (BMCs drop
+	// requests). Defaults to 30s.
+	ResendAfter time.Duration
+	// BootPollInterval is the delay between boot-state checks of a
+	// wait-for-boot task. Defaults to 1s.
+	BootPollInterval time.Duration
+	// MaxVerifyResends is how often a boot override that the BMC ignored or
+	// reverted is set again before the task fails. Defaults to 2.
+	MaxVerifyResends int
+	// Retry is the backoff between attempts after transient errors.
+	// Defaults to 500ms doubling to 15s, +/-20% jitter.
+	Retry backoff.Policy
+	// IdleTimeout closes pooled connections unused for this long. Defaults
+	// to 2 minutes.
+	IdleTimeout time.Duration
+}
+
+// Stepper advances jobs one step at a time. One Stepper serves any number of
+// jobs concurrently (but never call Step twice at once for the same job);
+// it keeps BMC connections in a ConnPool between steps.
+type Stepper struct {
+	cfg  StepperConfig
+	pool *ConnPool
+}
+
+// NewStepper validates cfg and applies defaults.
+func NewStepper(cfg StepperConfig) (*Stepper, error) {
+	if cfg.Dialer == nil {
+		return nil, errors.New("job: StepperConfig.Dialer is required")
+	}
+	if cfg.Credentials == nil {
+		cfg.Credentials = CredentialsFunc(func(_ context.Context, ref string) (bmc.Credentials, error) {
+			if ref == "" {
+				return bmc.Credentials{}, nil
+			}
+			return bmc.Credentials{}, fmt.Errorf("no CredentialsResolver configured to resolve %q", ref)
+		})
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
+	if cfg.Logger.GetSink() == nil {
+		cfg.Logger = logr.Discard()
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.DefaultTaskTimeout, 5*time.Minute)
+	def(&cfg.PollInterval, 250*time.Millisecond)
+	def(&cfg.SlowPollAfter, 30*time.Second)
+	def(&cfg.SlowPollInterval, 2*time.Second)
+	def(&cfg.ResendAfter, 30*time.Second)
+	def(&cfg.BootPollInterval, time.Second)
+	def(&cfg.IdleTimeout, 2*time.Minute)
+	if cfg.MaxVerifyResends <= 0 {
+		cfg.MaxVerifyResends = 2
+	}
+	return &Stepper{cfg: cfg, pool: NewConnPool(cfg.Dialer, cfg.IdleTimeout, cfg.Clock.Now)}, nil
+}
+
+// Close closes every pooled BMC connection.
+func (s *Stepper) Close(ctx context.Context) error { return s.pool.Close(ctx) }
+
+// Pool exposes the connection pool (for hosts that want CloseIdle on a ticker).
+func (s *Stepper) Pool() *ConnPool { return s.pool }
+
+// BootAttemptID is the boot attempt a job registers for its wait-for-boot
+// tasks. Hosts that embed boot tokens in the iPXE script or Ignition they
+// serve compute the token from it (see package bootstate).
+func BootAttemptID(j *Job) string {
+	return fmt.Sprintf("%s.%d.%d", j.Name, j.CreatedAt.UnixNano(), j.Generation)
+}
+
+// Step advances j by one bounded step: at most one BMC action and one read
+// back, or a single check. It mutates j and calls persist before the BMC is
+// touched (intent) and after each result. BMC errors do not make Step fail:
+// transient ones are retried on later steps with backoff, permanent ones fail
+// the task and the job, both recorded in j.Status. Step returns an error only
+// when persist fails or ctx is done; the job is then unchanged in storage
+// beyond what persist accepted, and calling Step again later is safe.
+func (s *Stepper) Step(ctx context.Context, j *Job, persist PersistFunc) (StepResult, error) {
+	st := &stepRun{s: s, j: j, persist: persist, now: s.cfg.Clock.Now(), log: logr.FromContextOrDiscard(ctx)}
+	if st.log.GetSink() == nil || isDiscard(st.log) {
+		st.log = s.cfg.Logger
+	}
+	st.log = st.log.WithValues("job", j.Name)
+	if err := ctx.Err(); err != nil {
+		return StepResult{}, err
+	}
+	return st.run(ctx)
+}
+
+func isDiscard(l logr.Logger) bool { return l.GetSink() == logr.Discard().GetSink() }
+
+type stepRun struct {
+	s       *Stepper
+	j       *Job
+	persist PersistFunc
+	now     time.Time
+	log     logr.Logger
+	ep      bmc.Endpoint
+}
+
+func (r *stepRun) run(ctx context.Context) (StepResult, error) {
+	j := r.j
+	ep, epErr := bmc.ParseEndpoint(j.Spec.BMC)
+	r.ep = ep
+	if j.Completed() {
+		if epErr == nil {
+			_ = r.s.pool.Release(ctx, ep)
+		}
+		return StepResult{Done: true}, nil
+	}
+	if j.Status.StartTime == nil || j.Status.ObservedGeneration != j.Generation || len(j.Status.Tasks) != len(j.Spec.Tasks) {
+		return r.initialize(ctx)
+	}
+	if j.CancelRequested {
+		return r.finish(ctx, conditions.ResultCanceled, conditions.ReasonCanceled, "canceled on request", conditions.ReasonCanceled)
+	}
+	if to := j.Spec.Timeout.Duration; to > 0 && r.now.Sub(*j.Status.StartTime) > to {
+		i := j.Status.CurrentTask
+		return r.failTask(ctx, i, conditions.ReasonTimedOut, fmt.Sprintf("job timed out after %s%s", to, lastErrSuffix(&j.Status.Tasks[i])))
+	}
+	i := j.Status.CurrentTask
+	ts := &j.Status.Tasks[i]
+	if ts.StartTime != nil && r.now.Sub(*ts.StartTime) > r.taskTimeout(i) {
+		return r.failTask(ctx, i, conditions.ReasonTimedOut, fmt.Sprintf("timed out after %s%s", r.taskTimeout(i), lastErrSuffix(ts)))
+	}
+	if ts.NextAttemptTime != nil && r.now.Before(*ts.NextAttemptTime) {
+		return StepResult{RequeueAfter: ts.NextAttemptTime.Sub(r.now)}, nil
+	}
+	switch ts.Phase {
+	case task.PhasePending:
+		now := r.now
+		ts.Phase = task.PhaseStarted
+		ts.Attempts = 1
+		ts.StartTime = &now
+		conditions.MarkRunning(&ts.Conditions, j.Generation, "started", now)
+		conditions.MarkRunning(&j.Status.Conditions, j.Generation, fmt.Sprintf("running task %d of %d (%s)", i+1, len(j.Spec.Tasks), j.Spec.Tasks[i].Describe()), now)
+		if err := r.persist(ctx, j); err != nil { // intent before action
+			return StepResult{}, err
+		}
+		return r.act(ctx, i, false)
+	case task.PhaseStarted:
+		// Resumed after a crash, or retrying after a transient error: the
+		// action may or may not have reached the BMC, so look first.
+		return r.act(ctx, i, true)
+	case task.PhaseRequested:
+		return r.verify(ctx, i)
+	}
+	return r.failTask(ctx, i, conditions.ReasonFailed, fmt.Sprintf("unknown task phase %q in stored status", ts.Phase))
+}
+
+func lastErrSuffix(ts *task.Status) string {
+	if ts.LastError != "" {
+		return "; last error: " + ts.LastError
+	}
+	return ""
+}
+
+func (r *stepRun) taskTimeout(i int) time.Duration {
+	spec := &r.j.Spec.Tasks[i]
+	if spec.Timeout.Duration > 0 {
+		return spec.Timeout.Duration
+	}
+	if spec.WaitForBoot != nil {
+		return 30 * time.Minute
+	}
+	return r.s.cfg.DefaultTaskTimeout
+}
+
+// initialize (re)starts the job's status for the current generation and
+// registers its boot attempts before any task can power the server on.
+func (r *stepRun) initialize(ctx context.Context) (StepResult, error) {
+	j := r.j
+	now := r.now
+	j.Status = Status{ObservedGeneration: j.Generation, StartTime: &now, Tasks: make([]task.Status, len(j.Spec.Tasks))}
+	if err := j.Spec.Validate(); err != nil {
+		return r.finish(ctx, conditions.ResultFailed, conditions.ReasonInvalidSpec, err.Error(), "Skipped")
+	}
+	for i := range j.Status.Tasks {
+		conditions.MarkPending(&j.Status.Tasks[i].Conditions, j.Generation, now)
+	}
+	for i := range j.Spec.Tasks {
+		if j.Spec.Tasks[i].WaitForBoot == nil {
+			continue
+		}
+		if r.s.cfg.Boot == nil {
+			return r.finish(ctx, conditions.ResultFailed, conditions.ReasonNotSupported,
+				fmt.Sprintf("task %d (%s): no BootTracker configured for wait-for-boot tasks", i+1, j.Spec.Tasks[i].Describe()), "Skipped")
+		}
+		if err := r.s.cfg.Boot.StartBoot(ctx, r.systemUUID(i), BootAttemptID(j), r.taskTimeout(i)); err != nil {
+			// Not persisted: the next step retries initialization.
+			r.log.Info("registering boot attempt failed; will retry", "error", err.Error())
+			j.Status = Status{}
+			return StepResult{RequeueAfter: r.s.cfg.Retry.Delay(1)}, nil
+		}
+	}
+	conditions.MarkRunning(&j.Status.Conditions, j.Generation, fmt.Sprintf("starting %d tasks", len(j.Spec.Tasks)), now)
+	if err := r.persist(ctx, j); err != nil {
+		return StepResult{}, err
+	}
+	return StepResult{}, nil
+}
+
+func (r *stepRun) systemUUID(i int) string {
+	if u := r.j.Spec.Tasks[i].WaitForBoot.SystemUUID; u != "" {
+		return u
+	}
+	return r.j.Spec.SystemUUID
+}
+
+func (r *stepRun) driver(ctx context.Context) (bmc.Driver, error) {
+	creds, err := r.s.cfg.Credentials.Resolve(ctx, r.j.Spec.CredentialsRef)
+	if err != nil {
+		return nil, bmc.Permanent(fmt.Errorf("resolving credentials %q: %w", r.j.Spec.CredentialsRef, err))
+	}
+	return r.s.pool.Get(ctx, r.ep, creds)
+}
+
+// act checks (when recheck) whether the task's effect is already there, and
+// otherwise sends the action, then reads back once.
+func (r *stepRun) act(ctx context.Context, i int, recheck bool) (StepResult, error) {
+	spec := &r.j.Spec.Tasks[i]
+	if spec.WaitForBoot != nil {
+		return r.requested(ctx, i)
+	}
+	drv, err := r.driver(ctx)
+	if err != nil {
+		return r.handleErr(ctx, i, err, true)
+	}
+	if recheck {
+		ok, _, err := r.check(ctx, drv, i, false)
+		if err != nil {
+			return r.handleErr(ctx, i, err, false)
+		}
+		if ok {
+			return r.succeedTask(ctx, i, "effect already present")
+		}
+	}
+	if err := r.send(ctx, drv, i); err != nil {
+		return r.handleErr(ctx, i, err, false)
+	}
+	return r.requested(ctx, i)
+}
+
+func (r *stepRun) requested(ctx context.Context, i int) (StepResult, error) {
+	ts := &r.j.Status.Tasks[i]
+	now := r.now
+	ts.Phase = task.PhaseRequested
+	ts.RequestTime = &now
+	ts.NextAttemptTime = nil
+	if err := r.persist(ctx, r.j); err != nil {
+		return StepResult{}, err
+	}
+	return r.verify(ctx, i)
+}
+
+func (r *stepRun) verify(ctx context.Context, i int) (StepResult, error) {
+	spec := &r.j.Spec.Tasks[i]
+	ts := &r.j.Status.Tasks[i]
+	var drv bmc.Driver
+	if spec.WaitForBoot == nil {
+		var err error
+		if drv, err = r.driver(ctx); err != nil {
+			return r.handleErr(ctx, i, err, true)
+		}
+	}
+	ok, observed, err := r.check(ctx, drv, i, true)
+	if err != nil {
+		return r.handleErr(ctx, i, err, false)
+	}
+	r.recordWire(drv)
+	if ok {
+		return r.succeedTask(ctx, i, observed)
+	}
+	sinceReq := r.now.Sub(*ts.RequestTime)
+	switch {
+	case spec.BootDevice != nil:
+		// Read back differs: the BMC ignored or reverted the override.
+		if ts.Attempts > r.s.cfg.MaxVerifyResends {
+			return r.failTask(ctx, i, conditions.ReasonVerificationFailed,
+				fmt.Sprintf("the BMC did not keep the boot override after %d attempts: it reports %s", ts.Attempts, observed))
+		}
+		return r.resend(ctx, i, "boot override read back as "+observed)
+	case spec.Power != nil && sinceReq >= r.s.cfg.ResendAfter && !bmc.PowerState(observed).Transitional():
+		return r.resend(ctx, i, fmt.Sprintf("power still %s %s after the request", observed, sinceReq.Round(time.Second)))
+	case spec.VirtualMedia != nil && sinceReq >= r.s.cfg.ResendAfter:
+		return r.resend(ctx, i, "media read back as "+observed)
+	case spec.WaitForBoot != nil:
+		return StepResult{RequeueAfter: r.s.cfg.BootPollInterval}, nil
+	}
+	if sinceReq < r.s.cfg.SlowPollAfter {
+		return StepResult{RequeueAfter: r.s.cfg.PollInterval}, nil
+	}
+	return StepResult{RequeueAfter: r.s.cfg.SlowPollInterval}, nil
+}
+
+// resend goes back to PhaseStarted so the next step re-checks and re-sends.
+func (r *stepRun) resend(ctx context.Context, i int, why string) (StepResult, error) {
+	ts := &r.j.Status.Tasks[i]
+	r.log.Info("effect not observed; sending the action again", "task", i+1, "why", why)
+	ts.Phase = task.PhaseStarted
+	ts.Attempts++
+	ts.LastError = why
+	if err := r.persist(ctx, r.j); err != nil {
+		return StepResult{}, err
+	}
+	return StepResult{RequeueAfter: r.s.cfg.PollInterval}, nil
+}
+
+// handleErr records a BMC error: transient ones are retried after a backoff,
+// permanent ones fail the task.
+func (r *stepRun) handleErr(ctx context.Context, i int, err error, dialing bool) (StepResult, error) {
+	if ctx.Err() != nil {
+		return StepResult{}, ctx.Err()
+	}
+	var tf *taskFailure
+	if errors.As(err, &tf) {
+		return r.failTask(ctx, i, tf.reason, tf.msg)
+	}
+	ts := &r.j.Status.Tasks[i]
+	if !bmc.IsTransient(err) {
+		reason := conditions.ReasonBMCError
+		switch {
+		case errors.Is(err, bmc.ErrUnauthorized):
+			reason = conditions.ReasonUnauthorized
+		case errors.Is(err, bmc.ErrNotSupported):
+			reason = conditions.ReasonNotSupported
+		}
+		return r.failTask(ctx, i, reason, err.Error())
+	}
+	if dialing {
+		_ = r.s.pool.Release(ctx, r.ep)
+	}
+	ts.LastError = err.Error()
+	ts.Attempts++
+	delay := r.s.cfg.Retry.Delay(ts.Attempts - 1)
+	next := r.now.Add(delay)
+	ts.NextAttemptTime = &next
+	r.log.Info("transient BMC error; will retry", "task", i+1, "attempt", ts.Attempts, "in", delay.String(), "error", err.Error())
+	if perr := r.persist(ctx, r.j); perr != nil {
+		return StepResult{}, perr
+	}
+	return StepResult{RequeueAfter: delay}, nil
+}
+
+func (r *stepRun) recordWire(drv bmc.Driver) {
+	if sr, ok := drv.(bmc.StatsReporter); ok {
+		st := sr.Stats()
+		r.j.Status.Wire = &st
+	}
+}
+
+func (r *stepRun) succeedTask(ctx context.Context, i int, observed string) (StepResult, error) {
+	j := r.j
+	ts := &j.Status.Tasks[i]
+	now := r.now
+	ts.Phase = task.PhaseDone
+	ts.Result = conditions.ResultSucceeded
+	ts.Reason = conditions.ReasonSucceeded
+	ts.Message = observed
+	ts.LastError = ""
+	ts.NextAttemptTime = nil
+	ts.CompletionTime = &now
+	conditions.MarkCompleted(&ts.Conditions, j.Generation, conditions.ResultSucceeded, "", observed, now)
+	j.Status.CurrentTask = i + 1
+	if j.Status.CurrentTask == len(j.Spec.Tasks) {
+		return r.finish(ctx, conditions.ResultSucceeded, conditions.ReasonSucceeded, fmt.Sprintf("all %d tasks succeeded", len(j.Spec.Tasks)), "")
+	}
+	conditions.MarkRunning(&j.Status.Conditions, j.Generation, fmt.Sprintf("running task %d of %d (%s)", i+2, len(j.Spec.Tasks), j.Spec.Tasks[i+1].Describe()), now)
+	if err := r.persist(ctx, j); err != nil {
+		return StepResult{}, err
+	}
+	return StepResult{}, nil
+}
+
+func (r *stepRun) failTask(ctx context.Context, i int, reason, msg string) (StepResult, error) {
+	j := r.j
+	ts := &j.Status.Tasks[i]
+	now := r.now
+	ts.Phase = task.PhaseDone
+	ts.Result = conditions.ResultFailed
+	ts.Reason = reason
+	ts.Message = msg
+	ts.NextAttemptTime = nil
+	ts.CompletionTime = &now
+	conditions.MarkCompleted(&ts.Conditions, j.Generation, conditions.ResultFailed, reason, msg, now)
+	jobMsg := fmt.Sprintf("task %d (%s) failed: %s", i+1, j.Spec.Tasks[i].Describe(), msg)
+	return r.finish(ctx, conditions.ResultFailed, reason, jobMsg, "Skipped")
+}
+
+// finish completes the job; tasks that never completed are marked with
+// result Canceled and reason skipReason.
+func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, msg, skipReason string) (StepResult, error) {
+	j := r.j
+	now := r.now
+	if skipReason == "" {
+		skipReason = "Skipped"
+	}
+	for k := range j.Status.Tasks {
+		ts := &j.Status.Tasks[k]
+		if ts.Phase == task.PhaseDone {
+			continue
+		}
+		why := "not run: " + msg
+		if ts.Phase != task.PhasePending {
+			why = "interrupted: " + msg
+		}
+		ts.Phase = task.PhaseDone
+		ts.Result = conditions.ResultCanceled
+		ts.Reason = skipReason
+		ts.Message = why
+		ts.CompletionTime = &now
+		conditions.MarkCompleted(&ts.Conditions, j.Generation, conditions.ResultCanceled, skipReason, why, now)
+	}
+	j.Status.Result = result
+	j.Status.Reason = reason
+	j.Status.Message = msg
+	j.Status.CompletionTime = &now
+	if j.Status.StartTime == nil {
+		j.Status.StartTime = &now
+	}
+	j.Status.ObservedGeneration = j.Generation
+	conditions.MarkCompleted(&j.Status.Conditions, j.Generation, result, reason, msg, now)
+	if err := r.persist(ctx, j); err != nil {
+		return StepResult{}, err
+	}
+	_ = r.s.pool.Release(ctx, r.ep)
+	r.log.Info("job completed", "result", string(result), "reason", reason, "message", msg)
+	return StepResult{Done: true}, nil
+}
+
+// taskFailure is a permanent task failure with its own reason (e.g. a boot
+// that timed out), as opposed to a BMC error.
+type taskFailure struct {
+	reason, msg string
+}
+
+func (e *taskFailure) Error() string { return e.msg }
