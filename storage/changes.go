@@ -207,4 +207,3 @@ func (f *Follower) resync(ctx context.Context, feed ChangeFeed, compacted int64)
 	}
 	return out, nil
 }
-
