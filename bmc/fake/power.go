@@ -90,14 +90,17 @@ func (b *BMC) setPower(a bmc.PowerAction) error {
 	default:
 		return bmc.Permanent(fmt.Errorf("invalid power action %q: want on, off, soft-off, cycle or reset", a))
 	}
-	if lacks != "" && b.lacks[lacks] {
+	b.settle()
+	cur := b.visible()
+	// On a server that is off, soft-off is a no-op and cycle and reset mean
+	// "power on" (see bmc.PowerAction): only a server that is on needs the
+	// capability.
+	if lacks != "" && b.lacks[lacks] && cur != bmc.PowerOff && cur != bmc.PowerPoweringOff {
 		return fmt.Errorf("power action %q: %w", a, bmc.ErrNotSupported)
 	}
-	b.settle()
 	if len(b.steps) > 0 && b.opts.DropDuringTransition {
 		return nil // dropped, as some BMCs do while a change is pending
 	}
-	cur := b.visible()
 	d := b.opts.PowerTransition
 	powerOn := func() {
 		if cur == bmc.PowerOn || cur == bmc.PowerPoweringOn {

@@ -1,0 +1,63 @@
+// Package bmctest is the conformance suite every [bmc.Driver] must pass:
+// the in-tree Redfish and IPMI drivers, the fake, and users' own drivers.
+//
+// # Running it
+//
+// Call [Run] from a test with the peer's [Options] and a factory that
+// returns a fresh [Target] (an open driver) for each subtest:
+//
+//	func TestConformance(t *testing.T) {
+//		bmctest.Run(t, bmctest.Options{
+//			Unsupported: []bmctest.Capability{bmctest.CapabilityVirtualMediaUSB},
+//		}, func(t *testing.T) bmctest.Target {
+//			sim := startSimulator(t)        // a peer per subtest, or a shared one
+//			drv, err := mydriver.Dial(t.Context(), sim.Endpoint(), sim.Credentials())
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			return bmctest.Target{Driver: drv}
+//		})
+//	}
+//
+// The suite closes each driver when its subtest ends. Subtests do not
+// assume a starting state: each first drives the server where it needs it
+// (with the driver itself), so a factory may hand out drivers on one shared
+// peer. Subtests run sequentially.
+//
+// # What it checks
+//
+//   - Power: on, off, soft-off, cycle and reset, each followed by polling
+//     PowerState until the target state is read (within
+//     [Options.SettleTimeout], [Options.PollInterval] apart, no sleeps);
+//     repeats are no-op successes (off on off, on on on); cycle and reset on
+//     a server that is off end On; an undefined action is a permanent error;
+//     every state read is one of bmc's typed PowerState constants.
+//   - Boot override: every device in [Options.BootDevices], once and
+//     persistent, in every mode of [Options.BootModes], set twice and read
+//     back where the driver implements [bmc.BootOverrideGetter]; an undefined
+//     device is a permanent error.
+//   - Virtual media (CD and USB): insert and read back, insert twice, insert
+//     replacing an image, eject and read back, eject an empty device.
+//   - BMC reset (warm and cold): accepted, and the BMC answers again.
+//   - Unsupported capabilities: for each capability in [Options.Unsupported]
+//     the methods needing it return a permanent error wrapping
+//     [bmc.ErrNotSupported].
+//   - Context: every method called with an already cancelled, or already
+//     expired, ctx returns an error wrapping context.Canceled (or
+//     context.DeadlineExceeded), without hanging.
+//   - Close is idempotent; Stats (where implemented) counts requests.
+//   - Every error returned is a [*bmc.OpError].
+//
+// # Selecting subtests
+//
+// Names are stable (see [Run]), so `go test -run 'Conformance/Power/'` runs
+// the power checks and [Options.Skip] removes the ones unsafe on a peer.
+// Subtests for an interface the driver does not implement, or for a
+// capability the peer lacks, skip with a message.
+//
+// # Clocks
+//
+// A peer that models delays on a manually advanced clock sets
+// [Target.Advance]; the suite calls it between polls, so delays of seconds
+// pass in microseconds.
+package bmctest

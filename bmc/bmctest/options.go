@@ -1,0 +1,138 @@
+package bmctest
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+)
+
+// Capability names a feature a BMC may lack although its driver implements
+// the interface for it. List the peer's missing ones in
+// [Options.Unsupported]: the suite then expects an error wrapping
+// [bmc.ErrNotSupported] from them (subtests Unsupported/<capability>) and
+// skips the subtests that need them.
+type Capability string
+
+// Capabilities a peer may lack. The values match package fake's.
+const (
+	// CapabilityBootOverride: SetBootOverride (and BootOverride) fail.
+	CapabilityBootOverride Capability = "boot-override"
+	// CapabilityBootOverrideReadBack: BootOverride (the read-back) fails.
+	CapabilityBootOverrideReadBack Capability = "boot-override-read-back"
+	// CapabilityBootMode: setting a UEFI or legacy mode fails.
+	CapabilityBootMode Capability = "boot-mode"
+	// CapabilityVirtualMediaCD: the CD virtual media device is missing.
+	CapabilityVirtualMediaCD Capability = "virtual-media-cd"
+	// CapabilityVirtualMediaUSB: the USB virtual media device is missing.
+	CapabilityVirtualMediaUSB Capability = "virtual-media-usb"
+	// CapabilityBMCReset: ResetBMC fails.
+	CapabilityBMCReset Capability = "bmc-reset"
+	// CapabilityPowerSoftOff: SetPower(PowerActionSoftOff) fails on a server
+	// that is on.
+	CapabilityPowerSoftOff Capability = "power-soft-off"
+	// CapabilityPowerCycle: SetPower(PowerActionCycle) fails on a server that
+	// is on.
+	CapabilityPowerCycle Capability = "power-cycle"
+	// CapabilityPowerReset: SetPower(PowerActionReset) fails on a server that
+	// is on.
+	CapabilityPowerReset Capability = "power-reset"
+)
+
+// Capabilities lists every [Capability], in the order the suite checks them.
+func Capabilities() []Capability {
+	return []Capability{
+		CapabilityBootOverride, CapabilityBootOverrideReadBack, CapabilityBootMode,
+		CapabilityVirtualMediaCD, CapabilityVirtualMediaUSB, CapabilityBMCReset,
+		CapabilityPowerSoftOff, CapabilityPowerCycle, CapabilityPowerReset,
+	}
+}
+
+// Options describes the peer the driver talks to. The zero value describes a
+// peer with every capability, whose power changes land within a minute.
+type Options struct {
+	// Unsupported lists the capabilities the peer lacks. Defaults to none.
+	Unsupported []Capability
+
+	// SettleTimeout is how long a power change may take to land (and how
+	// long the suite waits for anything to appear). Defaults to 1 minute.
+	SettleTimeout time.Duration
+
+	// PollInterval is the pause between read-backs while waiting for a
+	// state. Defaults to 100ms.
+	PollInterval time.Duration
+
+	// SoftOffNeverCompletes says the peer accepts a soft-off but the server
+	// never shuts down (a simulator without an OS): Power/SoftOff then only
+	// checks that the request is accepted. Defaults to false.
+	SoftOffNeverCompletes bool
+
+	// BootDevices are the devices BootOverride/... sets and reads back.
+	// Defaults to pxe, disk, cdrom and bios.
+	BootDevices []bmc.BootDevice
+
+	// BootModes are the modes BootOverride/... sets. Defaults to
+	// unchanged, uefi and legacy (only unchanged when the peer lacks
+	// CapabilityBootMode).
+	BootModes []bmc.BootMode
+
+	// MediaImages are two image URLs VirtualMedia/... inserts. The peer
+	// need not fetch them. Defaults to http://127.0.0.1:8080/bmctest-1.iso
+	// and http://127.0.0.1:8080/bmctest-2.iso.
+	MediaImages [2]string
+
+	// CallTimeout bounds a single call whose ctx is already cancelled or
+	// expired: a driver that has not returned by then fails the
+	// Context/... subtests as hung. It guards against hangs; it is not a
+	// speed requirement. Defaults to 30 seconds.
+	CallTimeout time.Duration
+
+	// Skip lists subtests to skip, by name below Run: "ResetBMC" skips
+	// ResetBMC and everything under it, "Power/Cycle" only that one. For
+	// peers where a subtest is unsafe or pointless (resetting a shared
+	// BMC). Defaults to none.
+	Skip []string
+}
+
+func (o Options) withDefaults() Options {
+	if o.SettleTimeout <= 0 {
+		o.SettleTimeout = time.Minute
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = 100 * time.Millisecond
+	}
+	if len(o.BootDevices) == 0 {
+		o.BootDevices = []bmc.BootDevice{bmc.BootDevicePXE, bmc.BootDeviceDisk, bmc.BootDeviceCDROM, bmc.BootDeviceBIOS}
+	}
+	if len(o.BootModes) == 0 {
+		o.BootModes = []bmc.BootMode{bmc.BootModeUnchanged, bmc.BootModeUEFI, bmc.BootModeLegacy}
+		if o.lacks(CapabilityBootMode) {
+			o.BootModes = o.BootModes[:1]
+		}
+	}
+	if o.MediaImages[0] == "" {
+		o.MediaImages[0] = "http://127.0.0.1:8080/bmctest-1.iso"
+	}
+	if o.MediaImages[1] == "" {
+		o.MediaImages[1] = "http://127.0.0.1:8080/bmctest-2.iso"
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 30 * time.Second
+	}
+	return o
+}
+
+func (o Options) lacks(c Capability) bool { return slices.Contains(o.Unsupported, c) }
+
+// skipped reports whether the subtest at path (relative to Run) is listed in
+// Skip, itself or through a parent.
+func (o Options) skipped(path string) bool {
+	for _, s := range o.Skip {
+		s = strings.Trim(s, "/")
+		if path == s || strings.HasPrefix(path, s+"/") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,228 @@
+package bmctest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+)
+
+// Target is what the factory passed to [Run] returns for one subtest.
+type Target struct {
+	// Driver is an open driver on the peer. The suite closes it when the
+	// subtest ends (Close is idempotent, so the factory may also register its
+	// own cleanup). Required.
+	Driver bmc.Driver
+
+	// Advance, when set, is called after every read-back that has not yet
+	// shown the awaited state, before the next poll. A peer whose delays run
+	// on a manually advanced clock (a fake with an injected clock) moves its
+	// clock forward here. Defaults to nothing.
+	Advance func()
+}
+
+// Run runs the conformance suite: one subtest per behaviour, each with a
+// fresh target from newTarget (called inside the subtest, so it may use
+// t.Cleanup, t.TempDir and t.Skip). opts describes the peer.
+//
+// Subtest names are stable, so one behaviour can be selected with -run or
+// -skip, or listed in [Options.Skip]:
+//
+//	Power/{On,OnWhenOn,Off,OffWhenOff,SoftOff,SoftOffWhenOff,Cycle,CycleWhenOff,Reset,ResetWhenOff,InvalidAction}
+//	BootOverride/<device>-<once|persistent>-<mode|unchanged>, BootOverride/InvalidDevice
+//	VirtualMedia/<cd|usb>/{InsertEject,InsertTwice,InsertReplaces,EjectEmpty}
+//	ResetBMC/{warm,cold}
+//	Unsupported/<capability>
+//	Context/{Canceled,DeadlineExceeded}/<method>
+//	Close/Idempotent
+//	Stats/CountsRequests
+//
+// Subtests for an optional interface the driver does not implement, or for a
+// capability listed in [Options.Unsupported], skip with a message saying why.
+func Run(t *testing.T, opts Options, newTarget func(t *testing.T) Target) {
+	t.Helper()
+	s := &suite{opts: opts.withDefaults(), newTarget: newTarget}
+	s.group(t, "Power", s.power)
+	s.group(t, "BootOverride", s.bootOverride)
+	s.group(t, "VirtualMedia", s.virtualMedia)
+	s.group(t, "ResetBMC", s.resetBMC)
+	s.group(t, "Unsupported", s.unsupported)
+	s.group(t, "Context", s.context)
+	s.group(t, "Close", func(t *testing.T, path string) {
+		s.run(t, path, "Idempotent", s.closeIdempotent)
+	})
+	s.group(t, "Stats", func(t *testing.T, path string) {
+		s.run(t, path, "CountsRequests", s.statsCountsRequests)
+	})
+}
+
+type suite struct {
+	opts      Options
+	newTarget func(t *testing.T) Target
+}
+
+// group runs a subtest that only holds further subtests.
+func (s *suite) group(t *testing.T, name string, body func(t *testing.T, path string)) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		if s.opts.skipped(name) {
+			t.Skipf("bmctest: %s is listed in Options.Skip", name)
+		}
+		body(t, name)
+	})
+}
+
+// tcase is one subtest's context: the target and the suite's options.
+type tcase struct {
+	*testing.T
+	opts    Options
+	drv     bmc.Driver
+	advance func()
+}
+
+// run runs one leaf subtest with a fresh target.
+func (s *suite) run(t *testing.T, parent, name string, body func(tc *tcase)) {
+	t.Helper()
+	path := parent + "/" + name
+	t.Run(name, func(t *testing.T) {
+		if s.opts.skipped(path) {
+			t.Skipf("bmctest: %s is listed in Options.Skip", path)
+		}
+		tg := s.newTarget(t)
+		if tg.Driver == nil {
+			t.Fatal("bmctest: the factory returned a Target without a Driver")
+		}
+		t.Cleanup(func() {
+			if err := tg.Driver.Close(context.Background()); err != nil {
+				t.Errorf("bmctest: Close after the subtest: %v", err)
+			}
+		})
+		body(&tcase{T: t, opts: s.opts, drv: tg.Driver, advance: tg.Advance})
+	})
+}
+
+// ctx returns a context for one call sequence, ended with the subtest.
+func (tc *tcase) ctx() context.Context { return tc.Context() }
+
+// requireOpError fails unless err is a *bmc.OpError.
+func (tc *tcase) requireOpError(what string, err error) {
+	tc.Helper()
+	var oe *bmc.OpError
+	if !errors.As(err, &oe) {
+		tc.Errorf("%s: error %q (%T) is not a *bmc.OpError", what, err, err)
+	}
+}
+
+// requireNotSupported fails unless err wraps bmc.ErrNotSupported inside a
+// *bmc.OpError.
+func (tc *tcase) requireNotSupported(what string, err error) {
+	tc.Helper()
+	if err == nil {
+		tc.Errorf("%s: succeeded; the peer lacks it (Options.Unsupported), want an error wrapping bmc.ErrNotSupported", what)
+		return
+	}
+	if !errors.Is(err, bmc.ErrNotSupported) {
+		tc.Errorf("%s: error %q does not wrap bmc.ErrNotSupported", what, err)
+	}
+	if bmc.IsTransient(err) {
+		tc.Errorf("%s: error %q is classified transient; ErrNotSupported must be permanent", what, err)
+	}
+	tc.requireOpError(what, err)
+}
+
+// noErr fails the subtest at once when err is not nil.
+func (tc *tcase) noErr(what string, err error) {
+	tc.Helper()
+	if err != nil {
+		tc.Fatalf("%s: %v", what, err)
+	}
+}
+
+var knownStates = map[bmc.PowerState]bool{
+	bmc.PowerOn: true, bmc.PowerOff: true, bmc.PowerPoweringOn: true, bmc.PowerPoweringOff: true, bmc.PowerUnknown: true,
+}
+
+// readPower reads the power state once and checks it is one of bmc's typed
+// states.
+func (tc *tcase) readPower() (bmc.PowerState, error) {
+	tc.Helper()
+	st, err := tc.drv.PowerState(tc.ctx())
+	if err != nil {
+		tc.requireOpError("PowerState", err)
+		return st, err
+	}
+	if !knownStates[st] {
+		tc.Fatalf("PowerState returned %q, which is not one of bmc's PowerState constants; map protocol strings to them", st)
+	}
+	return st, nil
+}
+
+// waitPower polls PowerState until it reads want, failing after
+// SettleTimeout. Transient errors are retried; permanent ones fail at once.
+func (tc *tcase) waitPower(want bmc.PowerState) {
+	tc.Helper()
+	var seen []string
+	note := func(s string) {
+		if len(seen) == 0 || seen[len(seen)-1] != s {
+			seen = append(seen, s)
+		}
+	}
+	tc.poll(fmt.Sprintf("power state %s", want), func() (bool, string) {
+		st, err := tc.readPower()
+		if err != nil {
+			if !bmc.IsTransient(err) {
+				tc.Fatalf("PowerState while waiting for %s: permanent error: %v (states seen: %s)", want, err, strings.Join(seen, " -> "))
+			}
+			note("error: " + err.Error())
+			return false, strings.Join(seen, " -> ")
+		}
+		note(string(st))
+		return st == want, strings.Join(seen, " -> ")
+	})
+}
+
+// poll calls check until it reports done, with PollInterval between calls,
+// calling the target's Advance between polls; it fails the subtest after
+// SettleTimeout with check's last description.
+func (tc *tcase) poll(what string, check func() (done bool, last string)) {
+	tc.Helper()
+	deadline := time.Now().Add(tc.opts.SettleTimeout)
+	ticker := time.NewTicker(tc.opts.PollInterval)
+	defer ticker.Stop()
+	for {
+		done, last := check()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			tc.Fatalf("waited %v for %s; not reached (seen: %s). Raise Options.SettleTimeout if the peer is slow", tc.opts.SettleTimeout, what, last)
+		}
+		if tc.advance != nil {
+			tc.advance()
+		}
+		select {
+		case <-ticker.C:
+		case <-tc.ctx().Done():
+			tc.Fatalf("waiting for %s: %v", what, tc.ctx().Err())
+		}
+	}
+}
+
+// ensurePower brings the server to want (On or Off) with the driver itself.
+func (tc *tcase) ensurePower(want bmc.PowerState) {
+	tc.Helper()
+	st, err := tc.readPower()
+	if err == nil && st == want {
+		return
+	}
+	action := bmc.PowerActionOn
+	if want == bmc.PowerOff {
+		action = bmc.PowerActionOff
+	}
+	tc.noErr(fmt.Sprintf("preparing the server: SetPower(%s)", action), tc.drv.SetPower(tc.ctx(), action))
+	tc.waitPower(want)
+}

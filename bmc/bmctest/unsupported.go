@@ -1,0 +1,83 @@
+package bmctest
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/bmckit/bmckit/bmc"
+)
+
+func (s *suite) unsupported(t *testing.T, path string) {
+	for _, c := range Capabilities() {
+		s.run(t, path, string(c), func(tc *tcase) {
+			if !tc.opts.lacks(c) {
+				tc.Skipf("the peer has %s (not in Options.Unsupported)", c)
+			}
+			tc.checkUnsupported(c)
+		})
+	}
+}
+
+func (tc *tcase) checkUnsupported(c Capability) {
+	tc.Helper()
+	ctx := tc.ctx()
+	switch c {
+	case CapabilityBootOverride:
+		setter, ok := tc.drv.(bmc.BootOverrideSetter)
+		if !ok {
+			tc.Skipf("%T does not implement bmc.BootOverrideSetter", tc.drv)
+		}
+		tc.requireNotSupported("SetBootOverride(pxe)", setter.SetBootOverride(ctx, bmc.BootOverride{Device: bmc.BootDevicePXE}))
+		if getter, ok := tc.drv.(bmc.BootOverrideGetter); ok {
+			_, err := getter.BootOverride(ctx)
+			tc.requireNotSupported("BootOverride", err)
+		}
+	case CapabilityBootOverrideReadBack:
+		getter, ok := tc.drv.(bmc.BootOverrideGetter)
+		if !ok {
+			tc.Skipf("%T does not implement bmc.BootOverrideGetter (which already says it cannot read back)", tc.drv)
+		}
+		_, err := getter.BootOverride(ctx)
+		tc.requireNotSupported("BootOverride", err)
+	case CapabilityBootMode:
+		setter, ok := tc.drv.(bmc.BootOverrideSetter)
+		if !ok {
+			tc.Skipf("%T does not implement bmc.BootOverrideSetter", tc.drv)
+		}
+		for _, m := range []bmc.BootMode{bmc.BootModeUEFI, bmc.BootModeLegacy} {
+			o := bmc.BootOverride{Device: bmc.BootDevicePXE, Mode: m}
+			tc.requireNotSupported(fmt.Sprintf("SetBootOverride(%+v)", o), setter.SetBootOverride(ctx, o))
+		}
+	case CapabilityVirtualMediaCD, CapabilityVirtualMediaUSB:
+		vm, ok := tc.drv.(bmc.VirtualMedia)
+		if !ok {
+			tc.Skipf("%T does not implement bmc.VirtualMedia", tc.drv)
+		}
+		kind := bmc.MediaCD
+		if c == CapabilityVirtualMediaUSB {
+			kind = bmc.MediaUSB
+		}
+		tc.requireNotSupported(fmt.Sprintf("InsertMedia(%s)", kind), vm.InsertMedia(ctx, kind, tc.opts.MediaImages[0]))
+		tc.requireNotSupported(fmt.Sprintf("EjectMedia(%s)", kind), vm.EjectMedia(ctx, kind))
+		_, err := vm.MediaStatus(ctx, kind)
+		tc.requireNotSupported(fmt.Sprintf("MediaStatus(%s)", kind), err)
+	case CapabilityBMCReset:
+		r, ok := tc.drv.(bmc.BMCResetter)
+		if !ok {
+			tc.Skipf("%T does not implement bmc.BMCResetter", tc.drv)
+		}
+		tc.requireNotSupported("ResetBMC(warm)", r.ResetBMC(ctx, bmc.BMCResetWarm))
+	case CapabilityPowerSoftOff, CapabilityPowerCycle, CapabilityPowerReset:
+		action := map[Capability]bmc.PowerAction{
+			CapabilityPowerSoftOff: bmc.PowerActionSoftOff,
+			CapabilityPowerCycle:   bmc.PowerActionCycle,
+			CapabilityPowerReset:   bmc.PowerActionReset,
+		}[c]
+		// On a server that is off these are no-ops or mean "on", so ask
+		// with the server on.
+		tc.ensurePower(bmc.PowerOn)
+		tc.requireNotSupported(fmt.Sprintf("SetPower(%s) on a server that is on", action), tc.drv.SetPower(ctx, action))
+	default:
+		tc.Fatalf("bmctest: no check for capability %q", c)
+	}
+}

@@ -1,0 +1,84 @@
+package fake_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/bmctest"
+	"github.com/bmckit/bmckit/bmc/fake"
+	"github.com/bmckit/bmckit/internal/clock"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// dialTarget creates a fake with opts and dials it.
+func dialTarget(t *testing.T, opts fake.Options) (*fake.BMC, bmc.Driver) {
+	t.Helper()
+	srv := fake.New(opts)
+	drv, err := srv.Dial(context.Background(), bmc.Endpoint{Protocol: "redfish", Transport: "https", Host: "127.0.0.1"}, bmc.Credentials{Username: opts.Username, Password: opts.Password})
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	return srv, drv
+}
+
+func TestConformance(t *testing.T) {
+	t.Run("Instant", func(t *testing.T) {
+		bmctest.Run(t, bmctest.Options{PollInterval: time.Millisecond}, func(t *testing.T) bmctest.Target {
+			_, drv := dialTarget(t, fake.Options{Username: "admin", Password: "pw"})
+			return bmctest.Target{Driver: drv}
+		})
+	})
+
+	// Transitions of several seconds on a fake clock the suite advances
+	// between polls.
+	t.Run("DelayedFakeClock", func(t *testing.T) {
+		bmctest.Run(t, bmctest.Options{PollInterval: time.Millisecond}, func(t *testing.T) bmctest.Target {
+			clk := clock.NewFake(epoch)
+			_, drv := dialTarget(t, fake.Options{PowerTransition: 5 * time.Second, SoftOffDelay: 30 * time.Second, Clock: clk})
+			return bmctest.Target{Driver: drv, Advance: func() { clk.Advance(time.Second) }}
+		})
+	})
+
+	// Short real delays and latency on the wall clock, with requests during
+	// a pending change dropped as some BMCs do.
+	t.Run("DelayedWallClock", func(t *testing.T) {
+		bmctest.Run(t, bmctest.Options{PollInterval: time.Millisecond}, func(t *testing.T) bmctest.Target {
+			_, drv := dialTarget(t, fake.Options{PowerTransition: 5 * time.Millisecond, Latency: 100 * time.Microsecond, DropDuringTransition: true, Power: bmc.PowerOn})
+			return bmctest.Target{Driver: drv}
+		})
+	})
+
+	t.Run("NothingSupported", func(t *testing.T) {
+		caps := make([]bmctest.Capability, 0, len(fake.Capabilities()))
+		for _, c := range fake.Capabilities() {
+			caps = append(caps, bmctest.Capability(c))
+		}
+		bmctest.Run(t, bmctest.Options{PollInterval: time.Millisecond, Unsupported: caps}, func(t *testing.T) bmctest.Target {
+			_, drv := dialTarget(t, fake.Options{Unsupported: fake.Capabilities()})
+			return bmctest.Target{Driver: drv}
+		})
+	})
+
+	t.Run("PartlySupported", func(t *testing.T) {
+		opts := bmctest.Options{
+			PollInterval: time.Millisecond,
+			Unsupported:  []bmctest.Capability{bmctest.CapabilityBootOverrideReadBack, bmctest.CapabilityBootMode, bmctest.CapabilityVirtualMediaUSB, bmctest.CapabilityPowerCycle},
+		}
+		bmctest.Run(t, opts, func(t *testing.T) bmctest.Target {
+			_, drv := dialTarget(t, fake.Options{Unsupported: []fake.Capability{
+				fake.CapabilityBootOverrideReadBack, fake.CapabilityBootMode, fake.CapabilityVirtualMediaUSB, fake.CapabilityPowerCycle,
+			}})
+			return bmctest.Target{Driver: drv}
+		})
+	})
+
+	t.Run("SoftOffIgnored", func(t *testing.T) {
+		bmctest.Run(t, bmctest.Options{PollInterval: time.Millisecond, SoftOffNeverCompletes: true}, func(t *testing.T) bmctest.Target {
+			_, drv := dialTarget(t, fake.Options{SoftOffIgnored: true})
+			return bmctest.Target{Driver: drv}
+		})
+	})
+}
