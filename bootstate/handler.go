@@ -1,0 +1,144 @@
+package bootstate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/bmckit/bmckit/conditions"
+)
+
+// HandlerConfig configures a [Handler].
+type HandlerConfig struct {
+	// MaxBodyBytes limits the request body. Defaults to DefaultMaxBodyBytes
+	// (4 KiB).
+	MaxBodyBytes int64
+}
+
+// Handler serves POST /bootstate for a [Tracker]: a booted server posts a
+// [Request] and the handler records the signal durably before answering.
+// It ignores the request path, so it can be mounted anywhere.
+//
+// Answers, each with a JSON body ({"error": "..."} on failure):
+//
+//   - 200: the signal is in the store (or was already: repeats are
+//     idempotent and write nothing). The body is a [Response].
+//   - 400: malformed JSON, wrong types, unknown fields, bad UUID, attempt
+//     ID, signal or message; 413: body over the limit; 405: not POST.
+//   - 401: token missing or wrong (with tokens enabled).
+//   - 403: a signal callers may not post (not in Config.CallbackSignals).
+//   - 404: no boot attempt was started for the system.
+//   - 409: the attempt named is not the system's current one (a late
+//     callback from an earlier boot).
+//   - 503 with Retry-After: the store failed; nothing is promised, retry.
+//
+// Nothing is written for any answer but 200.
+type Handler struct {
+	t   *Tracker
+	max int64
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// NewHandler returns the /bootstate handler of t.
+func NewHandler(t *Tracker, cfg HandlerConfig) *Handler {
+	h := &Handler{t: t, max: cfg.MaxBodyBytes}
+	if h.max <= 0 {
+		h.max = DefaultMaxBodyBytes
+	}
+	return h
+}
+
+// Response is the body of a 200 answer.
+type Response struct {
+	SystemUUID string            `json:"systemUUID"`
+	AttemptID  string            `json:"attemptID"`
+	Signal     string            `json:"signal"`
+	Completed  bool              `json:"completed"`
+	Result     conditions.Result `json:"result,omitempty"`
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed: POST a JSON body", r.Method))
+		return
+	}
+	req, err := DecodeRequest(http.MaxBytesReader(w, r.Body, h.max+1), h.max)
+	if err != nil {
+		status := http.StatusBadRequest
+		if errors.Is(err, ErrBodyTooLarge) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		writeError(w, status, err.Error())
+		return
+	}
+	signal := req.Signal
+	if signal == "" {
+		signal = SignalBootStateReceived
+	}
+	if !h.t.callback[signal] {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("field \"signal\": %v: %q", ErrSignalNotAllowed, signal))
+		return
+	}
+	if h.t.AuthEnabled() {
+		// Authenticate before looking anything up, so unauthenticated
+		// callers learn nothing about which systems exist.
+		if req.AttemptID == "" {
+			writeError(w, http.StatusBadRequest, `field "attemptID" is required when boot tokens are enabled`)
+			return
+		}
+		if err := h.t.checkToken(req.SystemUUID, req.AttemptID, req.Token); err != nil {
+			writeError(w, http.StatusUnauthorized, err.Error())
+			return
+		}
+	}
+	msg := req.Message
+	if msg == "" {
+		msg = fmt.Sprintf("%s posted from %s", signal, r.RemoteAddr)
+	}
+	rec, err := h.t.RecordSignal(r.Context(), req.SystemUUID, req.AttemptID, signal, msg)
+	if err != nil {
+		h.t.log.V(1).Info("boot state callback rejected", "systemUUID", req.SystemUUID, "attemptID", req.AttemptID, "error", err.Error())
+		status := statusOf(err)
+		if status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "1")
+			h.t.log.Error(err, "boot state callback not recorded", "systemUUID", req.SystemUUID)
+		}
+		writeError(w, status, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, Response{
+		SystemUUID: rec.SystemUUID, AttemptID: rec.AttemptID, Signal: signal,
+		Completed: rec.Completed(), Result: rec.Result,
+	})
+}
+
+// statusOf maps tracker errors to HTTP statuses.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, ErrUnknownSystem):
+		return http.StatusNotFound
+	case errors.Is(err, ErrStaleAttempt):
+		return http.StatusConflict
+	case errors.Is(err, ErrUnauthorized):
+		return http.StatusUnauthorized
+	case errors.Is(err, ErrStore):
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

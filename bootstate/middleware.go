@@ -1,0 +1,145 @@
+package bootstate
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// FetchIdentity names the system (and optionally attempt and token) a
+// fetch request is for.
+type FetchIdentity struct {
+	// SystemUUID, any case. Empty: the request names no system; it is
+	// served without recording.
+	SystemUUID string
+	// AttemptID, optional: empty means the system's current attempt.
+	AttemptID string
+	// Token, checked only when FetchConfig.RequireToken is set.
+	Token string
+}
+
+// Extractor finds the identity in a fetch request. An error means the
+// request names a system badly; it is served without recording.
+type Extractor func(r *http.Request) (FetchIdentity, error)
+
+// UUIDFromPath is the default [Extractor]: the system UUID is the first path
+// segment that is a UUID (e.g. /ipxe/4C4C4544-0042-4A10-8031-B2C04F4E4A31 or
+// /ignition/<uuid>.ign with the ".ign" suffix stripped), the attempt ID the
+// "attempt" query parameter and the token the "token" query parameter.
+func UUIDFromPath(r *http.Request) (FetchIdentity, error) {
+	q := r.URL.Query()
+	for seg := range strings.SplitSeq(r.URL.Path, "/") {
+		if i := strings.IndexByte(seg, '.'); i == 36 {
+			seg = seg[:i]
+		}
+		if u, err := ParseSystemUUID(seg); err == nil {
+			return FetchIdentity{SystemUUID: u, AttemptID: q.Get("attempt"), Token: q.Get("token")}, nil
+		}
+	}
+	return FetchIdentity{}, nil
+}
+
+// FetchConfig configures [Tracker.FetchMiddleware].
+type FetchConfig struct {
+	// Signal recorded for each fetch, e.g. SignalIPXEScriptFetched. Required.
+	Signal string
+	// Extract names the system of a request. Defaults to UUIDFromPath.
+	Extract Extractor
+	// RequireToken makes fetches without a valid token answer 401 without
+	// being served or recorded. Defaults to false: the first fetch of a
+	// boot (the iPXE script a DHCP answer points at) usually happens before
+	// the server was given any token. Ignored when the tracker runs
+	// without tokens.
+	RequireToken bool
+	// FailOpen serves the request even when the signal could not be
+	// written (store down); the signal is then lost. Defaults to false:
+	// answer 503 without serving, so the booting server (iPXE and Ignition
+	// both retry) asks again and the signal is not lost.
+	FailOpen bool
+}
+
+// FetchMiddleware wraps the host's own iPXE-script or Ignition handler and
+// records cfg.Signal for the system a request names, BEFORE calling the
+// wrapped handler, which then serves exactly what it would have served.
+//
+// Requests that name no system, an unknown system, or a retired attempt are
+// served unchanged and not recorded: what to serve them is the host's call.
+// Only a store failure (503 unless FailOpen) or, with RequireToken, a bad
+// token (401) keeps the wrapped handler from running.
+//
+// It panics if cfg.Signal is not a valid signal name (a programming error
+// caught at wiring time).
+func (t *Tracker) FetchMiddleware(cfg FetchConfig) func(http.Handler) http.Handler {
+	if err := ValidateSignal(cfg.Signal); err != nil {
+		panic(fmt.Sprintf("bootstate: FetchMiddleware: %v", err))
+	}
+	extract := cfg.Extract
+	if extract == nil {
+		extract = UUIDFromPath
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if t.recordFetch(w, r, cfg, extract) {
+				next.ServeHTTP(w, r)
+			}
+		})
+	}
+}
+
+// recordFetch records the fetch and reports whether to serve the request.
+func (t *Tracker) recordFetch(w http.ResponseWriter, r *http.Request, cfg FetchConfig, extract Extractor) bool {
+	id, err := extract(r)
+	if err != nil || id.SystemUUID == "" {
+		if err != nil {
+			t.log.V(1).Info("fetch names no valid system; not recorded", "path", r.URL.Path, "error", err.Error())
+		}
+		return true
+	}
+	u, err := ParseSystemUUID(id.SystemUUID)
+	if err != nil {
+		t.log.V(1).Info("fetch names no valid system; not recorded", "error", err.Error())
+		return true
+	}
+	if id.AttemptID != "" {
+		if err := ValidateAttemptID(id.AttemptID); err != nil {
+			t.log.V(1).Info("fetch names a malformed attempt; not recorded", "systemUUID", u, "error", err.Error())
+			return true
+		}
+	}
+	if cfg.RequireToken && t.AuthEnabled() {
+		attempt := id.AttemptID
+		if attempt == "" {
+			rec, err := t.Get(r.Context(), u)
+			if err != nil {
+				return t.fetchFailed(w, cfg, u, err)
+			}
+			attempt = rec.AttemptID
+		}
+		if err := t.checkToken(u, attempt, id.Token); err != nil {
+			writeError(w, http.StatusUnauthorized, err.Error())
+			return false
+		}
+		id.AttemptID = attempt
+	}
+	msg := fmt.Sprintf("%s %s from %s", r.Method, r.URL.Path, r.RemoteAddr)
+	if _, err := t.RecordSignal(r.Context(), u, id.AttemptID, cfg.Signal, msg); err != nil {
+		return t.fetchFailed(w, cfg, u, err)
+	}
+	return true
+}
+
+// fetchFailed decides what a recording failure means for the request.
+func (t *Tracker) fetchFailed(w http.ResponseWriter, cfg FetchConfig, u string, err error) bool {
+	if errors.Is(err, ErrUnknownSystem) || errors.Is(err, ErrStaleAttempt) {
+		t.log.V(1).Info("fetch not recorded", "systemUUID", u, "signal", cfg.Signal, "reason", err.Error())
+		return true
+	}
+	t.log.Error(err, "fetch signal not recorded", "systemUUID", u, "signal", cfg.Signal, "failOpen", cfg.FailOpen)
+	if cfg.FailOpen {
+		return true
+	}
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusServiceUnavailable, "boot state store unavailable; retry")
+	return false
+}

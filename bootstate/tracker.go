@@ -1,0 +1,552 @@
+package bootstate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/internal/clock"
+	"github.com/bmckit/bmckit/storage"
+)
+
+// Errors the tracker returns (wrapped; use errors.Is).
+var (
+	// ErrUnknownSystem: no boot record exists for the system (no attempt was
+	// ever started for it).
+	ErrUnknownSystem = errors.New("unknown system: no boot attempt was started for it")
+	// ErrStaleAttempt: the attempt named is not the system's current one (a
+	// newer attempt replaced it, or it never existed).
+	ErrStaleAttempt = errors.New("not the current boot attempt")
+	// ErrUnauthorized: the token is missing or wrong.
+	ErrUnauthorized = errors.New("missing or invalid boot token")
+	// ErrSignalNotAllowed: the signal may not be posted by callers.
+	ErrSignalNotAllowed = errors.New("signal not accepted from callers")
+	// ErrStore: the store failed; the caller should retry later. Errors
+	// wrapping it also wrap the store's own error.
+	ErrStore = errors.New("boot state store unavailable")
+)
+
+// Clock is the time source the tracker uses for deadlines and waits.
+// internal/clock's Real and Fake fit.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+// Defaults of [Config].
+const (
+	DefaultTimeout        = 30 * time.Minute
+	DefaultKeyPrefix      = "bootstate/"
+	DefaultPollInterval   = 2 * time.Second
+	DefaultResyncInterval = time.Minute
+	DefaultHistoryLimit   = 5
+)
+
+// Config configures a [Tracker]. The zero value of every field but Store
+// (and Secret, unless InsecureSkipAuth is set) means its default.
+type Config struct {
+	// Store keeps the boot records. Required.
+	Store storage.Store
+	// Clock is the time source. Defaults to the wall clock.
+	Clock Clock
+	// Logger logs signals, completions and timeouts (never tokens).
+	// Defaults to logr.Discard().
+	Logger logr.Logger
+	// DefaultTimeout is how long an attempt may take when StartBoot is
+	// given no timeout. Defaults to DefaultTimeout (30 minutes).
+	DefaultTimeout time.Duration
+	// DefaultPolicy decides completion for attempts started without their
+	// own policy. Defaults to AllOfSignals(SignalBootStateReceived).
+	DefaultPolicy Policy
+	// Secret keys the per-boot tokens (HMAC-SHA256 over system UUID and
+	// attempt ID). At least MinSecretLen bytes. Required unless
+	// InsecureSkipAuth is set. Never logged or stored.
+	Secret []byte
+	// InsecureSkipAuth turns token checks off, for labs. Defaults to false
+	// (tokens required). Setting it together with Secret is an error, so a
+	// forgotten flag cannot silently disable auth.
+	InsecureSkipAuth bool
+	// CallbackSignals are the signals a booted server may post to the
+	// Handler (in the "signal" field). Defaults to
+	// [SignalBootStateReceived] only.
+	CallbackSignals []string
+	// KeyPrefix is where records live in the Store: KeyPrefix + lower-case
+	// system UUID. Defaults to "bootstate/".
+	KeyPrefix string
+	// OnTimeout is called once, by the goroutine whose write marked an
+	// attempt TimedOut (Run's loop, a BootResult or Wait caller, or a
+	// handler that saw a late signal), so the host can retry the boot. It
+	// runs synchronously: start a goroutine for slow work. At most once:
+	// a crash between the write and the call loses the call (BootResult
+	// still reports TimedOut). Defaults to none.
+	OnTimeout func(ctx context.Context, rec Record)
+	// PollInterval bounds how long Wait sleeps between store reads, which
+	// matters only for writes made by another process (writes by this
+	// tracker wake waiters at once). Defaults to 2 seconds.
+	PollInterval time.Duration
+	// ResyncInterval is how often Run re-reads the store for attempts
+	// started by other processes. Defaults to 1 minute.
+	ResyncInterval time.Duration
+	// HistoryLimit is how many earlier attempts a record remembers.
+	// Defaults to 5.
+	HistoryLimit int
+}
+
+// Tracker keeps boot records in a [storage.Store]: it opens attempts,
+// records signals, applies the completion policy and deadlines, and lets
+// callers wait for completion. It implements the job package's
+// BootTracker (StartBoot and BootResult). Safe for concurrent use.
+type Tracker struct {
+	store     storage.Store
+	clock     Clock
+	log       logr.Logger
+	timeout   time.Duration
+	policy    Policy
+	secret    []byte
+	noAuth    bool
+	callback  map[string]bool
+	prefix    string
+	onTimeout func(context.Context, Record)
+	poll      time.Duration
+	resync    time.Duration
+	history   int
+
+	notify    notifier
+	deadlines *deadlines
+}
+
+// NewTracker checks cfg and returns a Tracker.
+func NewTracker(cfg Config) (*Tracker, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("bootstate: Config.Store is required")
+	}
+	t := &Tracker{
+		store:     cfg.Store,
+		clock:     cfg.Clock,
+		log:       cfg.Logger,
+		timeout:   cfg.DefaultTimeout,
+		policy:    cfg.DefaultPolicy,
+		noAuth:    cfg.InsecureSkipAuth,
+		callback:  map[string]bool{},
+		prefix:    cfg.KeyPrefix,
+		onTimeout: cfg.OnTimeout,
+		poll:      cfg.PollInterval,
+		resync:    cfg.ResyncInterval,
+		history:   cfg.HistoryLimit,
+		deadlines: newDeadlines(),
+	}
+	if t.clock == nil {
+		t.clock = clock.Real{}
+	}
+	if t.log.GetSink() == nil {
+		t.log = logr.Discard()
+	}
+	if t.timeout <= 0 {
+		t.timeout = DefaultTimeout
+	}
+	if t.policy.IsZero() {
+		t.policy = AllOfSignals(SignalBootStateReceived)
+	}
+	if err := t.policy.Validate(); err != nil {
+		return nil, fmt.Errorf("bootstate: Config.DefaultPolicy: %w", err)
+	}
+	switch {
+	case cfg.InsecureSkipAuth && len(cfg.Secret) > 0:
+		return nil, errors.New("bootstate: Config.Secret and Config.InsecureSkipAuth are both set; choose one")
+	case !cfg.InsecureSkipAuth && len(cfg.Secret) < MinSecretLen:
+		return nil, fmt.Errorf("bootstate: Config.Secret must be at least %d bytes (got %d); set InsecureSkipAuth to run without tokens in a lab", MinSecretLen, len(cfg.Secret))
+	}
+	t.secret = append([]byte(nil), cfg.Secret...)
+	sigs := cfg.CallbackSignals
+	if len(sigs) == 0 {
+		sigs = []string{SignalBootStateReceived}
+	}
+	for _, s := range sigs {
+		if err := ValidateSignal(s); err != nil {
+			return nil, fmt.Errorf("bootstate: Config.CallbackSignals: %w", err)
+		}
+		t.callback[s] = true
+	}
+	if t.prefix == "" {
+		t.prefix = DefaultKeyPrefix
+	}
+	if err := storage.ValidateKey(t.prefix + "00000000-0000-0000-0000-000000000000"); err != nil {
+		return nil, fmt.Errorf("bootstate: Config.KeyPrefix: %w", err)
+	}
+	if t.poll <= 0 {
+		t.poll = DefaultPollInterval
+	}
+	if t.resync <= 0 {
+		t.resync = DefaultResyncInterval
+	}
+	if t.history <= 0 {
+		t.history = DefaultHistoryLimit
+	}
+	return t, nil
+}
+
+// AuthEnabled reports whether requests must carry tokens.
+func (t *Tracker) AuthEnabled() bool { return !t.noAuth }
+
+// Token returns the per-boot token of an attempt, for the host to embed in
+// the iPXE script or Ignition config it serves (for example as a kernel
+// argument or in the unit that posts /bootstate). It returns an error when
+// the tracker runs without tokens or the arguments are malformed.
+func (t *Tracker) Token(systemUUID, attemptID string) (string, error) {
+	if t.noAuth {
+		return "", errors.New("bootstate: tokens are disabled (InsecureSkipAuth)")
+	}
+	u, err := ParseSystemUUID(systemUUID)
+	if err != nil {
+		return "", fmt.Errorf("bootstate: %w", err)
+	}
+	if err := ValidateAttemptID(attemptID); err != nil {
+		return "", fmt.Errorf("bootstate: %w", err)
+	}
+	return tokenFor(t.secret, u, attemptID), nil
+}
+
+// checkToken verifies a token (no-op without auth). The error never holds
+// the token.
+func (t *Tracker) checkToken(systemUUID, attemptID, token string) error {
+	if t.noAuth {
+		return nil
+	}
+	if token == "" {
+		return fmt.Errorf("%w: no token presented for system %s", ErrUnauthorized, systemUUID)
+	}
+	if attemptID == "" || !tokenValid(t.secret, systemUUID, attemptID, token) {
+		return fmt.Errorf("%w: token does not match system %s attempt %q", ErrUnauthorized, systemUUID, attemptID)
+	}
+	return nil
+}
+
+func (t *Tracker) key(systemUUID string) string { return t.prefix + systemUUID }
+
+// StartOptions open a boot attempt; see [Tracker.Start].
+type StartOptions struct {
+	// SystemUUID names the system (any case). Required.
+	SystemUUID string
+	// AttemptID names this boot attempt. Required.
+	AttemptID string
+	// Timeout is how long the attempt may take. Defaults to the tracker's
+	// DefaultTimeout.
+	Timeout time.Duration
+	// Policy decides completion. Defaults to the tracker's DefaultPolicy.
+	Policy Policy
+}
+
+// StartBoot opens the boot record of attemptID with the default policy; see
+// [Tracker.Start]. It implements the job package's BootTracker.
+func (t *Tracker) StartBoot(ctx context.Context, systemUUID, attemptID string, timeout time.Duration) error {
+	_, err := t.Start(ctx, StartOptions{SystemUUID: systemUUID, AttemptID: attemptID, Timeout: timeout})
+	return err
+}
+
+// Start opens the boot record of an attempt and returns it. It is
+// idempotent: starting the current attempt again returns the record as it is
+// (deadline and policy unchanged). Starting a new attempt retires the
+// current one into Record.Previous (as Canceled if it had not completed) and
+// clears the signals, so callbacks from the old boot no longer count.
+// Starting an attempt that was already retired returns ErrStaleAttempt.
+func (t *Tracker) Start(ctx context.Context, opts StartOptions) (Record, error) {
+	u, err := ParseSystemUUID(opts.SystemUUID)
+	if err != nil {
+		return Record{}, fmt.Errorf("bootstate: start boot: %w", err)
+	}
+	if err := ValidateAttemptID(opts.AttemptID); err != nil {
+		return Record{}, fmt.Errorf("bootstate: start boot of system %s: %w", u, err)
+	}
+	pol := opts.Policy
+	if pol.IsZero() {
+		pol = t.policy
+	}
+	if err := pol.Validate(); err != nil {
+		return Record{}, fmt.Errorf("bootstate: start boot of system %s: %w", u, err)
+	}
+	if pol.Mode == "" {
+		pol.Mode = AllOf
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = t.timeout
+	}
+	var created bool
+	rec, _, err := t.update(ctx, u, true, func(rec *Record, exists bool) (bool, error) {
+		created = false
+		if exists && rec.AttemptID == opts.AttemptID {
+			return false, nil
+		}
+		if exists {
+			if _, ok := rec.previous(opts.AttemptID); ok {
+				return false, fmt.Errorf("%w: attempt %q of system %s was replaced by attempt %q", ErrStaleAttempt, opts.AttemptID, u, rec.AttemptID)
+			}
+		}
+		now := t.clock.Now().UTC()
+		prev := t.retire(rec, exists, opts.AttemptID, now)
+		*rec = Record{
+			SystemUUID: u,
+			AttemptID:  opts.AttemptID,
+			Policy:     pol,
+			StartedAt:  now,
+			Deadline:   now.Add(timeout),
+			Previous:   prev,
+		}
+		rec.evaluate(now)
+		created = true
+		return true, nil
+	})
+	if err != nil {
+		return Record{}, err
+	}
+	if created {
+		t.log.V(1).Info("boot attempt started", "systemUUID", u, "attemptID", rec.AttemptID, "deadline", rec.Deadline, "policy", rec.Policy.String())
+	}
+	if !rec.Completed() {
+		t.deadlines.add(deadline{at: rec.Deadline, systemUUID: u, attemptID: rec.AttemptID})
+	}
+	return rec, nil
+}
+
+// retire returns the history list with the current attempt (if any)
+// prepended, trimmed to the history limit.
+func (t *Tracker) retire(rec *Record, exists bool, next string, now time.Time) []PreviousAttempt {
+	if !exists {
+		return nil
+	}
+	p := PreviousAttempt{AttemptID: rec.AttemptID, StartedAt: rec.StartedAt, Result: rec.Result, Message: rec.Message()}
+	if !rec.Completed() {
+		p.Result = conditions.ResultCanceled
+		p.Message = fmt.Sprintf("superseded by attempt %q before it completed (%s)", next, rec.waitingMessage())
+	}
+	out := append([]PreviousAttempt{p}, rec.Previous...)
+	if len(out) > t.history {
+		out = out[:t.history]
+	}
+	return out
+}
+
+// Get returns the system's boot record (lower-case UUID or not), or an error
+// wrapping ErrUnknownSystem.
+func (t *Tracker) Get(ctx context.Context, systemUUID string) (Record, error) {
+	u, err := ParseSystemUUID(systemUUID)
+	if err != nil {
+		return Record{}, fmt.Errorf("bootstate: %w", err)
+	}
+	rec, _, err := t.read(ctx, u)
+	return rec, err
+}
+
+// BootResult reports an attempt's state for the job package's wait-for-boot
+// task: done is false while the attempt is waiting; once done, result is
+// Succeeded, TimedOut, or Canceled (a newer attempt replaced it) and message
+// says why. An attempt past its deadline is marked TimedOut here if nothing
+// else did it yet, so jobs time out even when Run is not running.
+func (t *Tracker) BootResult(ctx context.Context, systemUUID, attemptID string) (bool, conditions.Result, string, error) {
+	rec, err := t.expire(ctx, systemUUID, attemptID)
+	if err != nil {
+		return false, "", "", err
+	}
+	if rec.AttemptID != attemptID {
+		if p, ok := rec.previous(attemptID); ok {
+			return true, p.Result, p.Message, nil
+		}
+		return false, "", "", fmt.Errorf("bootstate: %w: system %s has attempt %q, not %q", ErrStaleAttempt, rec.SystemUUID, rec.AttemptID, attemptID)
+	}
+	if !rec.Completed() {
+		return false, "", rec.Message(), nil
+	}
+	return true, rec.Result, rec.Message(), nil
+}
+
+// Wait blocks until the attempt completed and returns its record (read
+// Result and Message()), or returns ctx's error, or an error wrapping
+// ErrStaleAttempt if a newer attempt replaced it. It does not busy-poll:
+// writes by this tracker wake it at once, the deadline wakes it through the
+// clock, and writes by other processes are seen within PollInterval.
+func (t *Tracker) Wait(ctx context.Context, systemUUID, attemptID string) (Record, error) {
+	u, err := ParseSystemUUID(systemUUID)
+	if err != nil {
+		return Record{}, fmt.Errorf("bootstate: %w", err)
+	}
+	for {
+		changed := t.notify.watch(t.key(u))
+		rec, err := t.expire(ctx, u, attemptID)
+		if err != nil {
+			return Record{}, err
+		}
+		if rec.AttemptID != attemptID {
+			msg := "it is unknown to the record"
+			if p, ok := rec.previous(attemptID); ok {
+				msg = p.Message
+			}
+			return Record{}, fmt.Errorf("bootstate: %w: system %s is on attempt %q, not %q: %s", ErrStaleAttempt, u, rec.AttemptID, attemptID, msg)
+		}
+		if rec.Completed() {
+			return rec, nil
+		}
+		wait := min(rec.Deadline.Sub(t.clock.Now()), t.poll)
+		select {
+		case <-ctx.Done():
+			return Record{}, ctx.Err()
+		case <-changed:
+		case <-t.clock.After(wait):
+		}
+	}
+}
+
+// expire reads the record and, when attemptID is its current attempt, not
+// completed and past its deadline, marks it TimedOut and fires OnTimeout.
+func (t *Tracker) expire(ctx context.Context, systemUUID, attemptID string) (Record, error) {
+	u, err := ParseSystemUUID(systemUUID)
+	if err != nil {
+		return Record{}, fmt.Errorf("bootstate: %w", err)
+	}
+	var timedOut bool
+	rec, _, err := t.update(ctx, u, false, func(rec *Record, _ bool) (bool, error) {
+		timedOut = false
+		if rec.AttemptID != attemptID || rec.Completed() || t.clock.Now().Before(rec.Deadline) {
+			return false, nil
+		}
+		changed, to := rec.evaluate(t.clock.Now().UTC())
+		timedOut = to
+		return changed, nil
+	})
+	if err != nil {
+		return Record{}, err
+	}
+	if timedOut {
+		t.timedOut(ctx, rec)
+	}
+	return rec, nil
+}
+
+func (t *Tracker) timedOut(ctx context.Context, rec Record) {
+	t.log.Info("boot attempt timed out", "systemUUID", rec.SystemUUID, "attemptID", rec.AttemptID, "message", rec.Message())
+	if t.onTimeout != nil {
+		t.onTimeout(ctx, rec)
+	}
+}
+
+// RecordSignal records a signal for the system's attempt attemptID (empty:
+// the current attempt) and applies the policy. It is what [Handler] and the
+// fetch middleware call; hosts call it for their own signals. Repeating a
+// signal already recorded writes nothing. Signals for a retired attempt
+// return ErrStaleAttempt; for a system without a record, ErrUnknownSystem;
+// both write nothing. It does not check tokens.
+func (t *Tracker) RecordSignal(ctx context.Context, systemUUID, attemptID, signal, message string) (Record, error) {
+	u, err := ParseSystemUUID(systemUUID)
+	if err != nil {
+		return Record{}, fmt.Errorf("bootstate: %w", err)
+	}
+	if err := ValidateSignal(signal); err != nil {
+		return Record{}, fmt.Errorf("bootstate: %w", err)
+	}
+	if message == "" {
+		message = signal + " received"
+	}
+	var timedOut, completed bool
+	rec, wrote, err := t.update(ctx, u, false, func(rec *Record, _ bool) (bool, error) {
+		timedOut, completed = false, false
+		if attemptID != "" && rec.AttemptID != attemptID {
+			return false, fmt.Errorf("bootstate: %w: system %s is on attempt %q, signal %s was for attempt %q", ErrStaleAttempt, u, rec.AttemptID, signal, attemptID)
+		}
+		if rec.HasSignal(signal) {
+			return false, nil
+		}
+		now := t.clock.Now().UTC()
+		// A passed deadline is applied before the signal counts.
+		_, timedOut = rec.evaluate(now)
+		conditions.Set(&rec.Conditions, conditions.Condition{
+			Type: signal, Status: conditions.True, Reason: ReasonSignalReceived, Message: message, LastTransitionTime: now,
+		})
+		wasDone := rec.Completed()
+		rec.evaluate(now)
+		completed = !wasDone && rec.Completed()
+		return true, nil
+	})
+	if err != nil {
+		return Record{}, err
+	}
+	if wrote {
+		t.log.V(1).Info("boot signal recorded", "systemUUID", u, "attemptID", rec.AttemptID, "signal", signal)
+	}
+	if completed {
+		t.log.Info("boot attempt completed", "systemUUID", u, "attemptID", rec.AttemptID, "result", rec.Result)
+	}
+	if timedOut {
+		t.timedOut(ctx, rec)
+	}
+	return rec, nil
+}
+
+// maxCASRetries bounds the compare-and-swap loop; conflicts on one system's
+// record are rare (a handful of signals per boot), so hitting it means
+// something rewrites the record in a loop.
+const maxCASRetries = 32
+
+// update reads the record of u, applies fn and writes the result with
+// compare-and-swap, retrying on conflicts. fn reports whether it changed
+// the record; exists is false only when create is set and there is no
+// record (fn then fills a new one). Without create, a missing record is
+// ErrUnknownSystem. It returns the record as stored and whether it wrote.
+func (t *Tracker) update(ctx context.Context, u string, create bool, fn func(rec *Record, exists bool) (bool, error)) (Record, bool, error) {
+	key := t.key(u)
+	for range maxCASRetries {
+		rec, rev, err := t.read(ctx, u)
+		exists := err == nil
+		if err != nil && !(create && errors.Is(err, ErrUnknownSystem)) {
+			return Record{}, false, err
+		}
+		changed, err := fn(&rec, exists)
+		if err != nil {
+			return Record{}, false, err
+		}
+		if !changed {
+			rec.Revision = rev
+			return rec, false, nil
+		}
+		val, err := json.Marshal(&rec)
+		if err != nil {
+			return Record{}, false, fmt.Errorf("bootstate: encode record of system %s: %w", u, err)
+		}
+		if exists {
+			rev, err = t.store.Update(ctx, key, val, rev)
+		} else {
+			rev, err = t.store.Create(ctx, key, val)
+		}
+		switch {
+		case err == nil:
+			rec.Revision = rev
+			t.notify.notify(key)
+			return rec, true, nil
+		case errors.Is(err, storage.ErrConflict), errors.Is(err, storage.ErrExists), errors.Is(err, storage.ErrNotFound):
+			continue // someone else wrote first (or deleted): re-read
+		default:
+			return Record{}, false, fmt.Errorf("bootstate: write record of system %s: %w: %w", u, ErrStore, err)
+		}
+	}
+	return Record{}, false, fmt.Errorf("bootstate: write record of system %s: %w: gave up after %d revision conflicts", u, ErrStore, maxCASRetries)
+}
+
+// read returns the record of u and its revision.
+func (t *Tracker) read(ctx context.Context, u string) (Record, int64, error) {
+	r, err := t.store.Get(ctx, t.key(u))
+	if errors.Is(err, storage.ErrNotFound) {
+		return Record{}, 0, fmt.Errorf("bootstate: system %s: %w", u, ErrUnknownSystem)
+	}
+	if err != nil {
+		return Record{}, 0, fmt.Errorf("bootstate: read record of system %s: %w: %w", u, ErrStore, err)
+	}
+	var rec Record
+	if err := json.Unmarshal(r.Value, &rec); err != nil {
+		return Record{}, 0, fmt.Errorf("bootstate: decode record %q: %w", r.Key, err)
+	}
+	rec.Revision = r.Revision
+	return rec, r.Revision, nil
+}
