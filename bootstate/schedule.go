@@ -13,7 +13,7 @@ type deadlines struct {
 	mu   sync.Mutex
 	h    deadlineHeap
 	in   map[deadline]bool // what h holds, to skip duplicates
-	kick chan struct{} // buffered(1): a new deadline was added
+	kick chan struct{}     // buffered(1): a new deadline was added
 }
 
 type deadline struct {
