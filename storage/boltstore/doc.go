@@ -1,0 +1,39 @@
+// Package boltstore is bmckit's embedded durable [storage.Store]: one file
+// on local disk, kept with go.etcd.io/bbolt. It is the default for a single
+// process; use storage/sqlstore when several replicas share state.
+//
+// # Durability
+//
+// Every Create, Update and Delete is its own bbolt read-write transaction,
+// and bbolt fsyncs the file (fdatasync on Linux) before the commit returns,
+// so a write is on disk when the call returns. Values are copied out of
+// transactions, never returned as pointers into the memory-mapped file.
+//
+// # Locking
+//
+// bbolt takes an exclusive flock on the file. [Open] waits at most
+// [Options.LockTimeout] for it and then fails with an error wrapping
+// [ErrLocked] ("locked by another process"), instead of hanging while
+// another process (or another Open in this one) holds the file.
+//
+// # Layout
+//
+// Bucket "kv" maps each key to an 8-byte big-endian revision, a flag byte
+// (1 = deleted) and the value; bucket "revs" maps each key's current
+// revision to the key, which makes the [storage.ChangeFeed] a range scan;
+// bucket "meta" holds the store-wide revision counter, the compaction point
+// and the layout version.
+//
+// # Compaction
+//
+// Two different things are called compaction here. Deleted keys stay as
+// tombstones so the change feed can report deletes; [Store.Compact] (the
+// [storage.Compactor] capability) forgets tombstones up to a revision, and
+// callers that delete many keys should call it now and then (for example
+// with a revision observed an hour ago). Neither that nor bbolt itself ever
+// shrinks the file: freed pages are reused by later writes. To give disk
+// space back, stop the process and rewrite the file with bbolt's compactor
+// (`bbolt compact -o new.db old.db` from go.etcd.io/bbolt/cmd/bbolt, or
+// bbolt.Compact in Go), then replace the old file. Correctness never
+// depends on either.
+package boltstore

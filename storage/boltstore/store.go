@@ -1,0 +1,391 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/bmckit/bmckit/storage"
+)
+
+var (
+	_ storage.Store      = (*Store)(nil)
+	_ storage.ChangeFeed = (*Store)(nil)
+	_ storage.Compactor  = (*Store)(nil)
+)
+
+// ErrLocked is returned (wrapped) by Open when another process, or another
+// Open in this one, holds the file.
+var ErrLocked = errors.New("boltstore: database file is locked by another process")
+
+// layoutVersion is stored in the meta bucket; Open refuses files written
+// with a newer layout.
+const layoutVersion = 1
+
+var (
+	bucketKV   = []byte("kv")
+	bucketRevs = []byte("revs")
+	bucketMeta = []byte("meta")
+
+	metaRevision  = []byte("revision")
+	metaCompacted = []byte("compacted")
+	metaVersion   = []byte("version")
+)
+
+const (
+	flagLive    = 0
+	flagDeleted = 1
+	headerLen   = 9 // revision (8) + flag (1)
+)
+
+// Options configure Open. The zero value means defaults.
+type Options struct {
+	// LockTimeout is how long Open waits for the file lock held by another
+	// process before failing with ErrLocked. Defaults to 1s; a negative
+	// value means do not wait at all (one attempt).
+	LockTimeout time.Duration
+	// FileMode is the permission of a newly created file. Defaults to 0600.
+	FileMode os.FileMode
+	// Logger receives open and compaction messages. Defaults to
+	// logr.Discard().
+	Logger logr.Logger
+}
+
+// Store is a storage.Store in one bbolt file. Safe for concurrent use.
+type Store struct {
+	db   *bolt.DB
+	path string
+	log  logr.Logger
+}
+
+// Open opens or creates the store file at path.
+func Open(path string, opts Options) (*Store, error) {
+	timeout := opts.LockTimeout
+	switch {
+	case timeout == 0:
+		timeout = time.Second
+	case timeout < 0:
+		// bbolt treats 0 as "wait forever"; the smallest positive timeout
+		// still tries once.
+		timeout = time.Nanosecond
+	}
+	mode := opts.FileMode
+	if mode == 0 {
+		mode = 0o600
+	}
+	log := opts.Logger
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	db, err := bolt.Open(path, mode, &bolt.Options{Timeout: timeout})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("%w: open %s: gave up after %s waiting for the file lock; stop the other process or use another file", ErrLocked, path, timeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketKV, bucketRevs, bucketMeta} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get(metaVersion); v != nil {
+			if got := binary.BigEndian.Uint64(v); got > layoutVersion {
+				return fmt.Errorf("file has layout version %d, this bmckit understands up to %d", got, layoutVersion)
+			}
+			return nil
+		}
+		return meta.Put(metaVersion, u64(layoutVersion))
+	})
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("boltstore: initialise %s: %w", path, err)
+	}
+	log.V(1).Info("opened store", "path", path)
+	return &Store{db: db, path: path, log: log}, nil
+}
+
+// Close closes the file and releases its lock. Calls after the first return
+// an error.
+func (s *Store) Close(ctx context.Context) error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("boltstore: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// DB returns the underlying bbolt handle, for backups (tx.WriteTo) and
+// benchmarks. Writing to the store's buckets through it voids the contract.
+func (s *Store) DB() *bolt.DB { return s.db }
+
+func u64(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+
+func getU64(b *bolt.Bucket, k []byte) int64 {
+	v := b.Get(k)
+	if len(v) != 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(v))
+}
+
+// decode splits a kv value; the returned value is copied out of the
+// transaction's memory map.
+func decode(v []byte) (rev int64, deleted bool, value []byte) {
+	if len(v) < headerLen {
+		return 0, true, nil
+	}
+	return int64(binary.BigEndian.Uint64(v[:8])), v[8] == flagDeleted, bytes.Clone(v[headerLen:])
+}
+
+func revOf(v []byte) (int64, bool) {
+	if len(v) < headerLen {
+		return 0, true
+	}
+	return int64(binary.BigEndian.Uint64(v[:8])), v[8] == flagDeleted
+}
+
+func (s *Store) check(ctx context.Context, op, key string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("boltstore: %s %q: %w", op, key, err)
+	}
+	if err := storage.ValidateKey(key); err != nil {
+		return fmt.Errorf("boltstore: %s: %w", op, err)
+	}
+	return nil
+}
+
+// Get returns the record under key, or storage.ErrNotFound.
+func (s *Store) Get(ctx context.Context, key string) (storage.Record, error) {
+	if err := s.check(ctx, "get", key); err != nil {
+		return storage.Record{}, err
+	}
+	var rec storage.Record
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketKV).Get([]byte(key))
+		rev, deleted, value := decode(v)
+		if v == nil || deleted {
+			return storage.ErrNotFound
+		}
+		rec = storage.Record{Key: key, Value: value, Revision: rev}
+		return nil
+	})
+	if err != nil {
+		return storage.Record{}, fmt.Errorf("boltstore: get %q: %w", key, err)
+	}
+	return rec, nil
+}
+
+// write runs one read-write transaction that stores value (or a tombstone)
+// under key at the next revision after check approves the current state.
+// bbolt fsyncs before Update returns.
+func (s *Store) write(ctx context.Context, op, key string, value []byte, deleted bool, check func(cur []byte) error) (int64, error) {
+	var rev int64
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		// The writer lock may have taken a while: re-check ctx before
+		// changing anything.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		kv, revs, meta := tx.Bucket(bucketKV), tx.Bucket(bucketRevs), tx.Bucket(bucketMeta)
+		cur := kv.Get([]byte(key))
+		if err := check(cur); err != nil {
+			return err
+		}
+		if cur != nil {
+			old, _ := revOf(cur)
+			if err := revs.Delete(u64(uint64(old))); err != nil {
+				return err
+			}
+		}
+		rev = getU64(meta, metaRevision) + 1
+		if err := meta.Put(metaRevision, u64(uint64(rev))); err != nil {
+			return err
+		}
+		flag := byte(flagLive)
+		if deleted {
+			flag = flagDeleted
+		}
+		buf := make([]byte, headerLen+len(value))
+		binary.BigEndian.PutUint64(buf, uint64(rev))
+		buf[8] = flag
+		copy(buf[headerLen:], value)
+		if err := kv.Put([]byte(key), buf); err != nil {
+			return err
+		}
+		return revs.Put(u64(uint64(rev)), []byte(key))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("boltstore: %s %q: %w", op, key, err)
+	}
+	return rev, nil
+}
+
+// Create stores a new record, or returns storage.ErrExists.
+func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	if err := s.check(ctx, "create", key); err != nil {
+		return 0, err
+	}
+	if err := storage.ValidateValue(key, value); err != nil {
+		return 0, fmt.Errorf("boltstore: create: %w", err)
+	}
+	return s.write(ctx, "create", key, value, false, func(cur []byte) error {
+		if _, deleted := revOf(cur); cur != nil && !deleted {
+			return storage.ErrExists
+		}
+		return nil
+	})
+}
+
+// matches returns the check for Update and Delete.
+func matches(revision int64, any bool) func(cur []byte) error {
+	return func(cur []byte) error {
+		rev, deleted := revOf(cur)
+		if cur == nil || deleted {
+			return storage.ErrNotFound
+		}
+		if !any && rev != revision {
+			return fmt.Errorf("at revision %d (current %d): %w", revision, rev, storage.ErrConflict)
+		}
+		return nil
+	}
+}
+
+// Update replaces the value if the revision matches (compare-and-swap).
+func (s *Store) Update(ctx context.Context, key string, value []byte, revision int64) (int64, error) {
+	if err := s.check(ctx, "update", key); err != nil {
+		return 0, err
+	}
+	if err := storage.ValidateValue(key, value); err != nil {
+		return 0, fmt.Errorf("boltstore: update: %w", err)
+	}
+	return s.write(ctx, "update", key, value, false, matches(revision, false))
+}
+
+// Delete removes the record if the revision matches, or unconditionally
+// when revision is 0. The key stays as a tombstone for the change feed until
+// Compact.
+func (s *Store) Delete(ctx context.Context, key string, revision int64) error {
+	if err := s.check(ctx, "delete", key); err != nil {
+		return err
+	}
+	_, err := s.write(ctx, "delete", key, nil, true, matches(revision, revision == 0))
+	return err
+}
+
+// List returns the records under prefix, sorted by key, from one read
+// transaction (a consistent snapshot).
+func (s *Store) List(ctx context.Context, prefix string) ([]storage.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("boltstore: list %q: %w", prefix, err)
+	}
+	var out []storage.Record
+	p := []byte(prefix)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketKV).Cursor()
+		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+			if len(out)%256 == 255 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			rev, deleted, value := decode(v)
+			if !deleted {
+				out = append(out, storage.Record{Key: string(k), Value: value, Revision: rev})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("boltstore: list %q: %w", prefix, err)
+	}
+	return out, nil
+}
+
+// Changes implements storage.ChangeFeed with a range scan of the revs
+// bucket.
+func (s *Store) Changes(ctx context.Context, prefix string, since int64, limit int) (storage.Changes, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.Changes{}, fmt.Errorf("boltstore: changes under %q: %w", prefix, err)
+	}
+	if limit <= 0 {
+		limit = storage.DefaultChangesLimit
+	}
+	var out storage.Changes
+	err := s.db.View(func(tx *bolt.Tx) error {
+		meta, kv := tx.Bucket(bucketMeta), tx.Bucket(bucketKV)
+		if c := getU64(meta, metaCompacted); since < c {
+			return &storage.CompactedError{Since: since, Compacted: c}
+		}
+		out.Revision = getU64(meta, metaRevision)
+		c := tx.Bucket(bucketRevs).Cursor()
+		for rk, key := c.Seek(u64(uint64(since + 1))); rk != nil; rk, key = c.Next() {
+			if !bytes.HasPrefix(key, []byte(prefix)) {
+				continue
+			}
+			rev, deleted, value := decode(kv.Get(key))
+			ev := storage.Event{Type: storage.EventPut, Key: string(key), Value: value, Revision: rev}
+			if deleted {
+				ev.Type, ev.Value = storage.EventDelete, nil
+			}
+			out.Events = append(out.Events, ev)
+			if len(out.Events) == limit {
+				out.Revision = rev
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return storage.Changes{}, fmt.Errorf("boltstore: changes under %q: %w", prefix, err)
+	}
+	return out, nil
+}
+
+// Compact implements storage.Compactor: it forgets tombstones with a
+// revision up to and including revision. It does not shrink the file (see
+// the package documentation).
+func (s *Store) Compact(ctx context.Context, revision int64) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("boltstore: compact to %d: %w", revision, err)
+	}
+	removed := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		meta, kv, revs := tx.Bucket(bucketMeta), tx.Bucket(bucketKV), tx.Bucket(bucketRevs)
+		revision = min(revision, getU64(meta, metaRevision))
+		if revision <= getU64(meta, metaCompacted) {
+			return nil
+		}
+		var dead [][]byte
+		c := revs.Cursor()
+		for rk, key := c.First(); rk != nil && int64(binary.BigEndian.Uint64(rk)) <= revision; rk, key = c.Next() {
+			if _, deleted := revOf(kv.Get(key)); deleted {
+				dead = append(dead, bytes.Clone(rk), bytes.Clone(key))
+			}
+		}
+		for i := 0; i < len(dead); i += 2 {
+			if err := revs.Delete(dead[i]); err != nil {
+				return err
+			}
+			if err := kv.Delete(dead[i+1]); err != nil {
+				return err
+			}
+		}
+		removed = len(dead) / 2
+		return meta.Put(metaCompacted, u64(uint64(revision)))
+	})
+	if err != nil {
+		return fmt.Errorf("boltstore: compact to %d: %w", revision, err)
+	}
+	s.log.V(1).Info("compacted tombstones", "path", s.path, "revision", revision, "removed", removed)
+	return nil
+}
