@@ -1,0 +1,156 @@
+package redfish_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/bmctest"
+	"github.com/bmckit/bmckit/bmc/redfish"
+	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
+)
+
+// testOptions are driver options for loopback tests: short back-off.
+func testOptions() redfish.Options {
+	return redfish.Options{RetryDelay: time.Millisecond, RequestTimeout: 5 * time.Second}
+}
+
+// dialSim starts a simulator with cfg and dials it.
+func dialSim(t *testing.T, cfg redfishtest.Config, opts redfish.Options, systemID string, tlsServer bool) (*redfishtest.Server, *redfish.Driver) {
+	t.Helper()
+	var srv *redfishtest.Server
+	if tlsServer {
+		srv = redfishtest.NewTLSServer(cfg)
+		opts.CACertPEM = srv.CACertPEM()
+	} else {
+		srv = redfishtest.NewServer(cfg)
+	}
+	t.Cleanup(srv.Close)
+	drv, err := redfish.NewDialer(opts).DialDriver(context.Background(), srv.Endpoint(systemID), srv.Credentials())
+	if err != nil {
+		t.Fatalf("Dial %s: %v", srv.Address(systemID), err)
+	}
+	t.Cleanup(func() { _ = drv.Close(context.Background()) })
+	return srv, drv
+}
+
+// onceSubtests are the suite's one-time boot override subtests, for
+// personalities that ignore Once (TestBootOnce checks the error there).
+func onceSubtests() []string {
+	var out []string
+	for _, d := range []string{"pxe", "disk", "cdrom", "bios"} {
+		for _, m := range []string{"unchanged", "uefi", "legacy"} {
+			out = append(out, fmt.Sprintf("BootOverride/%s-once-%s", d, m))
+		}
+	}
+	return out
+}
+
+// everyNth returns a fault func that faults every nth GET, cycling kinds.
+func everyNth(n int64, kinds ...redfishtest.Fault) func(method, path string) redfishtest.Fault {
+	var count atomic.Int64
+	return func(method, _ string) redfishtest.Fault {
+		if method != "GET" {
+			return redfishtest.FaultNone
+		}
+		c := count.Add(1)
+		if c%n != 0 {
+			return redfishtest.FaultNone
+		}
+		return kinds[(c/n)%int64(len(kinds))]
+	}
+}
+
+func TestConformance(t *testing.T) {
+	const delay = 20 * time.Millisecond
+	personalities := []struct {
+		name     string
+		cfg      redfishtest.Config
+		opts     func(*redfish.Options)
+		suite    bmctest.Options
+		systemID string
+		tls      bool
+		// setup runs after the server started (e.g. to install faults that
+		// need the server).
+		setup func(srv *redfishtest.Server)
+	}{
+		{name: "SessionCreatedWithBody", cfg: redfishtest.Config{}},
+		{name: "SessionNoContent", cfg: redfishtest.Config{Sessions: redfishtest.SessionsNoContent}},
+		{name: "NoSessionService", cfg: redfishtest.Config{Sessions: redfishtest.SessionsNone}},
+		// Sessions expire every 5th request, except right after a login
+		// (a BMC that kills a fresh session twice is TestSessionExpiry's).
+		{name: "SessionExpiry", setup: func(srv *redfishtest.Server) {
+			var n atomic.Int64
+			var afterLogin atomic.Bool
+			srv.SetFaults(0, func(method, path string) redfishtest.Fault {
+				login := method == "POST" && strings.HasSuffix(path, "/Sessions")
+				if n.Add(1)%5 == 0 && !afterLogin.Load() && !login {
+					srv.ExpireSessions()
+				}
+				afterLogin.Store(login)
+				return redfishtest.FaultNone
+			})
+		}},
+		{name: "TLSWithCABundle", tls: true},
+		{name: "IfMatchRequired", cfg: redfishtest.Config{ETags: redfishtest.ETagsRequired}},
+		{name: "IfMatchRejected", cfg: redfishtest.Config{ETags: redfishtest.ETagsRejected}},
+		{name: "DelayedPower", cfg: redfishtest.Config{PowerDelay: delay}},
+		{name: "DroppedSecondRequest", cfg: redfishtest.Config{PowerDelay: delay, DropDuringTransition: true}},
+		{name: "PowerCycleRefused", cfg: redfishtest.Config{PowerDelay: delay, DropDuringTransition: true, RefusedResetTypes: []string{"PowerCycle"}}},
+		{name: "AllRestartsRefused", cfg: redfishtest.Config{PowerDelay: delay, DropDuringTransition: true,
+			RefusedResetTypes: []string{"PowerCycle", "ForceRestart", "GracefulRestart"}}},
+		{name: "ResetTypesInActionInfo", cfg: redfishtest.Config{ResetTypesInActionInfo: true,
+			ResetTypes: []string{"On", "ForceOff", "GracefulShutdown", "ForceRestart"}}},
+		{name: "BootOnceIgnored", cfg: redfishtest.Config{BootOnce: redfishtest.BootOnceIgnored},
+			suite: bmctest.Options{Skip: onceSubtests()}},
+		{name: "BootOnceRevertedLater", cfg: redfishtest.Config{BootOnce: redfishtest.BootOnceReverted, BootOnceRevertAfter: time.Hour}},
+		{name: "MediaUnderManager", cfg: redfishtest.Config{Media: redfishtest.MediaUnderManager}},
+		{name: "MediaUnderSystem", cfg: redfishtest.Config{Media: redfishtest.MediaUnderSystem}},
+		{name: "SeveralSystemsByID", cfg: redfishtest.Config{Systems: 3}, systemID: "2"},
+		{name: "SeveralSystemsByUUID", cfg: redfishtest.Config{Systems: 3}, systemID: redfishtest.SystemUUID(3)},
+		{name: "IntermittentFaults", opts: func(o *redfish.Options) {
+			o.Retries = 3
+			o.RequestTimeout = 100 * time.Millisecond
+		}, setup: func(srv *redfishtest.Server) {
+			srv.SetFaults(0, everyNth(3, redfishtest.Fault500, redfishtest.Fault503, redfishtest.FaultReset, redfishtest.FaultSlow))
+		}, cfg: redfishtest.Config{Faults: redfishtest.Faults{SlowDelay: 300 * time.Millisecond}}},
+	}
+	for _, p := range personalities {
+		t.Run(p.name, func(t *testing.T) {
+			suite := p.suite
+			suite.PollInterval = 5 * time.Millisecond
+			suite.SettleTimeout = 20 * time.Second
+			bmctest.Run(t, suite, func(t *testing.T) bmctest.Target {
+				opts := testOptions()
+				if p.opts != nil {
+					p.opts(&opts)
+				}
+				srv, drv := dialSim(t, p.cfg, opts, p.systemID, p.tls)
+				if p.setup != nil {
+					p.setup(srv)
+				}
+				return bmctest.Target{Driver: drv}
+			})
+		})
+	}
+}
+
+// The suite reads power through the driver; this checks the simulator saw
+// what the driver was asked for.
+func TestConformanceSimulatorAgrees(t *testing.T) {
+	srv, drv := dialSim(t, redfishtest.Config{Systems: 2}, testOptions(), "2", false)
+	ctx := context.Background()
+	if err := drv.SetPower(ctx, bmc.PowerActionOn); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.System("2").Power; got != "On" {
+		t.Fatalf("system 2 power = %s, want On", got)
+	}
+	if got := srv.System("1").Power; got != "Off" {
+		t.Fatalf("system 1 power = %s, want Off (untouched)", got)
+	}
+}

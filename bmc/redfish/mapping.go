@@ -1,0 +1,276 @@
+package redfish
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/stmcginnis/gofish/schemas"
+
+	"github.com/bmckit/bmckit/bmc"
+)
+
+// systemDoc is what bmckit reads from a ComputerSystem: gofish's typed
+// resource, plus the Reset action and links gofish keeps private (its
+// Reset() always sends If-Match and validates on its own, which some BMCs
+// reject; bmckit needs the raw target to POST it itself).
+type systemDoc struct {
+	schemas.ComputerSystem
+	etag string
+
+	ResetTarget     string
+	ResetInfo       string
+	ResetAllowed    []string
+	VirtualMediaURI string
+	ManagedBy       []string
+}
+
+// parseSystem decodes a ComputerSystem document.
+func parseSystem(b []byte, etagHeader string) (systemDoc, error) {
+	var doc systemDoc
+	if err := json.Unmarshal(b, &doc.ComputerSystem); err != nil {
+		return doc, fmt.Errorf("ComputerSystem: %w", err)
+	}
+	var extra struct {
+		Actions struct {
+			Reset struct {
+				schemas.ActionTarget
+				Allowed []string `json:"ResetType@Redfish.AllowableValues"`
+			} `json:"#ComputerSystem.Reset"`
+		}
+		VirtualMedia schemas.Link
+		Links        struct{ ManagedBy schemas.Links }
+	}
+	if err := json.Unmarshal(b, &extra); err != nil {
+		return doc, fmt.Errorf("ComputerSystem: %w", err)
+	}
+	doc.ResetTarget = extra.Actions.Reset.Target
+	doc.ResetInfo = extra.Actions.Reset.ActionInfoTarget
+	doc.ResetAllowed = extra.Actions.Reset.Allowed
+	doc.VirtualMediaURI = string(extra.VirtualMedia)
+	doc.ManagedBy = extra.Links.ManagedBy.ToStrings()
+	doc.etag = etagHeader
+	if doc.etag == "" {
+		doc.etag = doc.ODataEtag
+	}
+	return doc, nil
+}
+
+// powerState maps a Redfish PowerState; anything else is PowerUnknown.
+func powerState(s schemas.PowerState) bmc.PowerState {
+	switch strings.ToLower(string(s)) {
+	case "on":
+		return bmc.PowerOn
+	case "off":
+		return bmc.PowerOff
+	case "poweringon":
+		return bmc.PowerPoweringOn
+	case "poweringoff":
+		return bmc.PowerPoweringOff
+	}
+	return bmc.PowerUnknown
+}
+
+// powerPlan is what SetPower does.
+type powerPlan struct {
+	noop bool
+	// candidates are reset types to try in order; a refused one moves to
+	// the next.
+	candidates []string
+	// offThenOn is the last resort for cycle/reset: ForceOff, wait, On.
+	offThenOn bool
+	// wait is set when the server is on its way elsewhere: retry later.
+	wait bool
+}
+
+// planPower decides the requests for action on a server in state cur, given
+// the advertised reset types (nil when the BMC does not say: assume the
+// standard ones) and those it refused before.
+func planPower(action bmc.PowerAction, cur bmc.PowerState, advertised []string, refused map[string]bool) (powerPlan, error) {
+	offers := func(t string) bool {
+		if refused[t] {
+			return false
+		}
+		return advertised == nil || slices.Contains(advertised, t)
+	}
+	pick := func(ts ...string) []string {
+		var out []string
+		for _, t := range ts {
+			if offers(t) {
+				out = append(out, t)
+			}
+		}
+		return out
+	}
+	on := func() (powerPlan, error) {
+		c := pick("On", "ForceOn", "PushPowerButton")
+		if len(c) == 0 {
+			return powerPlan{}, fmt.Errorf("power on: the BMC offers none of On, ForceOn, PushPowerButton (advertised: %s): %w", list(advertised), bmc.ErrNotSupported)
+		}
+		return powerPlan{candidates: c}, nil
+	}
+	switch action {
+	case bmc.PowerActionOn:
+		if cur == bmc.PowerOn || cur == bmc.PowerPoweringOn {
+			return powerPlan{noop: true}, nil
+		}
+		if cur == bmc.PowerPoweringOff {
+			return powerPlan{wait: true}, nil
+		}
+		return on()
+	case bmc.PowerActionOff, bmc.PowerActionSoftOff:
+		if cur == bmc.PowerOff || cur == bmc.PowerPoweringOff {
+			return powerPlan{noop: true}, nil
+		}
+		if cur == bmc.PowerPoweringOn {
+			return powerPlan{wait: true}, nil
+		}
+		t := "ForceOff"
+		if action == bmc.PowerActionSoftOff {
+			t = "GracefulShutdown"
+		}
+		if !offers(t) {
+			return powerPlan{}, fmt.Errorf("%s: the BMC does not offer ResetType %s (advertised: %s): %w", action, t, list(advertised), bmc.ErrNotSupported)
+		}
+		return powerPlan{candidates: []string{t}}, nil
+	case bmc.PowerActionCycle, bmc.PowerActionReset:
+		if cur.Transitional() {
+			return powerPlan{wait: true}, nil
+		}
+		if cur == bmc.PowerOff {
+			return on()
+		}
+		var c []string
+		if action == bmc.PowerActionCycle {
+			c = pick("PowerCycle")
+		} else {
+			c = pick("ForceRestart", "GracefulRestart", "PowerCycle")
+		}
+		fallback := offers("ForceOff") && len(pick("On", "ForceOn")) > 0
+		if len(c) == 0 && !fallback {
+			return powerPlan{}, fmt.Errorf("%s: the BMC offers no restart, cycle or ForceOff+On (advertised: %s): %w", action, list(advertised), bmc.ErrNotSupported)
+		}
+		return powerPlan{candidates: c, offThenOn: fallback}, nil
+	}
+	return powerPlan{}, bmc.Permanent(fmt.Errorf("unknown power action %q: want on, off, soft-off, cycle or reset", action))
+}
+
+func list(advertised []string) string {
+	if advertised == nil {
+		return "not stated"
+	}
+	if len(advertised) == 0 {
+		return "none"
+	}
+	return strings.Join(advertised, ", ")
+}
+
+// Boot override mapping between bmckit and Redfish.
+var bootTargets = map[bmc.BootDevice]schemas.BootSource{
+	bmc.BootDeviceNone:     schemas.NoneBootSource,
+	bmc.BootDevicePXE:      schemas.PxeBootSource,
+	bmc.BootDeviceDisk:     schemas.HddBootSource,
+	bmc.BootDeviceCDROM:    schemas.CdBootSource,
+	bmc.BootDeviceBIOS:     schemas.BiosSetupBootSource,
+	bmc.BootDeviceUEFIHTTP: schemas.UefiHTTPBootSource,
+}
+
+// bootPatch builds the Boot object for a PATCH: a fresh schemas.Boot with
+// only the fields being set (a Boot read from the BMC would carry
+// read-only annotations such as @Redfish.AllowableValues, which BMCs refuse).
+func bootPatch(o bmc.BootOverride, allowed []schemas.BootSource) (*schemas.Boot, error) {
+	target, ok := bootTargets[o.Device]
+	if !ok {
+		return nil, bmc.Permanent(fmt.Errorf("boot device %q: want none, pxe, disk, cdrom, bios or uefi-http", o.Device))
+	}
+	b := &schemas.Boot{}
+	if o.Device == bmc.BootDeviceNone {
+		b.BootSourceOverrideEnabled = schemas.DisabledBootSourceOverrideEnabled
+		return b, nil
+	}
+	if len(allowed) > 0 && !slices.Contains(allowed, target) {
+		names := make([]string, len(allowed))
+		for i, a := range allowed {
+			names[i] = string(a)
+		}
+		return nil, fmt.Errorf("boot device %s (Redfish %s): the BMC allows only %s: %w", o.Device, target, strings.Join(names, ", "), bmc.ErrNotSupported)
+	}
+	b.BootSourceOverrideTarget = target
+	b.BootSourceOverrideEnabled = schemas.OnceBootSourceOverrideEnabled
+	if o.Persistent {
+		b.BootSourceOverrideEnabled = schemas.ContinuousBootSourceOverrideEnabled
+	}
+	switch o.Mode {
+	case bmc.BootModeUnchanged:
+	case bmc.BootModeUEFI:
+		b.BootSourceOverrideMode = schemas.UEFIBootSourceOverrideMode
+	case bmc.BootModeLegacy:
+		b.BootSourceOverrideMode = schemas.LegacyBootSourceOverrideMode
+	default:
+		return nil, bmc.Permanent(fmt.Errorf("boot mode %q: want uefi, legacy or empty (unchanged)", o.Mode))
+	}
+	return b, nil
+}
+
+// bootOverride maps a Boot read from the BMC. A target bmckit has no name
+// for is reported as "redfish:<Target>".
+func bootOverride(b schemas.Boot) bmc.BootOverride {
+	var o bmc.BootOverride
+	switch strings.ToLower(string(b.BootSourceOverrideMode)) {
+	case "uefi":
+		o.Mode = bmc.BootModeUEFI
+	case "legacy":
+		o.Mode = bmc.BootModeLegacy
+	}
+	enabled := strings.ToLower(string(b.BootSourceOverrideEnabled))
+	if enabled == "" || enabled == "disabled" || b.BootSourceOverrideTarget == "" || strings.EqualFold(string(b.BootSourceOverrideTarget), "None") {
+		o.Device = bmc.BootDeviceNone
+		return o
+	}
+	o.Persistent = enabled == "continuous"
+	o.Device = bmc.BootDevice("redfish:" + string(b.BootSourceOverrideTarget))
+	for dev, t := range bootTargets {
+		if strings.EqualFold(string(t), string(b.BootSourceOverrideTarget)) {
+			o.Device = dev
+		}
+	}
+	return o
+}
+
+// overrideApplied reports whether got (read back) shows want.
+func overrideApplied(want, got bmc.BootOverride) bool {
+	if want.Device == bmc.BootDeviceNone {
+		return got.Device == bmc.BootDeviceNone
+	}
+	if got.Device != want.Device || got.Persistent != want.Persistent {
+		return false
+	}
+	return want.Mode == bmc.BootModeUnchanged || got.Mode == want.Mode
+}
+
+// mediaTypes are the Redfish MediaTypes that serve a bmckit MediaKind.
+var mediaTypes = map[bmc.MediaKind][]schemas.VirtualMediaType{
+	bmc.MediaCD:  {schemas.CDVirtualMediaType, schemas.DVDVirtualMediaType},
+	bmc.MediaUSB: {schemas.USBStickVirtualMediaType},
+}
+
+// mediaMatches reports whether a virtual media device serves kind. Devices
+// that list no MediaTypes are matched by their Id ("CD", "Cd1", "USB1"...).
+func mediaMatches(kind bmc.MediaKind, vm *schemas.VirtualMedia) bool {
+	if len(vm.MediaTypes) == 0 {
+		id := strings.ToLower(vm.ID)
+		if kind == bmc.MediaCD {
+			return strings.Contains(id, "cd") || strings.Contains(id, "dvd")
+		}
+		return strings.Contains(id, "usb") || strings.Contains(id, "removable")
+	}
+	for _, t := range vm.MediaTypes {
+		for _, w := range mediaTypes[kind] {
+			if strings.EqualFold(string(t), string(w)) {
+				return true
+			}
+		}
+	}
+	return false
+}

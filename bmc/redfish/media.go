@@ -1,0 +1,258 @@
+package redfish
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+
+	"github.com/stmcginnis/gofish"
+	"github.com/stmcginnis/gofish/schemas"
+
+	"github.com/bmckit/bmckit/bmc"
+)
+
+// findMedia returns the URI of the virtual media device serving kind: under
+// the system (newer BMCs) or under its managers (most BMCs). The URI is
+// remembered for the connection.
+func (d *Driver) findMedia(ctx context.Context, kind bmc.MediaKind) (string, error) {
+	if _, ok := mediaTypes[kind]; !ok {
+		return "", bmc.Permanent(fmt.Errorf("media kind %q: want cd or usb", kind))
+	}
+	if uri, ok := d.mediaURIs[string(kind)]; ok {
+		return uri, nil
+	}
+	var collections []string
+	if d.sys.VirtualMediaURI != "" {
+		collections = append(collections, d.sys.VirtualMediaURI)
+	}
+	managers := d.sys.ManagedBy
+	if len(managers) == 0 {
+		var err error
+		if managers, err = d.collection(ctx, "/redfish/v1/Managers"); err != nil {
+			return "", fmt.Errorf("list managers: %w", err)
+		}
+	}
+	for _, m := range managers {
+		var mgr struct{ VirtualMedia schemas.Link }
+		if _, err := d.getJSON(ctx, m, &mgr); err != nil {
+			return "", fmt.Errorf("read manager %s: %w", m, err)
+		}
+		if mgr.VirtualMedia != "" {
+			collections = append(collections, string(mgr.VirtualMedia))
+		}
+	}
+	for _, c := range collections {
+		members, err := d.collection(ctx, c)
+		if err != nil {
+			return "", fmt.Errorf("list virtual media %s: %w", c, err)
+		}
+		for _, m := range members {
+			var vm schemas.VirtualMedia
+			if _, err := d.getJSON(ctx, m, &vm); err != nil {
+				return "", fmt.Errorf("read virtual media %s: %w", m, err)
+			}
+			if mediaMatches(kind, &vm) {
+				d.mediaURIs[string(kind)] = m
+				return m, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no %s virtual media device under the system or its managers: %w", kind, bmc.ErrNotSupported)
+}
+
+func (d *Driver) readMedia(ctx context.Context, uri string) (*schemas.VirtualMedia, error) {
+	var vm schemas.VirtualMedia
+	err := d.do(ctx, true, func(c *gofish.APIClient) error {
+		got, err := schemas.GetObject[schemas.VirtualMedia](c, uri)
+		if err != nil {
+			return err
+		}
+		vm = *got
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &vm, nil
+}
+
+func mediaStatus(vm *schemas.VirtualMedia) bmc.MediaStatus {
+	inserted := vm.Image != ""
+	if vm.Inserted != nil {
+		inserted = *vm.Inserted
+	}
+	return bmc.MediaStatus{Inserted: inserted, Image: vm.Image}
+}
+
+// InsertMedia ejects whatever is inserted (unless it is already imageURL),
+// inserts imageURL, and reads the device back.
+func (d *Driver) InsertMedia(ctx context.Context, kind bmc.MediaKind, imageURL string) error {
+	op := fmt.Sprintf("insert %s media", kind)
+	if u, err := url.Parse(imageURL); err != nil || u.Scheme == "" || u.Host == "" {
+		return d.opErr(op, bmc.Permanent(fmt.Errorf("image URL %q: want an absolute http(s) or nfs URL", imageURL)))
+	}
+	done, err := d.begin()
+	if err != nil {
+		return d.opErr(op, err)
+	}
+	defer done()
+	if err := d.insertMedia(ctx, kind, imageURL); err != nil {
+		return d.opErr(op, err)
+	}
+	return nil
+}
+
+func (d *Driver) insertMedia(ctx context.Context, kind bmc.MediaKind, imageURL string) error {
+	uri, err := d.findMedia(ctx, kind)
+	if err != nil {
+		return err
+	}
+	vm, err := d.readMedia(ctx, uri)
+	if err != nil {
+		return err
+	}
+	st := mediaStatus(vm)
+	if st.Inserted && st.Image == imageURL {
+		return nil
+	}
+	if st.Inserted {
+		if err := d.mediaAction(ctx, func() error { _, err := vm.EjectMedia(); return err }, vm); err != nil {
+			return fmt.Errorf("eject %s before insert: %w", st.Image, err)
+		}
+	}
+	params := &schemas.VirtualMediaInsertMediaParameters{Image: imageURL, Inserted: gofish.ToRef(true), WriteProtected: gofish.ToRef(true)}
+	if err := d.mediaAction(ctx, func() error { _, err := vm.InsertMedia(params); return err }, vm); err != nil {
+		return err
+	}
+	vm, err = d.readMedia(ctx, uri)
+	if err != nil {
+		return fmt.Errorf("read back media: %w", err)
+	}
+	if st := mediaStatus(vm); !st.Inserted || st.Image != imageURL {
+		return fmt.Errorf("the BMC accepted the insert but reads back inserted=%t image=%q", st.Inserted, st.Image)
+	}
+	return nil
+}
+
+// mediaAction runs a gofish VirtualMedia action with the per-call client.
+func (d *Driver) mediaAction(ctx context.Context, fn func() error, vm *schemas.VirtualMedia) error {
+	return d.do(ctx, false, func(c *gofish.APIClient) error {
+		vm.SetClient(c)
+		return fn()
+	})
+}
+
+// EjectMedia ejects the device's media; an empty device is left alone.
+func (d *Driver) EjectMedia(ctx context.Context, kind bmc.MediaKind) error {
+	op := fmt.Sprintf("eject %s media", kind)
+	done, err := d.begin()
+	if err != nil {
+		return d.opErr(op, err)
+	}
+	defer done()
+	if err := d.ejectMedia(ctx, kind); err != nil {
+		return d.opErr(op, err)
+	}
+	return nil
+}
+
+func (d *Driver) ejectMedia(ctx context.Context, kind bmc.MediaKind) error {
+	uri, err := d.findMedia(ctx, kind)
+	if err != nil {
+		return err
+	}
+	vm, err := d.readMedia(ctx, uri)
+	if err != nil {
+		return err
+	}
+	if !mediaStatus(vm).Inserted {
+		return nil
+	}
+	if err := d.mediaAction(ctx, func() error { _, err := vm.EjectMedia(); return err }, vm); err != nil {
+		return err
+	}
+	vm, err = d.readMedia(ctx, uri)
+	if err != nil {
+		return fmt.Errorf("read back media: %w", err)
+	}
+	if mediaStatus(vm).Inserted {
+		return fmt.Errorf("the BMC accepted the eject but still reads back image %q inserted", vm.Image)
+	}
+	return nil
+}
+
+// MediaStatus reads the device back.
+func (d *Driver) MediaStatus(ctx context.Context, kind bmc.MediaKind) (bmc.MediaStatus, error) {
+	op := fmt.Sprintf("read %s media", kind)
+	done, err := d.begin()
+	if err != nil {
+		return bmc.MediaStatus{}, d.opErr(op, err)
+	}
+	defer done()
+	uri, err := d.findMedia(ctx, kind)
+	if err != nil {
+		return bmc.MediaStatus{}, d.opErr(op, err)
+	}
+	vm, err := d.readMedia(ctx, uri)
+	if err != nil {
+		return bmc.MediaStatus{}, d.opErr(op, err)
+	}
+	return mediaStatus(vm), nil
+}
+
+// ResetBMC restarts the BMC itself (warm: GracefulRestart, cold:
+// ForceRestart). The session dies with it; the next call logs in again.
+func (d *Driver) ResetBMC(ctx context.Context, t bmc.BMCResetType) error {
+	op := fmt.Sprintf("reset BMC (%s)", t)
+	var rt string
+	switch t {
+	case bmc.BMCResetWarm:
+		rt = "GracefulRestart"
+	case bmc.BMCResetCold:
+		rt = "ForceRestart"
+	default:
+		return d.opErr(op, bmc.Permanent(fmt.Errorf("BMC reset type %q: want warm or cold", t)))
+	}
+	done, err := d.begin()
+	if err != nil {
+		return d.opErr(op, err)
+	}
+	defer done()
+	managers := d.sys.ManagedBy
+	if len(managers) == 0 {
+		if managers, err = d.collection(ctx, "/redfish/v1/Managers"); err != nil {
+			return d.opErr(op, err)
+		}
+	}
+	if len(managers) == 0 {
+		return d.opErr(op, fmt.Errorf("the BMC lists no manager: %w", bmc.ErrNotSupported))
+	}
+	var mgr struct {
+		Actions struct {
+			Reset struct {
+				schemas.ActionTarget
+				Allowed []string `json:"ResetType@Redfish.AllowableValues"`
+			} `json:"#Manager.Reset"`
+		}
+	}
+	if _, err := d.getJSON(ctx, managers[0], &mgr); err != nil {
+		return d.opErr(op, err)
+	}
+	target := mgr.Actions.Reset.Target
+	if target == "" {
+		return d.opErr(op, fmt.Errorf("manager %s offers no Manager.Reset: %w", managers[0], bmc.ErrNotSupported))
+	}
+	if a := mgr.Actions.Reset.Allowed; a != nil && !slices.Contains(a, rt) {
+		return d.opErr(op, fmt.Errorf("manager does not offer ResetType %s (advertised: %s): %w", rt, list(a), bmc.ErrNotSupported))
+	}
+	err = d.do(ctx, false, func(c *gofish.APIClient) error {
+		resp, err := c.Post(target, map[string]string{"ResetType": rt})
+		drain(resp)
+		return err
+	})
+	if err != nil {
+		return d.opErr(op, err)
+	}
+	return nil
+}

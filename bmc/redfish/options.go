@@ -1,0 +1,155 @@
+package redfish
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/bmckit/bmckit/bmc"
+)
+
+// Clock is the time source for retry back-off and settle polling. Any value
+// with these two methods fits (internal/clock.Real and .Fake do).
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time                         { return time.Now() }
+func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Options configure a [Dialer]. The zero value verifies certificates against
+// the system roots and uses the defaults below.
+type Options struct {
+	// CACertPEM is a PEM bundle of the CAs that sign BMC certificates; when
+	// set, only these are trusted. Defaults to the system roots.
+	CACertPEM []byte
+	// InsecureSkipVerify disables certificate verification for https BMCs.
+	// Defaults to false (verify). Use only for BMCs with self-signed
+	// certificates you cannot replace.
+	InsecureSkipVerify bool
+
+	// ConnectTimeout bounds the TCP connect plus TLS handshake. Defaults to
+	// 10s.
+	ConnectTimeout time.Duration
+	// RequestTimeout bounds each HTTP request (send, wait, read the answer).
+	// Defaults to 30s.
+	RequestTimeout time.Duration
+
+	// Retries is how many times an idempotent request (GET, login) is retried
+	// after a transient failure (5xx, 503, reset, timeout) before the error
+	// is returned; actions (POST, PATCH) are never retried here, the job
+	// runner retries them. Defaults to 2; negative means none.
+	Retries int
+	// RetryDelay is the first back-off between retries; it doubles. Defaults
+	// to 200ms.
+	RetryDelay time.Duration
+
+	// SettleTimeout bounds how long SetPower waits for a power-off to land
+	// when it has to emulate a refused PowerCycle as ForceOff then On.
+	// Defaults to 2m.
+	SettleTimeout time.Duration
+
+	// Logger receives connection-level events (login, re-login, fallbacks).
+	// A logger in the Dial ctx (logr.NewContext) takes precedence. Defaults
+	// to logr.Discard().
+	Logger logr.Logger
+	// Clock is the time source for back-off and polling. Defaults to the
+	// wall clock.
+	Clock Clock
+}
+
+func (o Options) withDefaults() Options {
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 10 * time.Second
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 30 * time.Second
+	}
+	if o.Retries == 0 {
+		o.Retries = 2
+	}
+	if o.Retries < 0 {
+		o.Retries = 0
+	}
+	if o.RetryDelay <= 0 {
+		o.RetryDelay = 200 * time.Millisecond
+	}
+	if o.SettleTimeout <= 0 {
+		o.SettleTimeout = 2 * time.Minute
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
+	if o.Clock == nil {
+		o.Clock = wallClock{}
+	}
+	return o
+}
+
+func (o Options) tlsConfig() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.InsecureSkipVerify {
+		cfg.InsecureSkipVerify = true //nolint:gosec // only when the user asks for it
+	}
+	if len(o.CACertPEM) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(o.CACertPEM) {
+			return nil, fmt.Errorf("redfish: Options.CACertPEM holds no PEM certificate")
+		}
+		cfg.RootCAs = pool
+	}
+	return cfg, nil
+}
+
+// Dialer opens Redfish [Driver]s. It implements [bmc.Dialer] for endpoints
+// whose Protocol is "redfish"; register it on a [bmc.SchemeDialer]. It is
+// safe for concurrent use.
+type Dialer struct {
+	opts Options
+	tls  *tls.Config
+	err  error
+}
+
+var _ bmc.Dialer = (*Dialer)(nil)
+
+// NewDialer returns a Dialer with the given options. An invalid option (a CA
+// bundle without certificates) is reported by every Dial.
+func NewDialer(opts Options) *Dialer {
+	opts = opts.withDefaults()
+	cfg, err := opts.tlsConfig()
+	return &Dialer{opts: opts, tls: cfg, err: err}
+}
+
+// Dial connects to the BMC, logs in (one session, reused until Close) and
+// selects the system: the one named by ep.Path (/redfish/v1/Systems/ID, where
+// ID may also be the system's UUID), or the only one. Errors are
+// [*bmc.OpError]; bad credentials wrap [bmc.ErrUnauthorized].
+func (d *Dialer) Dial(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (bmc.Driver, error) {
+	drv, err := d.DialDriver(ctx, ep, creds)
+	if err != nil {
+		return nil, err
+	}
+	return drv, nil
+}
+
+// DialDriver is Dial returning the concrete *Driver.
+func (d *Dialer) DialDriver(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (*Driver, error) {
+	if d.err != nil {
+		return nil, &bmc.OpError{Op: "dial", Endpoint: ep.String(), Err: bmc.Permanent(d.err)}
+	}
+	if ep.Protocol != "redfish" {
+		return nil, &bmc.OpError{Op: "dial", Endpoint: ep.String(), Err: fmt.Errorf("redfish dialer cannot open protocol %q: %w", ep.Protocol, bmc.ErrNotSupported)}
+	}
+	log := d.opts.Logger
+	if l, err := logr.FromContext(ctx); err == nil {
+		log = l
+	}
+	return dial(ctx, d.opts, d.tls, log.WithValues("bmc", ep.String()), ep, creds)
+}

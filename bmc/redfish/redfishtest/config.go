@@ -1,0 +1,204 @@
+package redfishtest
+
+import (
+	"time"
+)
+
+// SessionMode selects how the simulated BMC answers session creation.
+type SessionMode int
+
+// Session modes.
+const (
+	// SessionsCreatedWithBody answers POST .../Sessions with 201 Created, a
+	// Session body, X-Auth-Token and Location (most BMCs).
+	SessionsCreatedWithBody SessionMode = iota
+	// SessionsNoContent answers 204 No Content with only the X-Auth-Token and
+	// Location headers.
+	SessionsNoContent
+	// SessionsNone offers no SessionService at all: the service root has no
+	// Links.Sessions and every request must carry HTTP basic auth.
+	SessionsNone
+)
+
+// ETagMode selects how PATCH requests treat the If-Match header.
+type ETagMode int
+
+// ETag modes.
+const (
+	// ETagsOptional accepts PATCH with or without If-Match; a stale If-Match
+	// is answered 412 Precondition Failed.
+	ETagsOptional ETagMode = iota
+	// ETagsRequired answers PATCH without If-Match with 428 Precondition
+	// Required.
+	ETagsRequired
+	// ETagsRejected answers any PATCH carrying If-Match with 400 Bad Request,
+	// as some BMCs do.
+	ETagsRejected
+)
+
+// BootOnceMode selects what happens to BootSourceOverrideEnabled=Once.
+type BootOnceMode int
+
+// Boot-once modes.
+const (
+	// BootOnceHonoured keeps a one-time override until the next boot.
+	BootOnceHonoured BootOnceMode = iota
+	// BootOnceIgnored answers the PATCH 204 but never applies a Once
+	// override (Continuous still works).
+	BootOnceIgnored
+	// BootOnceReverted applies a Once override, then silently reverts it to
+	// Disabled after Config.BootOnceRevertAfter.
+	BootOnceReverted
+)
+
+// MediaLocation selects where the virtual media collection hangs.
+type MediaLocation int
+
+// Media locations.
+const (
+	// MediaUnderManager puts VirtualMedia under /redfish/v1/Managers/BMC
+	// (iDRAC, iLO, most OpenBMC builds).
+	MediaUnderManager MediaLocation = iota
+	// MediaUnderSystem puts VirtualMedia under each system (newer schema,
+	// some Supermicro and Lenovo builds).
+	MediaUnderSystem
+	// MediaNone offers no virtual media.
+	MediaNone
+)
+
+// Fault is an injected failure.
+type Fault int
+
+// Faults.
+const (
+	FaultNone  Fault = iota // answer normally
+	Fault500                // 500 Internal Server Error
+	Fault503                // 503 Service Unavailable with Retry-After
+	FaultReset              // the TCP connection is closed without an answer
+	FaultSlow               // the answer is delayed by Faults.SlowDelay
+)
+
+// Faults injects failures into a fraction of requests.
+type Faults struct {
+	// Rate is the probability (0..1) that a request is faulted. Defaults to 0.
+	Rate float64
+	// Kinds are the faults drawn from, uniformly. Defaults to 503 and reset.
+	Kinds []Fault
+	// SlowDelay is how long a FaultSlow answer waits. Defaults to 2s.
+	SlowDelay time.Duration
+	// Seed seeds the random draw, for reproducible runs. Defaults to 1.
+	Seed int64
+	// Func, when set, decides the fault of every request instead of Rate
+	// (return FaultNone to answer normally). It must be safe for concurrent
+	// use, and may call the Server's methods (e.g. ExpireSessions). The
+	// service root and session creation are faulted too.
+	Func func(method, path string) Fault
+}
+
+// Clock is the simulator's time source. Defaults to the wall clock.
+type Clock interface {
+	Now() time.Time
+}
+
+// Config selects the simulated BMC's personality. The zero value is a
+// well-behaved single-system BMC with sessions (201 with body), optional
+// ETags, immediate power changes, every reset type honoured and virtual media
+// under the Manager.
+type Config struct {
+	// Username and Password are the accepted credentials. Default to
+	// "admin" and "password".
+	Username, Password string
+
+	// Systems is the number of computer systems. Defaults to 1. They are
+	// named "1", "2", ... with UUIDs from [SystemUUID].
+	Systems int
+
+	// Sessions selects the session behaviour. Defaults to
+	// SessionsCreatedWithBody.
+	Sessions SessionMode
+	// SessionTTL expires sessions this long after their last use (401
+	// afterwards). Defaults to 0: sessions never expire by themselves; see
+	// [Server.ExpireSessions].
+	SessionTTL time.Duration
+
+	// ETags selects how If-Match is treated. Defaults to ETagsOptional.
+	ETags ETagMode
+
+	// PowerDelay is how long a power change takes to land after the
+	// request was accepted; the system reports PoweringOn/PoweringOff
+	// meanwhile. Defaults to 0 (immediate).
+	PowerDelay time.Duration
+	// PowerDelayFunc, when set, picks each change's delay instead of
+	// PowerDelay (e.g. uniformly 1-11 s). It must be safe for concurrent use.
+	PowerDelayFunc func() time.Duration
+	// DropDuringTransition silently ignores (answers 204 but does nothing)
+	// a reset request that arrives while a power change is still pending.
+	// Defaults to false: such requests replace the pending change.
+	DropDuringTransition bool
+
+	// ResetTypes are the advertised ComputerSystem.Reset types. Defaults to
+	// On, ForceOff, GracefulShutdown, GracefulRestart, ForceRestart,
+	// PowerCycle, PushPowerButton, Nmi.
+	ResetTypes []string
+	// RefusedResetTypes are advertised but answered 501 Not Implemented.
+	RefusedResetTypes []string
+	// ResetTypesInActionInfo advertises the reset types through a
+	// ResetActionInfo resource instead of ResetType@Redfish.AllowableValues.
+	ResetTypesInActionInfo bool
+
+	// BootTargets are the allowed BootSourceOverrideTarget values.
+	// Defaults to None, Pxe, Hdd, Cd, BiosSetup, UefiHttp.
+	BootTargets []string
+	// BootOnce selects what happens to one-time overrides. Defaults to
+	// BootOnceHonoured.
+	BootOnce BootOnceMode
+	// BootOnceRevertAfter is how long a reverted Once override stays
+	// visible. Defaults to 0 (reverted right after the PATCH is answered,
+	// visible to no read).
+	BootOnceRevertAfter time.Duration
+
+	// Media selects where virtual media hangs. Defaults to MediaUnderManager.
+	Media MediaLocation
+
+	// Faults injects failures. Defaults to none.
+	Faults Faults
+
+	// Clock is the time source for power delays, session expiry and boot
+	// override reverts. Defaults to the wall clock.
+	Clock Clock
+}
+
+func (c Config) withDefaults() Config {
+	if c.Username == "" {
+		c.Username = "admin"
+	}
+	if c.Password == "" {
+		c.Password = "password"
+	}
+	if c.Systems <= 0 {
+		c.Systems = 1
+	}
+	if c.ResetTypes == nil {
+		c.ResetTypes = []string{"On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "PowerCycle", "PushPowerButton", "Nmi"}
+	}
+	if c.BootTargets == nil {
+		c.BootTargets = []string{"None", "Pxe", "Hdd", "Cd", "BiosSetup", "UefiHttp"}
+	}
+	if len(c.Faults.Kinds) == 0 {
+		c.Faults.Kinds = []Fault{Fault503, FaultReset}
+	}
+	if c.Faults.SlowDelay == 0 {
+		c.Faults.SlowDelay = 2 * time.Second
+	}
+	if c.Faults.Seed == 0 {
+		c.Faults.Seed = 1
+	}
+	if c.Clock == nil {
+		c.Clock = wallClock{}
+	}
+	return c
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }

@@ -1,0 +1,652 @@
+package redfishtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	root        = "/redfish/v1"
+	sessionsURI = root + "/SessionService/Sessions"
+	managerURI  = root + "/Managers/BMC"
+)
+
+type ctxKey struct{}
+
+// recorder captures the status for the request log.
+type recorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// entry is the log entry being built for the current request.
+type entry struct{ req *Request }
+
+func contextWith(r *http.Request, e *entry) context.Context {
+	return context.WithValue(r.Context(), ctxKey{}, e)
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+root, s.serviceRoot)
+	mux.HandleFunc("GET "+root+"/{$}", s.serviceRoot)
+	mux.HandleFunc("GET "+root+"/SessionService", s.auth(s.sessionService))
+	mux.HandleFunc("POST "+sessionsURI, s.createSession)
+	mux.HandleFunc("GET "+sessionsURI, s.auth(s.listSessions))
+	mux.HandleFunc("DELETE "+sessionsURI+"/{id}", s.auth(s.deleteSession))
+	mux.HandleFunc("GET "+root+"/Systems", s.auth(s.listSystems))
+	mux.HandleFunc("GET "+root+"/Systems/{id}", s.auth(s.getSystem))
+	mux.HandleFunc("PATCH "+root+"/Systems/{id}", s.auth(s.patchSystem))
+	mux.HandleFunc("GET "+root+"/Systems/{id}/ResetActionInfo", s.auth(s.resetActionInfo))
+	mux.HandleFunc("POST "+root+"/Systems/{id}/Actions/ComputerSystem.Reset", s.auth(s.resetSystem))
+	mux.HandleFunc("GET "+root+"/Managers", s.auth(s.listManagers))
+	mux.HandleFunc("GET "+managerURI, s.auth(s.getManager))
+	mux.HandleFunc("POST "+managerURI+"/Actions/Manager.Reset", s.auth(s.resetManager))
+	mux.HandleFunc("GET "+managerURI+"/VirtualMedia", s.auth(s.listMedia))
+	mux.HandleFunc("GET "+managerURI+"/VirtualMedia/{dev}", s.auth(s.getMedia))
+	mux.HandleFunc("POST "+managerURI+"/VirtualMedia/{dev}/Actions/{action}", s.auth(s.mediaAction))
+	mux.HandleFunc("GET "+root+"/Systems/{id}/VirtualMedia", s.auth(s.listMedia))
+	mux.HandleFunc("GET "+root+"/Systems/{id}/VirtualMedia/{dev}", s.auth(s.getMedia))
+	mux.HandleFunc("POST "+root+"/Systems/{id}/VirtualMedia/{dev}/Actions/{action}", s.auth(s.mediaAction))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no resource at "+r.URL.Path)
+	})
+	return s.faults(mux)
+}
+
+// faults logs every request and injects the configured failures.
+func (s *Server) faults(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		req := Request{Method: r.Method, Path: r.URL.Path, IfMatch: r.Header.Get("If-Match")}
+		if len(body) > 0 && r.URL.Path != sessionsURI {
+			req.Body = string(body)
+		}
+		s.mu.Lock()
+		req.Time = s.now()
+		f := FaultNone
+		fn := s.faultFunc
+		if fn == nil && s.faultRate > 0 && s.rng.Float64() < s.faultRate {
+			f = s.cfg.Faults.Kinds[s.rng.Intn(len(s.cfg.Faults.Kinds))]
+		}
+		s.mu.Unlock()
+		if fn != nil {
+			// Called without the lock, so it may call Server methods.
+			f = fn(r.Method, r.URL.Path)
+		}
+		req.Fault = f
+		rec := &recorder{ResponseWriter: w}
+		defer func() {
+			req.Status = rec.status
+			s.mu.Lock()
+			s.log = append(s.log, req)
+			s.mu.Unlock()
+		}()
+		switch f {
+		case Fault500:
+			redfishError(rec, http.StatusInternalServerError, "Base.1.8.InternalError", "injected internal error")
+			return
+		case Fault503:
+			rec.Header().Set("Retry-After", "1")
+			redfishError(rec, http.StatusServiceUnavailable, "Base.1.8.ServiceTemporarilyUnavailable", "injected: service temporarily unavailable")
+			return
+		case FaultReset:
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					_ = conn.Close()
+					return
+				}
+			}
+			panic(http.ErrAbortHandler)
+		case FaultSlow:
+			t := time.NewTimer(s.cfg.Faults.SlowDelay)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				return
+			}
+		}
+		e := &entry{req: &req}
+		next.ServeHTTP(rec, r.WithContext(contextWith(r, e)))
+	})
+}
+
+// auth checks X-Auth-Token (when sessions are on) or basic auth.
+func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if tok := r.Header.Get("X-Auth-Token"); tok != "" && s.cfg.Sessions != SessionsNone {
+			s.mu.Lock()
+			sess, ok := s.sessions[tok]
+			now := s.now()
+			if ok && s.cfg.SessionTTL > 0 && now.Sub(sess.lastUsed) > s.cfg.SessionTTL {
+				delete(s.sessions, tok)
+				ok = false
+			}
+			if ok {
+				sess.lastUsed = now
+			}
+			s.mu.Unlock()
+			if ok {
+				h(w, r)
+				return
+			}
+			redfishError(w, http.StatusUnauthorized, "Base.1.8.NoValidSession", "the session is not valid or has expired")
+			return
+		}
+		if u, p, ok := r.BasicAuth(); ok {
+			if u == s.cfg.Username && p == s.cfg.Password {
+				h(w, r)
+				return
+			}
+		}
+		w.Header().Set("WWW-Authenticate", `Basic realm="redfishtest"`)
+		redfishError(w, http.StatusUnauthorized, "Base.1.8.InsufficientPrivilege", "authentication required")
+	}
+}
+
+func (s *Server) serviceRoot(w http.ResponseWriter, _ *http.Request) {
+	doc := map[string]any{
+		"@odata.id":      root + "/",
+		"@odata.type":    "#ServiceRoot.v1_15_0.ServiceRoot",
+		"Id":             "RootService",
+		"Name":           "redfishtest",
+		"RedfishVersion": "1.15.0",
+		"UUID":           "2c5a5f3e-0000-4000-8000-0000000000ff",
+		"Systems":        link(root + "/Systems"),
+		"Managers":       link(root + "/Managers"),
+	}
+	if s.cfg.Sessions != SessionsNone {
+		doc["SessionService"] = link(root + "/SessionService")
+		doc["Links"] = map[string]any{"Sessions": link(sessionsURI)}
+	}
+	writeJSON(w, http.StatusOK, "", doc)
+}
+
+func (s *Server) sessionService(w http.ResponseWriter, _ *http.Request) {
+	if s.cfg.Sessions == SessionsNone {
+		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no SessionService")
+		return
+	}
+	writeJSON(w, http.StatusOK, "", map[string]any{
+		"@odata.id": root + "/SessionService", "Id": "SessionService", "ServiceEnabled": true,
+		"SessionTimeout": int(s.cfg.SessionTTL.Seconds()), "Sessions": link(sessionsURI),
+	})
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Sessions == SessionsNone {
+		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no SessionService")
+		return
+	}
+	var body struct{ UserName, Password string }
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		redfishError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "session body is not JSON")
+		return
+	}
+	if body.UserName != s.cfg.Username || body.Password != s.cfg.Password {
+		redfishError(w, http.StatusUnauthorized, "Base.1.8.NoValidSession", "invalid user name or password")
+		return
+	}
+	s.mu.Lock()
+	s.nextID++
+	sess := &session{id: strconv.Itoa(s.nextID), token: newToken(), lastUsed: s.now()}
+	s.sessions[sess.token] = sess
+	s.mu.Unlock()
+	s.logins.Add(1)
+	loc := sessionsURI + "/" + sess.id
+	w.Header().Set("X-Auth-Token", sess.token)
+	w.Header().Set("Location", loc)
+	if s.cfg.Sessions == SessionsNoContent {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeJSON(w, http.StatusCreated, "", map[string]any{
+		"@odata.id": loc, "@odata.type": "#Session.v1_6_0.Session", "Id": sess.id, "UserName": body.UserName,
+	})
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	var members []any
+	for _, sess := range s.sessions {
+		members = append(members, link(sessionsURI+"/"+sess.id))
+	}
+	s.mu.Unlock()
+	writeCollection(w, sessionsURI, members)
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for tok, sess := range s.sessions {
+		if sess.id == id {
+			delete(s.sessions, tok)
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no session "+id)
+}
+
+func (s *Server) listSystems(w http.ResponseWriter, _ *http.Request) {
+	var members []any
+	for _, sys := range s.systems {
+		members = append(members, link(root+"/Systems/"+sys.id))
+	}
+	writeCollection(w, root+"/Systems", members)
+}
+
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *system {
+	sys := s.system(r.PathValue("id"))
+	if sys == nil {
+		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no system "+r.PathValue("id"))
+	}
+	return sys
+}
+
+func reported(sys *system) string {
+	if sys.pending == nil {
+		return sys.power
+	}
+	if sys.pending.target == "On" {
+		return "PoweringOn"
+	}
+	return "PoweringOff"
+}
+
+func (s *Server) getSystem(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sys := s.lookup(w, r)
+	if sys == nil {
+		return
+	}
+	s.settle(sys)
+	uri := root + "/Systems/" + sys.id
+	reset := map[string]any{"target": uri + "/Actions/ComputerSystem.Reset"}
+	if s.cfg.ResetTypesInActionInfo {
+		reset["@Redfish.ActionInfo"] = uri + "/ResetActionInfo"
+	} else {
+		reset["ResetType@Redfish.AllowableValues"] = s.cfg.ResetTypes
+	}
+	etag := fmt.Sprintf(`W/"%d"`, sys.etag)
+	doc := map[string]any{
+		"@odata.id":   uri,
+		"@odata.type": "#ComputerSystem.v1_20_0.ComputerSystem",
+		"@odata.etag": etag,
+		"Id":          sys.id,
+		"Name":        "System " + sys.id,
+		"UUID":        sys.uuid,
+		"PowerState":  reported(sys),
+		"Boot": map[string]any{
+			"BootSourceOverrideTarget":                         sys.bootTarget,
+			"BootSourceOverrideEnabled":                        sys.bootEnabled,
+			"BootSourceOverrideMode":                           sys.bootMode,
+			"BootSourceOverrideTarget@Redfish.AllowableValues": s.cfg.BootTargets,
+		},
+		"Actions": map[string]any{"#ComputerSystem.Reset": reset},
+		"Links":   map[string]any{"ManagedBy": []any{link(managerURI)}},
+	}
+	if s.cfg.Media == MediaUnderSystem {
+		doc["VirtualMedia"] = link(uri + "/VirtualMedia")
+	}
+	writeJSON(w, http.StatusOK, etag, doc)
+}
+
+func (s *Server) resetActionInfo(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	sys := s.lookup(w, r)
+	s.mu.Unlock()
+	if sys == nil {
+		return
+	}
+	if !s.cfg.ResetTypesInActionInfo {
+		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no ResetActionInfo")
+		return
+	}
+	writeJSON(w, http.StatusOK, "", map[string]any{
+		"@odata.id": root + "/Systems/" + sys.id + "/ResetActionInfo", "@odata.type": "#ActionInfo.v1_3_0.ActionInfo",
+		"Id": "ResetActionInfo", "Name": "Reset Action Info",
+		"Parameters": []any{map[string]any{"Name": "ResetType", "Required": true, "DataType": "String", "AllowableValues": s.cfg.ResetTypes}},
+	})
+}
+
+var bootFields = []string{"BootSourceOverrideTarget", "BootSourceOverrideEnabled", "BootSourceOverrideMode"}
+
+func (s *Server) patchSystem(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sys := s.lookup(w, r)
+	if sys == nil {
+		return
+	}
+	s.settle(sys)
+	ifMatch := r.Header.Get("If-Match")
+	switch {
+	case s.cfg.ETags == ETagsRejected && ifMatch != "":
+		redfishError(w, http.StatusBadRequest, "Base.1.8.HeaderInvalid", "If-Match is not supported")
+		return
+	case s.cfg.ETags == ETagsRequired && ifMatch == "":
+		redfishError(w, http.StatusPreconditionRequired, "Base.1.8.PreconditionRequired", "If-Match is required")
+		return
+	case ifMatch != "" && ifMatch != "*" && strings.Trim(strings.TrimPrefix(ifMatch, "W/"), `"`) != strconv.Itoa(sys.etag):
+		redfishError(w, http.StatusPreconditionFailed, "Base.1.8.PreconditionFailed", "ETag does not match")
+		return
+	}
+	var body map[string]json.RawMessage
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		redfishError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "body is not JSON")
+		return
+	}
+	for k := range body {
+		if k != "Boot" {
+			redfishError(w, http.StatusBadRequest, "Base.1.8.PropertyNotWritable", "property "+k+" is not writable")
+			return
+		}
+	}
+	var boot map[string]string
+	if err := json.Unmarshal(body["Boot"], &boot); err != nil {
+		redfishError(w, http.StatusBadRequest, "Base.1.8.PropertyValueTypeError", "Boot must be an object of strings")
+		return
+	}
+	for k := range boot {
+		if !slices.Contains(bootFields, k) {
+			redfishError(w, http.StatusBadRequest, "Base.1.8.PropertyNotWritable", "property Boot/"+k+" is not writable")
+			return
+		}
+	}
+	target, enabled, mode := sys.bootTarget, sys.bootEnabled, sys.bootMode
+	if v, ok := boot["BootSourceOverrideTarget"]; ok {
+		if !slices.Contains(s.cfg.BootTargets, v) {
+			redfishError(w, http.StatusBadRequest, "Base.1.8.PropertyValueNotInList", "BootSourceOverrideTarget "+v+" is not allowed")
+			return
+		}
+		target = v
+	}
+	if v, ok := boot["BootSourceOverrideEnabled"]; ok {
+		if v != "Disabled" && v != "Once" && v != "Continuous" {
+			redfishError(w, http.StatusBadRequest, "Base.1.8.PropertyValueNotInList", "BootSourceOverrideEnabled "+v+" is not allowed")
+			return
+		}
+		enabled = v
+	}
+	if v, ok := boot["BootSourceOverrideMode"]; ok {
+		if v != "UEFI" && v != "Legacy" {
+			redfishError(w, http.StatusBadRequest, "Base.1.8.PropertyValueNotInList", "BootSourceOverrideMode "+v+" is not allowed")
+			return
+		}
+		mode = v
+	}
+	w.WriteHeader(http.StatusNoContent)
+	if enabled == "Once" && s.cfg.BootOnce == BootOnceIgnored {
+		noteOf(r, "ignored")
+		return
+	}
+	sys.bootTarget, sys.bootEnabled, sys.bootMode = target, enabled, mode
+	sys.etag++
+	if enabled == "Once" && s.cfg.BootOnce == BootOnceReverted {
+		sys.revertAt = s.now().Add(s.cfg.BootOnceRevertAfter)
+		s.settle(sys)
+	}
+}
+
+func (s *Server) resetSystem(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sys := s.lookup(w, r)
+	if sys == nil {
+		return
+	}
+	s.settle(sys)
+	var body struct{ ResetType string }
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		redfishError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "body is not JSON")
+		return
+	}
+	rt := body.ResetType
+	if !slices.Contains(s.cfg.ResetTypes, rt) {
+		redfishError(w, http.StatusBadRequest, "Base.1.8.ActionParameterValueNotInList", "ResetType "+rt+" is not supported")
+		return
+	}
+	if slices.Contains(s.cfg.RefusedResetTypes, rt) {
+		redfishError(w, http.StatusNotImplemented, "Base.1.8.ActionNotSupported", "ResetType "+rt+" is not implemented")
+		return
+	}
+	if sys.pending != nil && s.cfg.DropDuringTransition {
+		sys.dropped++
+		noteOf(r, "dropped")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	sys.resets[rt]++
+	// The state the server will be in once a pending change lands decides.
+	on := sys.power == "On"
+	if sys.pending != nil {
+		on = sys.pending.target == "On"
+	}
+	switch rt {
+	case "On", "ForceOn":
+		if !on {
+			s.changePower(sys, "On", false)
+		}
+	case "ForceOff", "GracefulShutdown":
+		if on {
+			s.changePower(sys, "Off", false)
+		}
+	case "ForceRestart", "GracefulRestart", "PowerCycle":
+		// Like most BMCs, a restart or cycle of an off server powers it on.
+		s.changePower(sys, "On", on)
+	case "PushPowerButton":
+		if on {
+			s.changePower(sys, "Off", false)
+		} else {
+			s.changePower(sys, "On", false)
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) listManagers(w http.ResponseWriter, _ *http.Request) {
+	writeCollection(w, root+"/Managers", []any{link(managerURI)})
+}
+
+func (s *Server) getManager(w http.ResponseWriter, _ *http.Request) {
+	doc := map[string]any{
+		"@odata.id": managerURI, "@odata.type": "#Manager.v1_15_0.Manager", "Id": "BMC", "Name": "Manager",
+		"ManagerType": "BMC",
+		"Actions": map[string]any{"#Manager.Reset": map[string]any{
+			"target":                            managerURI + "/Actions/Manager.Reset",
+			"ResetType@Redfish.AllowableValues": []string{"GracefulRestart", "ForceRestart"},
+		}},
+	}
+	if s.cfg.Media == MediaUnderManager {
+		doc["VirtualMedia"] = link(managerURI + "/VirtualMedia")
+	}
+	writeJSON(w, http.StatusOK, "", doc)
+}
+
+func (s *Server) resetManager(w http.ResponseWriter, r *http.Request) {
+	var body struct{ ResetType string }
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || (body.ResetType != "GracefulRestart" && body.ResetType != "ForceRestart") {
+		redfishError(w, http.StatusBadRequest, "Base.1.8.ActionParameterValueNotInList", "ResetType must be GracefulRestart or ForceRestart")
+		return
+	}
+	s.mu.Lock()
+	s.bmcResets++
+	s.sessions = map[string]*session{} // a rebooting BMC forgets its sessions
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// mediaBase is the collection URI for the request's media set, or "".
+func (s *Server) mediaBase(w http.ResponseWriter, r *http.Request) (string, []*media) {
+	id := r.PathValue("id")
+	if id == "" {
+		if s.cfg.Media != MediaUnderManager {
+			redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no virtual media under the manager")
+			return "", nil
+		}
+		return managerURI + "/VirtualMedia", s.mgrMedia
+	}
+	sys := s.lookup(w, r)
+	if sys == nil {
+		return "", nil
+	}
+	if s.cfg.Media != MediaUnderSystem {
+		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no virtual media under the system")
+		return "", nil
+	}
+	return root + "/Systems/" + id + "/VirtualMedia", sys.media
+}
+
+func (s *Server) listMedia(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	base, set := s.mediaBase(w, r)
+	if base == "" {
+		return
+	}
+	var members []any
+	for _, m := range set {
+		members = append(members, link(base+"/"+m.id))
+	}
+	writeCollection(w, base, members)
+}
+
+func findMedia(w http.ResponseWriter, set []*media, id string) *media {
+	for _, m := range set {
+		if m.id == id {
+			return m
+		}
+	}
+	redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no virtual media "+id)
+	return nil
+}
+
+func (s *Server) getMedia(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	base, set := s.mediaBase(w, r)
+	if base == "" {
+		return
+	}
+	m := findMedia(w, set, r.PathValue("dev"))
+	if m == nil {
+		return
+	}
+	uri := base + "/" + m.id
+	writeJSON(w, http.StatusOK, "", map[string]any{
+		"@odata.id": uri, "@odata.type": "#VirtualMedia.v1_6_0.VirtualMedia", "Id": m.id, "Name": "Virtual " + m.id,
+		"MediaTypes": m.types, "Image": m.image, "Inserted": m.inserted, "WriteProtected": true,
+		"ConnectedVia": map[bool]string{true: "URI", false: "NotConnected"}[m.inserted],
+		"Actions": map[string]any{
+			"#VirtualMedia.InsertMedia": map[string]any{"target": uri + "/Actions/VirtualMedia.InsertMedia"},
+			"#VirtualMedia.EjectMedia":  map[string]any{"target": uri + "/Actions/VirtualMedia.EjectMedia"},
+		},
+	})
+}
+
+func (s *Server) mediaAction(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	base, set := s.mediaBase(w, r)
+	if base == "" {
+		return
+	}
+	m := findMedia(w, set, r.PathValue("dev"))
+	if m == nil {
+		return
+	}
+	switch r.PathValue("action") {
+	case "VirtualMedia.InsertMedia":
+		var body struct {
+			Image    string
+			Inserted *bool
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Image == "" {
+			redfishError(w, http.StatusBadRequest, "Base.1.8.ActionParameterMissing", "InsertMedia needs an Image")
+			return
+		}
+		if m.inserted {
+			redfishError(w, http.StatusConflict, "Base.1.8.ResourceInUse", "media already inserted; eject first")
+			return
+		}
+		m.image, m.inserted = body.Image, body.Inserted == nil || *body.Inserted
+	case "VirtualMedia.EjectMedia":
+		if !m.inserted {
+			redfishError(w, http.StatusBadRequest, "Base.1.8.ActionNotSupported", "no media inserted")
+			return
+		}
+		m.image, m.inserted = "", false
+	default:
+		redfishError(w, http.StatusNotFound, "Base.1.8.ActionNotSupported", "no action "+r.PathValue("action"))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func link(uri string) map[string]string { return map[string]string{"@odata.id": uri} }
+
+func writeCollection(w http.ResponseWriter, uri string, members []any) {
+	if members == nil {
+		members = []any{}
+	}
+	writeJSON(w, http.StatusOK, "", map[string]any{
+		"@odata.id": uri, "Name": "Collection", "Members": members, "Members@odata.count": len(members),
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, etag string, doc any) {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if etag != "" {
+		w.Header().Set("ETag", etag)
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func redfishError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, "", map[string]any{"error": map[string]any{
+		"code": code, "message": msg,
+		"@Message.ExtendedInfo": []any{map[string]any{"MessageId": code, "Message": msg}},
+	}})
+}
+
+// noteOf records what the simulator did with an accepted request. Called
+// with s.mu held (the note is on the request's own entry, written by the
+// fault middleware after the handler returns).
+func noteOf(r *http.Request, note string) {
+	if e, ok := r.Context().Value(ctxKey{}).(*entry); ok {
+		e.req.Note = note
+	}
+}

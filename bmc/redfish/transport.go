@@ -1,0 +1,113 @@
+package redfish
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// wire is the http.RoundTripper under the gofish client. gofish gives no
+// hook to count requests or connections, keeps its auth token private (so it
+// cannot log in again after a 401), and only exposes the service root's
+// Links.Sessions through a method that costs another GET. Wrapping its
+// HTTP client is the smallest way around all three without re-implementing
+// the protocol: this type counts, adds the auth header, and keeps a copy of
+// the service root body gofish fetches anyway.
+type wire struct {
+	base *http.Transport
+
+	requests    atomic.Int64
+	connections atomic.Int64
+	logins      atomic.Int64
+
+	mu       sync.Mutex
+	header   string // "X-Auth-Token" or "Authorization"
+	value    string
+	noAuth   string // POST to this path goes without auth (session creation)
+	rootBody []byte
+}
+
+func newWire(tlsCfg *tls.Config, connectTimeout time.Duration) *wire {
+	w := &wire{}
+	dialer := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
+	w.base = &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err == nil {
+				w.connections.Add(1)
+			}
+			return c, err
+		},
+		TLSClientConfig:     tlsCfg.Clone(),
+		TLSHandshakeTimeout: connectTimeout,
+		// One BMC, one job, requests serialized: one kept-alive connection.
+		MaxIdleConns:        1,
+		MaxIdleConnsPerHost: 1,
+		MaxConnsPerHost:     1,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return w
+}
+
+func (w *wire) setToken(token string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.header, w.value = "X-Auth-Token", token
+}
+
+func (w *wire) setBasic(user, pass string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.header = "Authorization"
+	w.value = "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+}
+
+func (w *wire) clearAuth(sessionsPath string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.header, w.value, w.noAuth = "", "", sessionsPath
+}
+
+func (w *wire) serviceRoot() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rootBody
+}
+
+// RoundTrip implements http.RoundTripper.
+func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
+	w.mu.Lock()
+	header, value := w.header, w.value
+	skip := req.Method == http.MethodPost && w.noAuth != "" && req.URL.Path == w.noAuth
+	w.mu.Unlock()
+	if header != "" && !skip {
+		req = req.Clone(req.Context())
+		req.Header.Set(header, value)
+	}
+	w.requests.Add(1)
+	resp, err := w.base.RoundTrip(req)
+	if err != nil || req.Method != http.MethodGet || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	if p := strings.TrimSuffix(req.URL.Path, "/"); p == "/redfish/v1" {
+		body, rerr := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+		_ = resp.Body.Close()
+		if rerr != nil {
+			return nil, rerr
+		}
+		w.mu.Lock()
+		w.rootBody = body
+		w.mu.Unlock()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	return resp, nil
+}
