@@ -1,0 +1,472 @@
+package ipmi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/bougou/go-ipmi/pkg/client"
+	"github.com/bougou/go-ipmi/pkg/command/app"
+	"github.com/bougou/go-ipmi/pkg/command/chassis"
+	"github.com/bougou/go-ipmi/pkg/types"
+	"github.com/go-logr/logr"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/internal/powerplan"
+)
+
+// Compile-time checks: the capabilities the driver offers.
+var (
+	_ bmc.Dialer             = (*Dialer)(nil)
+	_ bmc.Driver             = (*Driver)(nil)
+	_ bmc.BootOverrideSetter = (*Driver)(nil)
+	_ bmc.BootOverrideGetter = (*Driver)(nil)
+	_ bmc.BMCResetter        = (*Driver)(nil)
+	_ bmc.StatsReporter      = (*Driver)(nil)
+)
+
+// Dialer opens IPMI v2.0 lanplus sessions. Register it for the "ipmi"
+// protocol on a [bmc.SchemeDialer]. It is safe for concurrent use.
+type Dialer struct {
+	opts resolved
+}
+
+// NewDialer validates opts and returns a Dialer. Errors name the offending
+// Options field.
+func NewDialer(opts Options) (*Dialer, error) {
+	r, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &Dialer{opts: r}, nil
+}
+
+// Dial implements [bmc.Dialer]; it returns a [*Driver].
+func (d *Dialer) Dial(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (bmc.Driver, error) {
+	drv, err := d.Open(ctx, ep, creds)
+	if err != nil {
+		return nil, err
+	}
+	return drv, nil
+}
+
+// Open opens a session to the BMC at ep and returns the connected driver.
+// A wrong user name or password fails at once with an error wrapping
+// [bmc.ErrUnauthorized]; an unreachable BMC fails with a transient error
+// after at most (Retries+1)*Timeout, or when ctx ends.
+func (d *Dialer) Open(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (*Driver, error) {
+	if ep.Protocol != "ipmi" {
+		return nil, &bmc.OpError{Op: "dial", Endpoint: ep.String(), Err: bmc.Permanent(fmt.Errorf("ipmi driver cannot dial protocol %q", ep.Protocol))}
+	}
+	drv := &Driver{
+		ep:    ep,
+		epStr: ep.String(),
+		creds: creds,
+		opts:  d.opts,
+		sem:   make(chan struct{}, 1),
+		now:   time.Now,
+	}
+	if err := drv.login(ctx, drv.logger(ctx)); err != nil {
+		return nil, &bmc.OpError{Op: "dial", Endpoint: drv.epStr, Err: err}
+	}
+	return drv, nil
+}
+
+// Driver is one IPMI v2.0 (RMCP+) session to a BMC. Calls are serialized:
+// IPMI sessions carry one outstanding request at a time. It implements
+// [bmc.Driver], [bmc.BootOverrideSetter], [bmc.BootOverrideGetter],
+// [bmc.BMCResetter] and [bmc.StatsReporter].
+//
+// Context: every go-ipmi call takes the caller's ctx; go-ipmi's UDP exchange
+// returns as soon as ctx is done and caps each read at min(ctx deadline,
+// Options.Timeout), so a call never outlives its ctx by more than the time
+// to notice cancellation. Waiting for the connection's lock honours ctx too.
+type Driver struct {
+	ep    bmc.Endpoint
+	epStr string
+	creds bmc.Credentials
+	opts  resolved
+	now   func() time.Time
+
+	// sem serializes calls; a channel rather than a mutex so waiting for it
+	// honours ctx. The fields below are guarded by it.
+	sem      chan struct{}
+	c        *client.Client
+	suite    types.CipherSuiteID
+	lastUsed time.Time
+	broken   bool // the last exchange got no usable reply: re-login first
+	closed   bool
+
+	requests, connections, logins atomic.Int64
+}
+
+// Stats implements [bmc.StatsReporter]: IPMI requests sent (session setup
+// included, resends not), UDP sockets opened and sessions established.
+func (d *Driver) Stats() bmc.Stats {
+	return bmc.Stats{Requests: d.requests.Load(), Connections: d.connections.Load(), Logins: d.logins.Load()}
+}
+
+// CipherSuite is the cipher suite ID of the current session.
+func (d *Driver) CipherSuite() int {
+	d.sem <- struct{}{}
+	defer func() { <-d.sem }()
+	return int(d.suite)
+}
+
+func (d *Driver) logger(ctx context.Context) logr.Logger {
+	if l, err := logr.FromContext(ctx); err == nil {
+		return l
+	}
+	return d.opts.log
+}
+
+// do runs fn holding the connection, (re)opening the session first when it
+// is missing, broken or idle too long, and wraps failures in *bmc.OpError.
+func (d *Driver) do(ctx context.Context, op string, fn func(ctx context.Context, c *client.Client) error) error {
+	fail := func(err error) error { return &bmc.OpError{Op: op, Endpoint: d.epStr, Err: err} }
+	select {
+	case d.sem <- struct{}{}:
+	case <-ctx.Done():
+		return fail(fmt.Errorf("waiting for the connection: %w", ctx.Err()))
+	}
+	defer func() { <-d.sem }()
+	if d.closed {
+		return fail(bmc.Permanent(errors.New("driver is closed")))
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	log := d.logger(ctx)
+	if d.c == nil || d.broken || d.now().Sub(d.lastUsed) > d.opts.idleRelogin {
+		if err := d.login(ctx, log); err != nil {
+			return fail(err)
+		}
+	}
+	log.V(2).Info("ipmi request", "op", op, "endpoint", d.epStr)
+	if err := fn(ctx, d.c); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// exchange sends one request on the session, classifies a failure, and
+// remembers whether the session needs re-opening. Callers hold d.sem.
+func (d *Driver) exchange(ctx context.Context, c *client.Client, req types.Request, res types.Response) error {
+	d.requests.Add(1)
+	err := c.Exchange(ctx, req, res)
+	if err == nil {
+		d.lastUsed = d.now()
+		return nil
+	}
+	cerr, kind := classify(err)
+	if kind == kindTransport {
+		d.broken = true
+	} else {
+		d.lastUsed = d.now()
+	}
+	return cerr
+}
+
+// login opens a new session, closing the old one first, trying each
+// configured cipher suite until the BMC accepts one. It stops at once on
+// refused credentials or when the BMC does not answer. Callers hold d.sem
+// (or own the driver exclusively, in Open).
+//
+// The RMCP+ handshake (Open Session, RAKP 1-4, Set Session Privilege Level)
+// is driven here through go-ipmi's exported steps rather than
+// client.Connect, because Connect flattens the causes of a failure into
+// text (so a wrong password could not be told from an unsupported suite),
+// first asks for the BMC's cipher suites (which ipmi_sim ignores), and
+// starts a keep-alive goroutine that is not serialized with our calls.
+func (d *Driver) login(ctx context.Context, log logr.Logger) error {
+	if d.c != nil {
+		d.closeClient(ctx, d.c)
+		d.c = nil
+	}
+	var errs []error
+	for _, suite := range d.opts.suites {
+		c, err := client.NewClient(d.ep.Host, d.ep.EffectivePort(), d.creds.Username, d.creds.Password)
+		if err != nil {
+			// go-ipmi's message names the user name, never the password.
+			return bmc.Permanent(fmt.Errorf("invalid credentials: %w", err))
+		}
+		c.WithCipherSuiteID(suite).
+			WithMaxPrivilegeLevel(d.opts.privilege).
+			WithTimeout(d.opts.timeout).
+			WithRetry(d.opts.retries)
+		d.connections.Add(1)
+		err = d.handshake(ctx, c)
+		if err == nil {
+			d.c, d.suite, d.broken, d.lastUsed = c, suite, false, d.now()
+			d.logins.Add(1)
+			log.V(1).Info("ipmi session opened", "endpoint", d.epStr, "cipherSuite", int(suite))
+			return nil
+		}
+		d.dropClient(c)
+		cerr, _ := classify(err)
+		if errors.Is(cerr, bmc.ErrUnauthorized) || noAnswer(err) {
+			return fmt.Errorf("open session (cipher suite %d): %w", suite, cerr)
+		}
+		log.V(1).Info("ipmi cipher suite refused", "endpoint", d.epStr, "cipherSuite", int(suite), "error", cerr.Error())
+		errs = append(errs, fmt.Errorf("cipher suite %d: %w", suite, cerr))
+	}
+	return fmt.Errorf("open session: the BMC accepted none of the cipher suites %v (set Options.CipherSuites): %w", d.opts.suites, errors.Join(errs...))
+}
+
+func (d *Driver) handshake(ctx context.Context, c *client.Client) error {
+	d.requests.Add(1)
+	if _, err := c.OpenSession(ctx); err != nil {
+		return err
+	}
+	d.requests.Add(1)
+	if _, err := c.RAKPMessage1(ctx); err != nil {
+		return err
+	}
+	d.requests.Add(1)
+	if _, err := c.RAKPMessage3(ctx); err != nil {
+		return err
+	}
+	d.requests.Add(1)
+	if _, err := c.SetSessionPrivilegeLevel(ctx, d.opts.privilege); err != nil {
+		return fmt.Errorf("set session privilege level %s: %w", d.opts.privilege, err)
+	}
+	return nil
+}
+
+// noAnswer reports whether err means the BMC did not answer at all (as
+// opposed to answering with a refusal), so trying another suite is futile.
+func noAnswer(err error) bool {
+	var ne *net.OpError
+	return errors.As(err, &ne) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// closeClient logs the session out (bounded by one request timeout) and
+// closes its socket. With ctx already done it skips the logout request but
+// still closes the socket.
+func (d *Driver) closeClient(ctx context.Context, c *client.Client) {
+	cctx, cancel := context.WithTimeout(ctx, d.opts.timeout)
+	defer cancel()
+	d.requests.Add(1)
+	_ = c.Close(cctx)
+}
+
+// dropClient closes a client's socket without a logout request, for
+// handshakes that failed (there is no session to close, and an unreachable
+// BMC would only make the logout wait for its timeout).
+func (d *Driver) dropClient(c *client.Client) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = c.Close(ctx)
+}
+
+// Close logs out and closes the socket. It is idempotent. If ctx ends while
+// another call holds the connection, Close returns ctx's error and the
+// session is closed as soon as that call returns.
+func (d *Driver) Close(ctx context.Context) error {
+	closeLocked := func(ctx context.Context) {
+		defer func() { <-d.sem }()
+		if d.closed {
+			return
+		}
+		d.closed = true
+		if d.c != nil {
+			d.closeClient(ctx, d.c)
+			d.c = nil
+			d.logger(ctx).V(1).Info("ipmi session closed", "endpoint", d.epStr)
+		}
+	}
+	select {
+	case d.sem <- struct{}{}:
+		closeLocked(ctx)
+		return nil
+	case <-ctx.Done():
+		go func() {
+			d.sem <- struct{}{}
+			closeLocked(context.WithoutCancel(ctx))
+		}()
+		return &bmc.OpError{Op: "close", Endpoint: d.epStr, Err: fmt.Errorf("waiting for the connection: %w", ctx.Err())}
+	}
+}
+
+// PowerState implements [bmc.Driver] with one Get Chassis Status request.
+// IPMI has no transitional states: the result is PowerOn or PowerOff.
+func (d *Driver) PowerState(ctx context.Context) (bmc.PowerState, error) {
+	state := bmc.PowerUnknown
+	err := d.do(ctx, "power status", func(ctx context.Context, c *client.Client) error {
+		var err error
+		state, err = d.powerState(ctx, c)
+		return err
+	})
+	return state, err
+}
+
+func (d *Driver) powerState(ctx context.Context, c *client.Client) (bmc.PowerState, error) {
+	var raw rawResponse
+	if err := d.exchange(ctx, c, &chassis.GetChassisStatusRequest{}, &raw); err != nil {
+		return bmc.PowerUnknown, err
+	}
+	st, err := decodeChassisStatus(raw.data)
+	if err != nil {
+		return bmc.PowerUnknown, bmc.Permanent(err)
+	}
+	return st, nil
+}
+
+// SetPower implements [bmc.Driver]. It reads the power state, then sends
+// the one Chassis Control request the action needs from there (see package
+// powerplan): nothing when the server is already there, power up for cycle
+// or reset on a server that is off, else power down / soft shutdown / power
+// cycle / hard reset.
+func (d *Driver) SetPower(ctx context.Context, action bmc.PowerAction) error {
+	if !action.Valid() {
+		_, err := powerplan.Plan(bmc.PowerUnknown, action)
+		return &bmc.OpError{Op: "power " + string(action), Endpoint: d.epStr, Err: bmc.Permanent(err)}
+	}
+	return d.do(ctx, "power "+string(action), func(ctx context.Context, c *client.Client) error {
+		state, err := d.powerState(ctx, c)
+		if err != nil {
+			return fmt.Errorf("read power state first: %w", err)
+		}
+		step, err := powerplan.Plan(state, action)
+		if err != nil {
+			return bmc.Permanent(err)
+		}
+		var ctl chassis.ChassisControl
+		switch step {
+		case powerplan.StepNone:
+			return nil
+		case powerplan.StepOn:
+			ctl = chassis.ChassisControlPowerUp
+		case powerplan.StepOff:
+			ctl = chassis.ChassisControlPowerDown
+		case powerplan.StepSoftOff:
+			ctl = chassis.ChassisControlSoftShutdown
+		case powerplan.StepCycle:
+			ctl = chassis.ChassisControlPowerCycle
+		case powerplan.StepReset:
+			ctl = chassis.ChassisControlHardReset
+		}
+		if err := d.exchange(ctx, c, &chassis.ChassisControlRequest{ChassisControl: ctl}, &chassis.ChassisControlResponse{}); err != nil {
+			return fmt.Errorf("chassis control %s (server was %s): %w", step, state, err)
+		}
+		return nil
+	})
+}
+
+// SetBootOverride implements [bmc.BootOverrideSetter] with Set System Boot
+// Options parameter 5 (boot flags), the valid bit set. BootDeviceNone clears
+// the override. BootModeUnchanged keeps the BMC's current EFI/legacy bit
+// (read first; legacy when the BMC cannot report it). BootDeviceUEFIHTTP has
+// no IPMI equivalent and fails with [bmc.ErrNotSupported].
+func (d *Driver) SetBootOverride(ctx context.Context, o bmc.BootOverride) error {
+	op := "set boot override " + string(o.Device)
+	sel, err := selectorFromDevice(o.Device)
+	if err == nil && o.Mode != bmc.BootModeUnchanged && o.Mode != bmc.BootModeUEFI && o.Mode != bmc.BootModeLegacy {
+		err = fmt.Errorf("invalid boot mode %q: want uefi, legacy or empty (unchanged)", o.Mode)
+	}
+	if err != nil {
+		if !errors.Is(err, bmc.ErrNotSupported) {
+			err = bmc.Permanent(err)
+		}
+		return &bmc.OpError{Op: op, Endpoint: d.epStr, Err: err}
+	}
+	return d.do(ctx, op, func(ctx context.Context, c *client.Client) error {
+		efi := o.Mode == bmc.BootModeUEFI
+		if o.Mode == bmc.BootModeUnchanged && o.Device != bmc.BootDeviceNone {
+			cur, err := d.bootFlags(ctx, c)
+			switch {
+			case err == nil:
+				efi = cur.BootFlagsValid && cur.BIOSBootType == types.BIOSBootTypeEFI
+			case errors.Is(err, bmc.ErrNotSupported):
+			default:
+				return fmt.Errorf("read current boot mode: %w", err)
+			}
+		}
+		flags := &types.BootOptionParam_BootFlags{
+			BootFlagsValid:     true,
+			Persist:            o.Persistent,
+			BIOSBootType:       types.BIOSBootType(efi),
+			BootDeviceSelector: sel,
+		}
+		req := &chassis.SetSystemBootOptionsParamRequest{
+			ParamSelector: types.BootOptionParamSelector_BootFlags,
+			ParamData:     flags.Pack(),
+		}
+		return d.exchange(ctx, c, req, &chassis.SetSystemBootOptionsParamResponse{})
+	})
+}
+
+// BootOverride implements [bmc.BootOverrideGetter] with Get System Boot
+// Options parameter 5. A flag set without the valid bit reads as
+// BootDeviceNone. With Options.NoBootReadBack it fails with
+// [bmc.ErrNotSupported] without a request.
+func (d *Driver) BootOverride(ctx context.Context) (bmc.BootOverride, error) {
+	var o bmc.BootOverride
+	if d.opts.noReadBack {
+		return o, &bmc.OpError{Op: "get boot override", Endpoint: d.epStr, Err: fmt.Errorf("this BMC does not report boot flags as set (Options.NoBootReadBack): %w", bmc.ErrNotSupported)}
+	}
+	err := d.do(ctx, "get boot override", func(ctx context.Context, c *client.Client) error {
+		raw, err := d.bootFlagsRaw(ctx, c)
+		if err != nil {
+			return err
+		}
+		o, err = decodeBootFlags(raw)
+		if err != nil {
+			return bmc.Permanent(err)
+		}
+		return nil
+	})
+	return o, err
+}
+
+func (d *Driver) bootFlagsRaw(ctx context.Context, c *client.Client) ([]byte, error) {
+	var raw rawResponse
+	req := &chassis.GetSystemBootOptionsParamRequest{ParamSelector: types.BootOptionParamSelector_BootFlags}
+	if err := d.exchange(ctx, c, req, &raw); err != nil {
+		return nil, err
+	}
+	return raw.data, nil
+}
+
+func (d *Driver) bootFlags(ctx context.Context, c *client.Client) (*types.BootOptionParam_BootFlags, error) {
+	raw, err := d.bootFlagsRaw(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) < 7 {
+		return nil, bmc.Permanent(fmt.Errorf("decode boot flags: reply has %d bytes, want 7", len(raw)))
+	}
+	var f types.BootOptionParam_BootFlags
+	if err := f.Unpack(raw[2:7]); err != nil {
+		return nil, bmc.Permanent(fmt.Errorf("decode boot flags: %w", err))
+	}
+	return &f, nil
+}
+
+// ResetBMC implements [bmc.BMCResetter] with the App Cold Reset / Warm Reset
+// commands. The session does not survive a BMC reset; the next call opens a
+// new one. BMCs without the command (ipmi_sim) fail with
+// [bmc.ErrNotSupported].
+func (d *Driver) ResetBMC(ctx context.Context, t bmc.BMCResetType) error {
+	op := "reset BMC " + string(t)
+	var req types.Request
+	var res types.Response
+	switch t {
+	case bmc.BMCResetCold:
+		req, res = &app.ColdResetRequest{}, &app.ColdResetResponse{}
+	case bmc.BMCResetWarm:
+		req, res = &app.WarmResetRequest{}, &app.WarmResetResponse{}
+	default:
+		return &bmc.OpError{Op: op, Endpoint: d.epStr, Err: bmc.Permanent(fmt.Errorf("invalid BMC reset type %q: want warm or cold", t))}
+	}
+	return d.do(ctx, op, func(ctx context.Context, c *client.Client) error {
+		if err := d.exchange(ctx, c, req, res); err != nil {
+			return err
+		}
+		d.broken = true
+		return nil
+	})
+}

@@ -1,0 +1,276 @@
+package ipmitest
+
+import (
+	"context"
+
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+
+	gobmc "github.com/bougou/go-ipmi/pkg/bmc"
+	"github.com/bougou/go-ipmi/pkg/clock"
+	"github.com/bougou/go-ipmi/pkg/hal"
+	"github.com/bougou/go-ipmi/pkg/hal/mock"
+	"github.com/bougou/go-ipmi/pkg/handlers"
+	"github.com/bougou/go-ipmi/pkg/server"
+	"github.com/bougou/go-ipmi/pkg/transport/udp"
+	"github.com/bougou/go-ipmi/pkg/types"
+
+	"github.com/bmckit/bmckit/bmc"
+)
+
+// Options configure a [Server]. The zero value is ready to use.
+type Options struct {
+	// Username and Password of the one administrator account. Default to
+	// "admin" and "password".
+	Username, Password string
+	// CipherSuites the server accepts. Defaults to 3 and 17.
+	CipherSuites []int
+	// PoweredOn is the initial power state. Defaults to off.
+	PoweredOn bool
+}
+
+// Server is go-ipmi's reference BMC (github.com/bougou/go-ipmi/pkg/server)
+// serving IPMI v2.0 lanplus on a UDP port on 127.0.0.1, with a chassis that
+// keeps power and boot state. It is safe for concurrent use.
+type Server struct {
+	// Endpoint is ipmi://127.0.0.1:PORT.
+	Endpoint bmc.Endpoint
+	// Credentials log in as the server's administrator.
+	Credentials bmc.Credentials
+
+	chassis *Chassis
+	srv     *server.Server
+	done    chan struct{}
+	once    sync.Once
+}
+
+// NewServer starts a Server for a test and stops it when the test ends. It
+// fails the test if the server cannot start.
+func NewServer(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s, err := Start(opts)
+	if err != nil {
+		t.Fatalf("ipmitest: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// Start starts a Server on a free UDP port on 127.0.0.1. Call Close to stop it.
+func Start(opts Options) (*Server, error) {
+	user, pass := opts.Username, opts.Password
+	if user == "" {
+		user = "admin"
+	}
+	if pass == "" {
+		pass = "password"
+	}
+	suites := []types.CipherSuiteID{types.CipherSuiteID3, types.CipherSuiteID17}
+	if len(opts.CipherSuites) > 0 {
+		suites = suites[:0]
+		for _, s := range opts.CipherSuites {
+			suites = append(suites, types.CipherSuiteID(s))
+		}
+	}
+
+	ch := &Chassis{on: opts.PoweredOn}
+	var guid [16]byte
+	copy(guid[:], "bmckit-ipmitest")
+	b := gobmc.New(gobmc.DeviceInfo{
+		DeviceID: 0x20, DeviceRevision: 1, FirmwareMajor: 1, IPMIVersion: 0x20,
+		ManufacturerID: 0x000157, ProductID: 1,
+	}, guid, &simHAL{HAL: mock.New(), chassis: ch}, gobmc.WithClock(clock.Real), gobmc.WithCipherSuites(suites))
+	u, err := b.Users.Add(2, user)
+	if err != nil {
+		return nil, fmt.Errorf("add simulator user: %w", err)
+	}
+	u.SetPassword([]byte(pass))
+	u.Enabled = true
+	u.ChannelAccess[1] = gobmc.UserChannelAccess{MaxPrivilege: gobmc.PrivilegeLevelAdministrator, Enabled: true}
+
+	// The standard handlers, except that go-ipmi routes the BMC's own
+	// Cold/Warm Reset (App 02h/03h) to the chassis HAL's hard reset and
+	// soft shutdown; here they only count, as a BMC reset leaves the host
+	// alone.
+	reg := handlers.NewRegistry()
+	handlers.RegisterAppHandlers(reg)
+	handlers.RegisterSessionHandlers(reg)
+	handlers.RegisterChassisHandlers(reg)
+	handlers.RegisterStorageHandlers(reg)
+	reg.RegisterFunc(types.CommandColdReset, func(context.Context, *handlers.HandlerContext, []byte) ([]byte, types.CompletionCode, error) {
+		ch.count(func() { ch.bmcColdResets++ })
+		return nil, types.CodeOK, nil
+	})
+	reg.RegisterFunc(types.CommandWarmReset, func(context.Context, *handlers.HandlerContext, []byte) ([]byte, types.CompletionCode, error) {
+		ch.count(func() { ch.bmcWarmResets++ })
+		return nil, types.CodeOK, nil
+	})
+
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, fmt.Errorf("listen on 127.0.0.1: %w", err)
+	}
+	srv := server.NewServer(b, udp.Wrap(conn), server.WithHandlerRegistry(reg), server.WithCipherSuites(suites))
+	s := &Server{
+		Endpoint:    bmc.Endpoint{Protocol: "ipmi", Host: "127.0.0.1", Port: conn.LocalAddr().(*net.UDPAddr).Port},
+		Credentials: bmc.Credentials{Username: user, Password: pass},
+		chassis:     ch,
+		srv:         srv,
+		done:        make(chan struct{}),
+	}
+	go func() {
+		defer close(s.done)
+		_ = srv.Serve(context.Background())
+	}()
+	return s, nil
+}
+
+// URL is the server's address as an ipmi:// URL.
+func (s *Server) URL() string { return s.Endpoint.String() }
+
+// Chassis is the simulated server's state.
+func (s *Server) Chassis() *Chassis { return s.chassis }
+
+// Close stops the server and waits for its read loop to end. Idempotent.
+func (s *Server) Close() error {
+	var err error
+	s.once.Do(func() {
+		err = s.srv.Close()
+		<-s.done
+	})
+	return err
+}
+
+// simHAL is go-ipmi's mock HAL with a chassis whose power actions behave
+// like a server's (the mock's only count calls).
+type simHAL struct {
+	*mock.HAL
+	chassis *Chassis
+}
+
+func (h *simHAL) Chassis() hal.ChassisHAL { return h.chassis }
+
+// Chassis keeps the simulated server's power and boot state. Its methods
+// are safe for concurrent use.
+type Chassis struct {
+	mu            sync.Mutex
+	on            bool
+	flags         types.BootOptionParam_BootFlags
+	ack           types.BootOptionParam_BootInfoAcknowledge
+	powerCycles   int
+	hardResets    int
+	softOffs      int
+	bmcColdResets int
+	bmcWarmResets int
+}
+
+var _ hal.ChassisHAL = (*Chassis)(nil)
+
+func (c *Chassis) count(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f()
+}
+
+// PoweredOn reports the power state.
+func (c *Chassis) PoweredOn() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.on
+}
+
+// SetPoweredOn changes the power state behind the client's back.
+func (c *Chassis) SetPoweredOn(on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.on = on
+}
+
+// Counts is how often each action reached the simulator.
+type Counts struct {
+	PowerCycles, HardResets, SoftOffs, BMCColdResets, BMCWarmResets int
+}
+
+// Counts returns the action counters.
+func (c *Chassis) Counts() Counts {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Counts{c.powerCycles, c.hardResets, c.softOffs, c.bmcColdResets, c.bmcWarmResets}
+}
+
+// BootFlags returns the stored boot flags (Set System Boot Options
+// parameter 5), as the BMC would hand them to the firmware.
+func (c *Chassis) BootFlags() types.BootOptionParam_BootFlags {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.flags
+}
+
+// PowerState implements hal.ChassisHAL.
+func (c *Chassis) PowerState(context.Context) (bool, error) { return c.PoweredOn(), nil }
+
+// SetPower implements hal.ChassisHAL (Chassis Control power up/down).
+func (c *Chassis) SetPower(_ context.Context, on bool) error {
+	c.SetPoweredOn(on)
+	return nil
+}
+
+// PowerCycle implements hal.ChassisHAL: the server ends up on.
+func (c *Chassis) PowerCycle(context.Context) error {
+	c.count(func() { c.powerCycles++; c.on = true })
+	return nil
+}
+
+// ColdReset implements hal.ChassisHAL (Chassis Control hard reset): a
+// server that is on stays on; one that is off stays off.
+func (c *Chassis) ColdReset(context.Context) error {
+	c.count(func() { c.hardResets++ })
+	return nil
+}
+
+// WarmReset implements hal.ChassisHAL. go-ipmi's handler calls it for
+// Chassis Control soft shutdown, so the server turns off.
+func (c *Chassis) WarmReset(context.Context) error {
+	c.count(func() { c.softOffs++; c.on = false })
+	return nil
+}
+
+// Identify implements hal.ChassisHAL.
+func (c *Chassis) Identify(context.Context, uint8) error { return nil }
+
+// IntrusionState implements hal.ChassisHAL.
+func (c *Chassis) IntrusionState(context.Context) (bool, error) { return false, nil }
+
+// SetBootFlags implements hal.ChassisHAL.
+func (c *Chassis) SetBootFlags(_ context.Context, f *types.BootOptionParam_BootFlags) error {
+	if f == nil {
+		return hal.ErrNotSupported
+	}
+	c.count(func() { c.flags = *f })
+	return nil
+}
+
+// GetBootFlags implements hal.ChassisHAL.
+func (c *Chassis) GetBootFlags(context.Context) (*types.BootOptionParam_BootFlags, error) {
+	f := c.BootFlags()
+	return &f, nil
+}
+
+// SetBootInfoAcknowledge implements hal.ChassisHAL.
+func (c *Chassis) SetBootInfoAcknowledge(_ context.Context, a *types.BootOptionParam_BootInfoAcknowledge) error {
+	if a == nil {
+		return hal.ErrNotSupported
+	}
+	c.count(func() { c.ack = *a })
+	return nil
+}
+
+// GetBootInfoAcknowledge implements hal.ChassisHAL.
+func (c *Chassis) GetBootInfoAcknowledge(context.Context) (*types.BootOptionParam_BootInfoAcknowledge, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.ack
+	return &a, nil
+}

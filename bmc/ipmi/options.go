@@ -1,0 +1,142 @@
+package ipmi
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/bougou/go-ipmi/pkg/types"
+	"github.com/go-logr/logr"
+)
+
+// Privilege is the IPMI session privilege level the driver asks for.
+type Privilege string
+
+// Privilege levels. Power control and boot options need at least Operator;
+// BMC reset needs Administrator on most BMCs.
+const (
+	PrivilegeAdministrator Privilege = "administrator"
+	PrivilegeOperator      Privilege = "operator"
+	PrivilegeUser          Privilege = "user"
+)
+
+func (p Privilege) level() (types.PrivilegeLevel, error) {
+	switch p {
+	case "", PrivilegeAdministrator:
+		return types.PrivilegeLevelAdministrator, nil
+	case PrivilegeOperator:
+		return types.PrivilegeLevelOperator, nil
+	case PrivilegeUser:
+		return types.PrivilegeLevelUser, nil
+	}
+	return 0, fmt.Errorf("ipmi: invalid Options.Privilege %q: want administrator, operator or user", string(p))
+}
+
+// DefaultCipherSuites are tried in order when Options.CipherSuites is empty:
+// 17 (HMAC-SHA256, AES-CBC-128), then 3 (HMAC-SHA1, AES-CBC-128).
+var DefaultCipherSuites = []int{17, 3}
+
+// Options configure a [Dialer]. The zero value is ready to use.
+type Options struct {
+	// CipherSuites are the RMCP+ cipher suite IDs tried in order when
+	// opening a session; the first the BMC accepts is used (0, which authenticates nothing, is refused). The driver never
+	// asks the BMC which suites it supports (some BMCs, OpenIPMI's ipmi_sim
+	// among them, ignore that query), so naming one suite uses exactly that
+	// suite. Defaults to
+	// [DefaultCipherSuites] (17, then 3).
+	CipherSuites []int
+
+	// Privilege is the session privilege level requested. Defaults to
+	// PrivilegeAdministrator.
+	Privilege Privilege
+
+	// Timeout is how long one request waits for the BMC's reply before it
+	// is sent again. Defaults to 2s.
+	Timeout time.Duration
+
+	// Retries is how many times a request that got no reply is sent again
+	// (so a request takes at most (Retries+1)*Timeout). Defaults to 2; set a
+	// negative value for no retries.
+	Retries int
+
+	// IdleRelogin re-establishes the session before a call when the
+	// connection was idle this long, because BMCs expire idle sessions
+	// (commonly after 60s) and the driver runs no keep-alive goroutine.
+	// Defaults to 30s.
+	IdleRelogin time.Duration
+
+	// NoBootReadBack makes [Driver.BootOverride] fail with
+	// bmc.ErrNotSupported, for BMCs whose Get System Boot Options does not
+	// report what was set: OpenIPMI's ipmi_sim keeps only the device
+	// selector and drops the valid, persistent and EFI bits, so reading it
+	// back would report a wrong override. Defaults to false.
+	NoBootReadBack bool
+
+	// Logger receives debug logs (V(1): sessions, V(2): requests). Passwords
+	// never reach it. Defaults to logr.Discard(); a logger in the call's
+	// context (logr.FromContextOrDiscard) is preferred when present.
+	Logger logr.Logger
+}
+
+// resolved is Options with defaults applied and values validated.
+type resolved struct {
+	suites      []types.CipherSuiteID
+	privilege   types.PrivilegeLevel
+	timeout     time.Duration
+	retries     int
+	idleRelogin time.Duration
+	noReadBack  bool
+	log         logr.Logger
+}
+
+func (o Options) resolve() (resolved, error) {
+	r := resolved{
+		timeout:     o.Timeout,
+		retries:     o.Retries,
+		idleRelogin: o.IdleRelogin,
+		noReadBack:  o.NoBootReadBack,
+		log:         o.Logger,
+	}
+	suites := o.CipherSuites
+	if len(suites) == 0 {
+		suites = DefaultCipherSuites
+	}
+	for i, s := range suites {
+		if s < 0 || s > 255 {
+			return r, fmt.Errorf("ipmi: invalid Options.CipherSuites[%d] %d: want a cipher suite ID such as 3 or 17", i, s)
+		}
+		if s == 0 {
+			return r, fmt.Errorf("ipmi: refused Options.CipherSuites[%d] 0: cipher suite 0 authenticates nothing", i)
+		}
+		if _, _, _, ok := types.GetCipherSuiteAlgorithms(types.CipherSuiteID(s)); !ok {
+			return r, fmt.Errorf("ipmi: unsupported Options.CipherSuites[%d] %d: want an IPMI v2.0 cipher suite ID such as 3 or 17", i, s)
+		}
+		r.suites = append(r.suites, types.CipherSuiteID(s))
+	}
+	lvl, err := o.Privilege.level()
+	if err != nil {
+		return r, err
+	}
+	r.privilege = lvl
+	switch {
+	case r.timeout < 0:
+		return r, fmt.Errorf("ipmi: invalid Options.Timeout %s: must not be negative", r.timeout)
+	case r.timeout == 0:
+		r.timeout = 2 * time.Second
+	}
+	switch {
+	case r.retries < 0:
+		r.retries = 0
+	case r.retries == 0:
+		r.retries = 2
+	}
+	switch {
+	case r.idleRelogin < 0:
+		return r, fmt.Errorf("ipmi: invalid Options.IdleRelogin %s: must not be negative", r.idleRelogin)
+	case r.idleRelogin == 0:
+		r.idleRelogin = 30 * time.Second
+	}
+	if r.log.GetSink() == nil {
+		r.log = logr.Discard()
+	}
+	return r, nil
+}
