@@ -1,0 +1,34 @@
+// Package sqlstore is a [storage.Store] in a SQL database through
+// database/sql, for several replicas sharing one PostgreSQL database.
+//
+// # Drivers
+//
+// This package imports no driver. [New] takes a *sql.DB the caller opened
+// with the PostgreSQL driver of its choice; the sub-package
+// storage/sqlstore/postgres opens one with github.com/jackc/pgx/v5 from a
+// DSN. SQLite is not supported yet.
+//
+// # Schema and migrations
+//
+// The tables live in [Options.Schema] with names starting with
+// [Options.TablePrefix], so several stores (or test runs) can share one
+// database. Versioned migrations are embedded in the binary and applied by
+// New inside one transaction that holds a PostgreSQL advisory lock, so
+// processes starting together do not race; a database migrated by a newer
+// bmckit is refused with a clear error.
+//
+// # Revisions and concurrency
+//
+// Every write is one transaction that first increments the single counter
+// row (taking its row lock) and then changes the record with a
+// compare-and-swap (UPDATE ... WHERE revision = $n). Holding the counter's
+// lock until commit makes revisions commit in order: once a reader sees
+// revision N, every smaller revision is visible too, which the change feed
+// needs and which a plain SEQUENCE does not give (see docs/storage.md). The
+// price is that writes to one store are serialized in the database.
+//
+// # Change feed
+//
+// Store implements [storage.ChangeFeed] (an indexed range scan over the
+// revision column) and [storage.Compactor] (deleting tombstones).
+package sqlstore

@@ -1,0 +1,382 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-logr/logr"
+
+	"github.com/bmckit/bmckit/storage"
+)
+
+var (
+	_ storage.Store      = (*Store)(nil)
+	_ storage.ChangeFeed = (*Store)(nil)
+	_ storage.Compactor  = (*Store)(nil)
+)
+
+// Options configure New. The zero value means defaults.
+type Options struct {
+	// Schema is the PostgreSQL schema holding the tables; it is created if
+	// missing. Lower-case letters, digits and underscores. Defaults to
+	// "public".
+	Schema string
+	// TablePrefix starts every table name. Lower-case letters, digits and
+	// underscores. Defaults to "bmckit_".
+	TablePrefix string
+	// Logger receives migration messages. Defaults to logr.Discard().
+	Logger logr.Logger
+	// CloseDB makes Close close the *sql.DB too. Defaults to false (the
+	// caller owns the DB); storage/sqlstore/postgres sets it.
+	CloseDB bool
+}
+
+// Store is a storage.Store in PostgreSQL. Safe for concurrent use by many
+// goroutines and many processes sharing the database.
+type Store struct {
+	db      *sql.DB
+	schema  string
+	prefix  string
+	log     logr.Logger
+	closeDB bool
+
+	// Queries with the schema and prefix filled in.
+	qGet, qList, qListRange, qNextRev, qInsert, qUpdate, qDelete, qState, qChanges, qCompact, qSetCompacted string
+}
+
+var identRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,39}$`)
+
+// New returns a Store on db, a PostgreSQL connection pool, after applying
+// pending migrations.
+func New(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
+	s := &Store{db: db, schema: opts.Schema, prefix: opts.TablePrefix, log: opts.Logger, closeDB: opts.CloseDB}
+	if s.schema == "" {
+		s.schema = "public"
+	}
+	if s.prefix == "" {
+		s.prefix = "bmckit_"
+	}
+	if !identRE.MatchString(s.schema) {
+		return nil, fmt.Errorf("sqlstore: Options.Schema %q: want 1-40 lower-case letters, digits or underscores, not starting with a digit", s.schema)
+	}
+	if !identRE.MatchString(s.prefix) {
+		return nil, fmt.Errorf("sqlstore: Options.TablePrefix %q: want 1-40 lower-case letters, digits or underscores, not starting with a digit", s.prefix)
+	}
+	if s.log.GetSink() == nil {
+		s.log = logr.Discard()
+	}
+	if err := s.migrate(ctx); err != nil {
+		return nil, fmt.Errorf("sqlstore: migrate schema %s: %w", s.schema, err)
+	}
+	kv, meta := s.expand("${schema}.${prefix}kv"), s.expand("${schema}.${prefix}meta")
+	s.qGet = "SELECT value, revision FROM " + kv + " WHERE key = $1 AND NOT deleted"
+	// A key range rather than LIKE: PostgreSQL can use the primary-key index
+	// for a range even in a generic plan for a prepared statement, where a
+	// LIKE pattern in a parameter gets no index condition.
+	s.qList = "SELECT key, value, revision FROM " + kv + " WHERE key >= $1 AND NOT deleted ORDER BY key"
+	s.qListRange = "SELECT key, value, revision FROM " + kv + " WHERE key >= $1 AND key < $2 AND NOT deleted ORDER BY key"
+	s.qNextRev = "UPDATE " + meta + " SET revision = revision + 1 WHERE id = 1 RETURNING revision"
+	s.qInsert = "INSERT INTO " + kv + " AS t (key, value, revision, deleted) VALUES ($1, $2, $3, false)" +
+		" ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, revision = EXCLUDED.revision, deleted = false WHERE t.deleted"
+	s.qUpdate = "UPDATE " + kv + " SET value = $2, revision = $3 WHERE key = $1 AND revision = $4 AND NOT deleted"
+	s.qDelete = "UPDATE " + kv + " SET value = ''::bytea, revision = $2, deleted = true WHERE key = $1 AND NOT deleted AND ($3 = 0 OR revision = $3)"
+	s.qState = "SELECT revision, deleted FROM " + kv + " WHERE key = $1"
+	// One statement, so the counter and the rows come from one snapshot.
+	s.qChanges = "SELECT m.revision, m.compacted, c.key, c.value, c.revision, c.deleted FROM " + meta + " m LEFT JOIN LATERAL (" +
+		"SELECT key, value, revision, deleted FROM " + kv + ` WHERE revision > $1 AND key LIKE $2 ESCAPE '\' ORDER BY revision LIMIT $3` +
+		") c ON true WHERE m.id = 1 ORDER BY c.revision"
+	s.qCompact = "DELETE FROM " + kv + " WHERE deleted AND revision <= $1"
+	s.qSetCompacted = "UPDATE " + meta + " SET compacted = $1 WHERE id = 1 AND compacted < $1 AND revision >= $1"
+	return s, nil
+}
+
+// Close closes the *sql.DB if Options.CloseDB was set.
+func (s *Store) Close(ctx context.Context) error {
+	if !s.closeDB {
+		return nil
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("sqlstore: close: %w", err)
+	}
+	return nil
+}
+
+// DB returns the connection pool, for benchmarks and health checks.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// likePrefix escapes LIKE's wildcards in prefix and appends %.
+func likePrefix(prefix string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(prefix) + "%"
+}
+
+// prefixEnd returns the smallest string greater than every string that
+// starts with prefix, in code-point order (the byte order of UTF-8 and of
+// the "C" collation): prefix with its last rune incremented, dropping
+// trailing U+10FFFF runes. ok is false when there is no bound (an empty
+// prefix, or only U+10FFFF runes). prefix is valid UTF-8: keys and prefixes
+// come through storage.ValidateKey's rules.
+func prefixEnd(prefix string) (end string, ok bool) {
+	rs := []rune(prefix)
+	for len(rs) > 0 {
+		last := rs[len(rs)-1]
+		if last == utf8.MaxRune {
+			rs = rs[:len(rs)-1]
+			continue
+		}
+		last++
+		if last == 0xD800 { // skip the surrogates, which UTF-8 cannot hold
+			last = 0xE000
+		}
+		rs[len(rs)-1] = last
+		return string(rs), true
+	}
+	return "", false
+}
+
+// fail wraps err for op on key, preferring the context's error when the
+// context ended (drivers report cancellation in their own words).
+func fail(ctx context.Context, op, key string, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		err = fmt.Errorf("%w (%v)", cerr, err)
+	}
+	return fmt.Errorf("sqlstore: %s %q: %w", op, key, err)
+}
+
+func check(ctx context.Context, op, key string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlstore: %s %q: %w", op, key, err)
+	}
+	if err := storage.ValidateKey(key); err != nil {
+		return fmt.Errorf("sqlstore: %s: %w", op, err)
+	}
+	return nil
+}
+
+// Get returns the record under key, or storage.ErrNotFound.
+func (s *Store) Get(ctx context.Context, key string) (storage.Record, error) {
+	if err := check(ctx, "get", key); err != nil {
+		return storage.Record{}, err
+	}
+	r := storage.Record{Key: key}
+	err := s.db.QueryRowContext(ctx, s.qGet, key).Scan(&r.Value, &r.Revision)
+	if errors.Is(err, sql.ErrNoRows) {
+		return storage.Record{}, fmt.Errorf("sqlstore: get %q: %w", key, storage.ErrNotFound)
+	}
+	if err != nil {
+		return storage.Record{}, fail(ctx, "get", key, err)
+	}
+	return r, nil
+}
+
+// write runs op in a transaction after taking the next revision (and with
+// it the counter row's lock, held until commit). op returns the number of
+// rows it changed; zero rolls back and asks miss for the error to return.
+func (s *Store) write(ctx context.Context, opName, key string, op func(tx *sql.Tx, rev int64) (sql.Result, error), miss func(tx *sql.Tx) error) (int64, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fail(ctx, opName, key, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var rev int64
+	if err := tx.QueryRowContext(ctx, s.qNextRev).Scan(&rev); err != nil {
+		return 0, fail(ctx, opName, key, err)
+	}
+	res, err := op(tx, rev)
+	if err != nil {
+		return 0, fail(ctx, opName, key, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return 0, fail(ctx, opName, key, err)
+	} else if n == 0 {
+		if err := miss(tx); err != nil {
+			return 0, fmt.Errorf("sqlstore: %s %q: %w", opName, key, err)
+		}
+		return 0, fmt.Errorf("sqlstore: %s %q: no row changed", opName, key)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fail(ctx, opName, key, err)
+	}
+	return rev, nil
+}
+
+// Create stores a new record, or returns storage.ErrExists.
+func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	if err := check(ctx, "create", key); err != nil {
+		return 0, err
+	}
+	if err := storage.ValidateValue(key, value); err != nil {
+		return 0, fmt.Errorf("sqlstore: create: %w", err)
+	}
+	if value == nil {
+		value = []byte{}
+	}
+	return s.write(ctx, "create", key,
+		func(tx *sql.Tx, rev int64) (sql.Result, error) {
+			return tx.ExecContext(ctx, s.qInsert, key, value, rev)
+		},
+		func(*sql.Tx) error { return storage.ErrExists })
+}
+
+// whyMissed tells ErrNotFound from ErrConflict after a CAS changed nothing.
+func (s *Store) whyMissed(ctx context.Context, key string, revision int64) func(tx *sql.Tx) error {
+	return func(tx *sql.Tx) error {
+		var cur int64
+		var deleted bool
+		err := tx.QueryRowContext(ctx, s.qState, key).Scan(&cur, &deleted)
+		switch {
+		case errors.Is(err, sql.ErrNoRows) || (err == nil && deleted):
+			return storage.ErrNotFound
+		case err != nil:
+			return err
+		}
+		return fmt.Errorf("at revision %d (current %d): %w", revision, cur, storage.ErrConflict)
+	}
+}
+
+// Update replaces the value if the revision matches (compare-and-swap).
+func (s *Store) Update(ctx context.Context, key string, value []byte, revision int64) (int64, error) {
+	if err := check(ctx, "update", key); err != nil {
+		return 0, err
+	}
+	if err := storage.ValidateValue(key, value); err != nil {
+		return 0, fmt.Errorf("sqlstore: update: %w", err)
+	}
+	if value == nil {
+		value = []byte{}
+	}
+	return s.write(ctx, "update", key,
+		func(tx *sql.Tx, rev int64) (sql.Result, error) {
+			return tx.ExecContext(ctx, s.qUpdate, key, value, rev, revision)
+		},
+		s.whyMissed(ctx, key, revision))
+}
+
+// Delete removes the record if the revision matches, or unconditionally
+// when revision is 0. The row stays as a tombstone until Compact.
+func (s *Store) Delete(ctx context.Context, key string, revision int64) error {
+	if err := check(ctx, "delete", key); err != nil {
+		return err
+	}
+	_, err := s.write(ctx, "delete", key,
+		func(tx *sql.Tx, rev int64) (sql.Result, error) {
+			return tx.ExecContext(ctx, s.qDelete, key, rev, revision)
+		},
+		s.whyMissed(ctx, key, revision))
+	return err
+}
+
+// List returns the records under prefix, sorted by key, from one statement
+// (a consistent snapshot).
+func (s *Store) List(ctx context.Context, prefix string) ([]storage.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sqlstore: list %q: %w", prefix, err)
+	}
+	var rows *sql.Rows
+	var err error
+	if hi, ok := prefixEnd(prefix); ok {
+		rows, err = s.db.QueryContext(ctx, s.qListRange, prefix, hi)
+	} else {
+		rows, err = s.db.QueryContext(ctx, s.qList, prefix)
+	}
+	if err != nil {
+		return nil, fail(ctx, "list", prefix, err)
+	}
+	defer rows.Close()
+	var out []storage.Record
+	for rows.Next() {
+		var r storage.Record
+		if err := rows.Scan(&r.Key, &r.Value, &r.Revision); err != nil {
+			return nil, fail(ctx, "list", prefix, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fail(ctx, "list", prefix, err)
+	}
+	return out, nil
+}
+
+// Changes implements storage.ChangeFeed.
+func (s *Store) Changes(ctx context.Context, prefix string, since int64, limit int) (storage.Changes, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.Changes{}, fmt.Errorf("sqlstore: changes under %q: %w", prefix, err)
+	}
+	if limit <= 0 {
+		limit = storage.DefaultChangesLimit
+	}
+	rows, err := s.db.QueryContext(ctx, s.qChanges, since, likePrefix(prefix), limit)
+	if err != nil {
+		return storage.Changes{}, fail(ctx, "changes under", prefix, err)
+	}
+	defer rows.Close()
+	var out storage.Changes
+	var compacted int64
+	for rows.Next() {
+		var (
+			key     sql.NullString
+			value   []byte
+			rev     sql.NullInt64
+			deleted sql.NullBool
+		)
+		if err := rows.Scan(&out.Revision, &compacted, &key, &value, &rev, &deleted); err != nil {
+			return storage.Changes{}, fail(ctx, "changes under", prefix, err)
+		}
+		if !key.Valid {
+			continue // no rows after since: only the counter came back
+		}
+		ev := storage.Event{Type: storage.EventPut, Key: key.String, Value: value, Revision: rev.Int64}
+		if ev.Value == nil {
+			ev.Value = []byte{}
+		}
+		if deleted.Bool {
+			ev.Type, ev.Value = storage.EventDelete, nil
+		}
+		out.Events = append(out.Events, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return storage.Changes{}, fail(ctx, "changes under", prefix, err)
+	}
+	if since < compacted {
+		return storage.Changes{}, fmt.Errorf("sqlstore: changes under %q: %w", prefix,
+			&storage.CompactedError{Since: since, Compacted: compacted})
+	}
+	if len(out.Events) == limit {
+		out.Revision = out.Events[len(out.Events)-1].Revision
+	}
+	return out, nil
+}
+
+// Compact implements storage.Compactor by deleting tombstones with a
+// revision up to and including revision.
+func (s *Store) Compact(ctx context.Context, revision int64) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fail(ctx, "compact", "", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	// Cap at the current revision; a no-op if already compacted further.
+	var cur, compacted int64
+	err = tx.QueryRowContext(ctx, s.expand("SELECT revision, compacted FROM ${schema}.${prefix}meta WHERE id = 1 FOR UPDATE")).Scan(&cur, &compacted)
+	if err != nil {
+		return fail(ctx, "compact", "", err)
+	}
+	revision = min(revision, cur)
+	if revision <= compacted {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, s.qCompact, revision); err != nil {
+		return fail(ctx, "compact", "", err)
+	}
+	if _, err := tx.ExecContext(ctx, s.qSetCompacted, revision); err != nil {
+		return fail(ctx, "compact", "", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fail(ctx, "compact", "", err)
+	}
+	return nil
+}
