@@ -1,0 +1,179 @@
+//go:build linux
+
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bmckit/bmckit/internal/childtest"
+	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/storage/sqlstore"
+	"github.com/bmckit/bmckit/storage/sqlstore/postgres"
+)
+
+const envSchema = "BMCKIT_SQLSTORE_TEST_SCHEMA"
+
+func childStore() *sqlstore.Store {
+	s, err := postgres.Open(context.Background(), os.Getenv(envDSN), postgres.Options{Store: sqlstore.Options{Schema: os.Getenv(envSchema)}})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	return s
+}
+
+// TestCrashDurability SIGKILLs a child process that writes records and
+// prints an acknowledgement after each write returns, then opens the store
+// again and finds every acknowledged record.
+func TestCrashDurability(t *testing.T) {
+	if childtest.IsChild("sql-writer") {
+		s := childStore()
+		ctx := context.Background()
+		deadline := time.Now().Add(time.Minute) // safety net if nobody kills us
+		for i := 0; time.Now().Before(deadline); i++ {
+			key := "rec/" + strconv.Itoa(i)
+			rev, err := s.Create(ctx, key, []byte(key+" payload"))
+			if err != nil {
+				fmt.Println("error", err)
+				os.Exit(1)
+			}
+			fmt.Printf("ack %s %d\n", key, rev)
+		}
+		os.Exit(0)
+	}
+	dsn := testDSN(t)
+	schema := newSchema(t, dsn)
+	openStore(t, dsn, schema) // migrate before the child starts
+	child := childtest.Start(t, "TestCrashDurability", "sql-writer", envSchema+"="+schema)
+	acked := map[string]int64{}
+	parse := func(l string) {
+		var key string
+		var rev int64
+		if _, err := fmt.Sscanf(l, "ack %s %d", &key, &rev); err == nil {
+			acked[key] = rev
+		} else if strings.HasPrefix(l, "error") {
+			t.Fatalf("child: %s", l)
+		}
+	}
+	deadline := time.After(2 * time.Minute)
+	for len(acked) < 100 {
+		select {
+		case l, ok := <-child.Lines():
+			if !ok {
+				t.Fatalf("child exited after %d acknowledgements", len(acked))
+			}
+			parse(l)
+		case <-deadline:
+			t.Fatalf("child acknowledged only %d writes in 2 minutes", len(acked))
+		}
+	}
+	for _, l := range child.Kill() {
+		parse(l)
+	}
+	s := openStore(t, dsn, schema)
+	ctx := context.Background()
+	for key, rev := range acked {
+		r, err := s.Get(ctx, key)
+		if err != nil {
+			t.Fatalf("acknowledged record %s (revision %d) lost after SIGKILL: %v", key, rev, err)
+		}
+		if r.Revision != rev || string(r.Value) != key+" payload" {
+			t.Fatalf("acknowledged record %s: got revision %d value %q, acknowledged revision %d", key, r.Revision, r.Value, rev)
+		}
+	}
+	t.Logf("all %d acknowledged records survived SIGKILL", len(acked))
+}
+
+const (
+	raceKeys    = 3
+	racePerKey  = 30
+	raceWorkers = 2
+)
+
+// TestTwoProcessesCompareAndSwap runs two OS processes that increment the
+// same counters with Get + Update (compare-and-swap) on one database. No
+// update may be lost: each counter ends at the number of increments that
+// succeeded across both processes.
+func TestTwoProcessesCompareAndSwap(t *testing.T) {
+	if childtest.IsChild("sql-incrementer") {
+		s := childStore()
+		ctx := context.Background()
+		conflicts := 0
+		for i := range racePerKey * raceKeys {
+			key := fmt.Sprintf("counter/%d", i%raceKeys)
+			for {
+				r, err := s.Get(ctx, key)
+				if err != nil {
+					fmt.Println("error", err)
+					os.Exit(1)
+				}
+				n, _ := strconv.Atoi(string(r.Value))
+				_, err = s.Update(ctx, key, []byte(strconv.Itoa(n+1)), r.Revision)
+				if errors.Is(err, storage.ErrConflict) {
+					conflicts++
+					continue
+				}
+				if err != nil {
+					fmt.Println("error", err)
+					os.Exit(1)
+				}
+				break
+			}
+		}
+		fmt.Printf("done %d %d\n", racePerKey*raceKeys, conflicts)
+		os.Exit(0)
+	}
+	dsn := testDSN(t)
+	schema := newSchema(t, dsn)
+	s := openStore(t, dsn, schema)
+	ctx := context.Background()
+	for k := range raceKeys {
+		if _, err := s.Create(ctx, fmt.Sprintf("counter/%d", k), []byte("0")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var children []*childtest.Child
+	for range raceWorkers {
+		children = append(children, childtest.Start(t, "TestTwoProcessesCompareAndSwap", "sql-incrementer", envSchema+"="+schema))
+	}
+	succeeded, conflicts := 0, 0
+	for i, c := range children {
+		lines, err := c.Wait()
+		if err != nil {
+			t.Fatalf("child %d: %v (output %q)", i, err, lines)
+		}
+		done := false
+		for _, l := range lines {
+			var ok, conf int
+			if _, err := fmt.Sscanf(l, "done %d %d", &ok, &conf); err == nil {
+				succeeded, conflicts, done = succeeded+ok, conflicts+conf, true
+			}
+		}
+		if !done {
+			t.Fatalf("child %d did not report: %q", i, lines)
+		}
+	}
+	total := 0
+	for k := range raceKeys {
+		r, err := s.Get(ctx, fmt.Sprintf("counter/%d", k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := strconv.Atoi(string(r.Value))
+		if n != raceWorkers*racePerKey {
+			t.Errorf("counter/%d = %d, want %d: lost updates", k, n, raceWorkers*racePerKey)
+		}
+		total += n
+	}
+	if total != succeeded {
+		t.Fatalf("counters sum to %d, processes report %d successful increments", total, succeeded)
+	}
+	t.Logf("%d increments from %d processes, %d CAS conflicts retried, none lost", succeeded, raceWorkers, conflicts)
+}
