@@ -15,8 +15,9 @@ const DefaultMaxBodyBytes = 4 << 10
 
 // Limits on request fields.
 const (
-	// MaxAttemptIDLen is the longest attempt ID accepted, in bytes.
-	MaxAttemptIDLen = 128
+	// MaxAttemptIDLen is the longest attempt ID accepted, in bytes: room for
+	// a Kubernetes object name (253) plus a generation and timestamp.
+	MaxAttemptIDLen = 320
 	// MaxMessageLen is the longest message a booted server may post, in bytes.
 	MaxMessageLen = 256
 )
