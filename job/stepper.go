@@ -217,7 +217,13 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 		return r.act(ctx, i, false)
 	case task.PhaseStarted:
 		// Resumed after a crash, or retrying after a transient error: the
-		// action may or may not have reached the BMC, so look first.
+		// action may or may not have reached the BMC, so look first. A
+		// retry was counted when it was scheduled (NextAttemptTime set); a
+		// resume after a crash is counted here.
+		if ts.NextAttemptTime == nil {
+			ts.Attempts++
+		}
+		ts.NextAttemptTime = nil
 		return r.act(ctx, i, true)
 	case task.PhaseRequested:
 		return r.verify(ctx, i)
@@ -377,6 +383,8 @@ func (r *stepRun) resend(ctx context.Context, i int, why string) (StepResult, er
 	ts.Phase = task.PhaseStarted
 	ts.Attempts++
 	ts.LastError = why
+	next := r.now.Add(r.s.cfg.PollInterval)
+	ts.NextAttemptTime = &next
 	if err := r.persist(ctx, r.j); err != nil {
 		return StepResult{}, err
 	}
