@@ -1,0 +1,129 @@
+package bmclib
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bmc-toolbox/bmclib/v2/providers/ipmitool"
+	"github.com/go-logr/logr"
+
+	"github.com/bmckit/bmckit/bmc"
+)
+
+var _ bmc.Dialer = (*IPMIToolDialer)(nil)
+
+// IPMIToolOptions configure [NewIPMIToolDialer]. The zero value is ready
+// to use.
+type IPMIToolOptions struct {
+	// Path is the ipmitool program. Defaults to "ipmitool" looked up on PATH.
+	Path string
+	// CipherSuite is the RMCP+ cipher suite ipmitool uses (-C). Defaults to
+	// 0: bmclib's default, suite 3 then 17.
+	CipherSuite int
+	// Timeout bounds every call (bmclib runs ipmitool with a 5s request
+	// timeout and ipmitool's own retries, which take minutes on a BMC that
+	// does not answer). Defaults to 60s.
+	Timeout time.Duration
+	// Logger receives debug logs. Defaults to logr.Discard().
+	Logger logr.Logger
+}
+
+// IPMIToolDialer dials bmclib's ipmitool provider for "ipmi" endpoints. It
+// is safe for concurrent use.
+type IPMIToolDialer struct {
+	opts IPMIToolOptions
+}
+
+// NewIPMIToolDialer validates opts and finds ipmitool. Errors name the
+// offending field.
+func NewIPMIToolDialer(opts IPMIToolOptions) (*IPMIToolDialer, error) {
+	if opts.CipherSuite < 0 || opts.CipherSuite > 255 {
+		return nil, fmt.Errorf("bmclib: invalid IPMIToolOptions.CipherSuite %d: want an IPMI cipher suite ID such as 3 or 17, or 0 for bmclib's default", opts.CipherSuite)
+	}
+	if opts.Timeout < 0 {
+		return nil, fmt.Errorf("bmclib: invalid IPMIToolOptions.Timeout %s: must not be negative", opts.Timeout)
+	}
+	if opts.Path == "" {
+		opts.Path = "ipmitool"
+	}
+	p, err := exec.LookPath(opts.Path)
+	if err != nil {
+		return nil, fmt.Errorf("bmclib: IPMIToolOptions.Path %q: %w (install Debian package ipmitool)", opts.Path, err)
+	}
+	opts.Path = p
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = logr.Discard()
+	}
+	return &IPMIToolDialer{opts: opts}, nil
+}
+
+// Dial implements [bmc.Dialer]. It checks the credentials by reading the
+// power state once (the provider's Open).
+func (d *IPMIToolDialer) Dial(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (bmc.Driver, error) {
+	if ep.Protocol != "ipmi" {
+		return nil, &bmc.OpError{Op: "dial", Endpoint: ep.String(), Err: bmc.Permanent(fmt.Errorf("bmclib ipmitool provider cannot dial protocol %q", ep.Protocol))}
+	}
+	host := ep.Host
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]" // bmclib joins host and port with ":" and splits them again
+	}
+	popts := []ipmitool.Option{
+		ipmitool.WithPort(strconv.Itoa(ep.EffectivePort())),
+		ipmitool.WithIpmitoolPath(d.opts.Path),
+		ipmitool.WithLogger(d.opts.Logger),
+	}
+	if d.opts.CipherSuite != 0 {
+		popts = append(popts, ipmitool.WithCipherSuite(strconv.Itoa(d.opts.CipherSuite)))
+	}
+	p, err := ipmitool.New(host, creds.Username, creds.Password, popts...)
+	if err != nil {
+		return nil, &bmc.OpError{Op: "dial", Endpoint: ep.String(), Err: bmc.Permanent(err)}
+	}
+	return New(ctx, p, Options{
+		Endpoint: ep.String(),
+		Timeout:  d.opts.Timeout,
+		Classify: ClassifyIPMIToolError,
+		Logger:   d.opts.Logger,
+	})
+}
+
+// ipmitoolRequestTimeout is the per-request timeout bmclib passes to
+// ipmitool (-N 5).
+const ipmitoolRequestTimeout = 5 * time.Second
+
+// ClassifyIPMIToolError maps an error of bmclib's ipmitool provider to
+// bmckit's contract. ipmitool reports failures only as text, so this
+// matches its messages (ipmitool 1.8.x):
+//
+//   - "Unable to establish IPMI v2 / RMCP+ session": ipmitool prints this
+//     both when the BMC refused the session and when it never answered.
+//     A BMC that answers does so within one request timeout, while a
+//     silent one makes ipmitool wait at least its 5s request timeout; so a
+//     failure faster than 5s wraps [bmc.ErrUnauthorized] (wrong user name or
+//     password, no common cipher suite, or insufficient privilege: ipmitool
+//     does not say which), a slower one is transient.
+//   - "Invalid command" (completion code C1h): [bmc.ErrNotSupported].
+//   - "Insufficient privilege": [bmc.ErrUnauthorized].
+//   - "requested state type unknown": permanent.
+//   - anything else: transient.
+func ClassifyIPMIToolError(err error, elapsed time.Duration) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "Unable to establish IPMI v2 / RMCP+ session"), strings.Contains(msg, "Unable to establish LAN session"):
+		if elapsed < ipmitoolRequestTimeout {
+			return fmt.Errorf("%w: ipmitool could not open a session although the BMC answered: wrong user name or password, no common cipher suite, or insufficient privilege (ipmitool does not say which): %w", bmc.ErrUnauthorized, err)
+		}
+		return bmc.Transient(fmt.Errorf("ipmitool could not open a session: the BMC did not answer within %s: %w", elapsed.Round(time.Millisecond), err))
+	case strings.Contains(msg, "Invalid command"):
+		return fmt.Errorf("%w: %w", bmc.ErrNotSupported, err)
+	case strings.Contains(msg, "Insufficient privilege"):
+		return fmt.Errorf("%w: %w", bmc.ErrUnauthorized, err)
+	case strings.Contains(msg, "requested state type unknown"):
+		return bmc.Permanent(err)
+	}
+	return bmc.Transient(err)
+}
