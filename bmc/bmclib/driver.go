@@ -22,8 +22,12 @@ type PowerProvider interface {
 
 // Optional provider methods, as bmclib's bmc package declares them.
 type (
-	opener           interface{ Open(ctx context.Context) error }
-	closer           interface{ Close(ctx context.Context) error }
+	opener interface {
+		Open(ctx context.Context) error
+	}
+	closer interface {
+		Close(ctx context.Context) error
+	}
 	bootDeviceSetter interface {
 		BootDeviceSet(ctx context.Context, bootDevice string, setPersistent, efiBoot bool) (ok bool, err error)
 	}
