@@ -46,7 +46,7 @@ type Store struct {
 	closeDB bool
 
 	// Queries with the schema and prefix filled in.
-	qGet, qList, qListRange, qNextRev, qInsert, qUpdate, qDelete, qState, qChanges, qCompact, qSetCompacted string
+	qGet, qList, qListRange, qInsert, qUpdate, qDelete, qState, qChanges, qCompact, qSetCompacted string
 }
 
 var identRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,39}$`)
@@ -80,11 +80,18 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	// LIKE pattern in a parameter gets no index condition.
 	s.qList = "SELECT key, value, revision FROM " + kv + " WHERE key >= $1 AND NOT deleted ORDER BY key"
 	s.qListRange = "SELECT key, value, revision FROM " + kv + " WHERE key >= $1 AND key < $2 AND NOT deleted ORDER BY key"
-	s.qNextRev = "UPDATE " + meta + " SET revision = revision + 1 WHERE id = 1 RETURNING revision"
-	s.qInsert = "INSERT INTO " + kv + " AS t (key, value, revision, deleted) VALUES ($1, $2, $3, false)" +
-		" ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, revision = EXCLUDED.revision, deleted = false WHERE t.deleted"
-	s.qUpdate = "UPDATE " + kv + " SET value = $2, revision = $3 WHERE key = $1 AND revision = $4 AND NOT deleted"
-	s.qDelete = "UPDATE " + kv + " SET value = ''::bytea, revision = $2, deleted = true WHERE key = $1 AND NOT deleted AND ($3 = 0 OR revision = $3)"
+	// Each write is one autocommit statement: the WITH clause takes the next
+	// revision and the counter row's lock (held until commit, so revisions
+	// commit in order), then the record changes by compare-and-swap. A
+	// statement that changes no record still consumes a revision (a gap).
+	next := "WITH r AS (UPDATE " + meta + " SET revision = revision + 1 WHERE id = 1 RETURNING revision) "
+	s.qInsert = next + "INSERT INTO " + kv + " AS t (key, value, revision, deleted) SELECT $1, $2, r.revision, false FROM r" +
+		" ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, revision = EXCLUDED.revision, deleted = false WHERE t.deleted" +
+		" RETURNING t.revision"
+	s.qUpdate = next + "UPDATE " + kv + " SET value = $2, revision = (SELECT revision FROM r)" +
+		" WHERE key = $1 AND revision = $3 AND NOT deleted RETURNING revision"
+	s.qDelete = next + "UPDATE " + kv + " SET value = ''::bytea, revision = (SELECT revision FROM r), deleted = true" +
+		" WHERE key = $1 AND NOT deleted AND ($2 = 0 OR revision = $2) RETURNING revision"
 	s.qState = "SELECT revision, deleted FROM " + kv + " WHERE key = $1"
 	// One statement, so the counter and the rows come from one snapshot.
 	s.qChanges = "SELECT m.revision, m.compacted, c.key, c.value, c.revision, c.deleted FROM " + meta + " m LEFT JOIN LATERAL (" +
@@ -173,33 +180,16 @@ func (s *Store) Get(ctx context.Context, key string) (storage.Record, error) {
 	return r, nil
 }
 
-// write runs op in a transaction after taking the next revision (and with
-// it the counter row's lock, held until commit). op returns the number of
-// rows it changed; zero rolls back and asks miss for the error to return.
-func (s *Store) write(ctx context.Context, opName, key string, op func(tx *sql.Tx, rev int64) (sql.Result, error), miss func(tx *sql.Tx) error) (int64, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, fail(ctx, opName, key, err)
-	}
-	defer func() { _ = tx.Rollback() }()
+// write runs one write statement returning the new revision. When it
+// changes no record, miss says why.
+func (s *Store) write(ctx context.Context, op, key, query string, miss func() error, args ...any) (int64, error) {
 	var rev int64
-	if err := tx.QueryRowContext(ctx, s.qNextRev).Scan(&rev); err != nil {
-		return 0, fail(ctx, opName, key, err)
+	err := s.db.QueryRowContext(ctx, query, args...).Scan(&rev)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("sqlstore: %s %q: %w", op, key, miss())
 	}
-	res, err := op(tx, rev)
 	if err != nil {
-		return 0, fail(ctx, opName, key, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return 0, fail(ctx, opName, key, err)
-	} else if n == 0 {
-		if err := miss(tx); err != nil {
-			return 0, fmt.Errorf("sqlstore: %s %q: %w", opName, key, err)
-		}
-		return 0, fmt.Errorf("sqlstore: %s %q: no row changed", opName, key)
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, fail(ctx, opName, key, err)
+		return 0, fail(ctx, op, key, err)
 	}
 	return rev, nil
 }
@@ -215,24 +205,21 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 	if value == nil {
 		value = []byte{}
 	}
-	return s.write(ctx, "create", key,
-		func(tx *sql.Tx, rev int64) (sql.Result, error) {
-			return tx.ExecContext(ctx, s.qInsert, key, value, rev)
-		},
-		func(*sql.Tx) error { return storage.ErrExists })
+	return s.write(ctx, "create", key, s.qInsert, func() error { return storage.ErrExists }, key, value)
 }
 
-// whyMissed tells ErrNotFound from ErrConflict after a CAS changed nothing.
-func (s *Store) whyMissed(ctx context.Context, key string, revision int64) func(tx *sql.Tx) error {
-	return func(tx *sql.Tx) error {
+// whyMissed tells ErrNotFound from ErrConflict after a compare-and-swap
+// changed nothing, by reading the record's state in a second statement.
+func (s *Store) whyMissed(ctx context.Context, key string, revision int64) func() error {
+	return func() error {
 		var cur int64
 		var deleted bool
-		err := tx.QueryRowContext(ctx, s.qState, key).Scan(&cur, &deleted)
+		err := s.db.QueryRowContext(ctx, s.qState, key).Scan(&cur, &deleted)
 		switch {
 		case errors.Is(err, sql.ErrNoRows) || (err == nil && deleted):
 			return storage.ErrNotFound
 		case err != nil:
-			return err
+			return fail(ctx, "read state of", key, err)
 		}
 		return fmt.Errorf("at revision %d (current %d): %w", revision, cur, storage.ErrConflict)
 	}
@@ -249,11 +236,7 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, revision i
 	if value == nil {
 		value = []byte{}
 	}
-	return s.write(ctx, "update", key,
-		func(tx *sql.Tx, rev int64) (sql.Result, error) {
-			return tx.ExecContext(ctx, s.qUpdate, key, value, rev, revision)
-		},
-		s.whyMissed(ctx, key, revision))
+	return s.write(ctx, "update", key, s.qUpdate, s.whyMissed(ctx, key, revision), key, value, revision)
 }
 
 // Delete removes the record if the revision matches, or unconditionally
@@ -262,11 +245,7 @@ func (s *Store) Delete(ctx context.Context, key string, revision int64) error {
 	if err := check(ctx, "delete", key); err != nil {
 		return err
 	}
-	_, err := s.write(ctx, "delete", key,
-		func(tx *sql.Tx, rev int64) (sql.Result, error) {
-			return tx.ExecContext(ctx, s.qDelete, key, rev, revision)
-		},
-		s.whyMissed(ctx, key, revision))
+	_, err := s.write(ctx, "delete", key, s.qDelete, s.whyMissed(ctx, key, revision), key, revision)
 	return err
 }
 
