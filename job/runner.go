@@ -50,6 +50,10 @@ type Config struct {
 	Clock Clock
 	// Logger defaults to logr.Discard().
 	Logger logr.Logger
+	// OnUpdate, if set, is called after every write of a job by this runner
+	// (intent, result, completion) with a copy of the job, from the worker
+	// running it. It must not block; use it for progress output or metrics.
+	OnUpdate func(j Job)
 	// DefaultTaskTimeout, PollInterval and Retry: see StepperConfig.
 	DefaultTaskTimeout time.Duration
 	PollInterval       time.Duration
@@ -442,6 +446,9 @@ func (r *Runner) work(ctx context.Context, name string, ep bmc.Endpoint, lockRev
 			}
 			rev = n
 			r.notify()
+			if r.cfg.OnUpdate != nil {
+				r.cfg.OnUpdate(*j)
+			}
 			return nil
 		}
 		res, err := r.stepper.Step(stepCtx, j, persist)
