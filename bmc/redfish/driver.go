@@ -268,6 +268,9 @@ func (d *Driver) do(ctx context.Context, idempotent bool, fn func(c *gofish.APIC
 		} else {
 			err = d.once(ctx, run)
 		}
+		if relogged && errors.Is(err, bmc.ErrUnauthorized) {
+			return fmt.Errorf("the BMC also rejected the new session after logging in again: %w", err)
+		}
 		if err == nil || relogged || d.basic || d.sessionsURI == "" || !errors.Is(err, bmc.ErrUnauthorized) {
 			return err
 		}

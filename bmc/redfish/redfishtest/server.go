@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	mathrand "math/rand"
 	"net"
 	"net/http"
@@ -153,6 +155,9 @@ func start(cfg Config, useTLS bool) *Server {
 		s.mgrMedia = newMediaSet()
 	}
 	s.http = httptest.NewUnstartedServer(s.routes())
+	// TLS handshake failures of clients that do not trust the test
+	// certificate are expected in tests; keep them out of the output.
+	s.http.Config.ErrorLog = log.New(io.Discard, "", 0)
 	s.http.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			s.conns.Add(1)

@@ -1,0 +1,60 @@
+// Package redfish is bmckit's Redfish driver, built on
+// github.com/stmcginnis/gofish. A [Dialer] opens a [Driver] for endpoints
+// whose Protocol is "redfish" (redfish://, redfish+https://, redfish+http://);
+// register it on a [bmc.SchemeDialer]:
+//
+//	var d bmc.SchemeDialer
+//	d.Register("redfish", redfish.NewDialer(redfish.Options{CACertPEM: caPEM}))
+//
+// Package [github.com/bmckit/bmckit/bmc/redfish/redfishtest] is a simulated
+// BMC to test against.
+//
+// # Connections and sessions
+//
+// A Driver is one Redfish session over one kept-alive TCP (and TLS)
+// connection: Dial reads the service root, logs in once (a session answered
+// 201 with a body or 204 without; HTTP basic auth when the service offers no
+// SessionService) and selects the system. Every later call reuses the token
+// and the connection; Close logs out. When a session expires mid-job (401),
+// the driver logs in again once and repeats the request; if that fails too,
+// the error wraps [bmc.ErrUnauthorized]. Wrong credentials fail Dial at once
+// with [bmc.ErrUnauthorized], never retried, and no error or log line carries
+// the password.
+//
+// The system is the one named by the address path (/redfish/v1/Systems/ID,
+// where ID may also be the system's UUID) or the only one; with several and
+// none named, Dial fails listing them.
+//
+// # Cost on the wire
+//
+// Dial costs three requests (service root, session, system). PowerState and
+// BootOverride are one GET of the system resource. SetPower is that GET plus
+// one POST (none when the server already is where the action leads).
+// SetBootOverride is one PATCH plus the read-back GET. [Driver.Stats]
+// counts requests, TCP connections and logins.
+//
+// # Real BMCs
+//
+//   - Power: cycle and reset use the reset types the BMC advertises
+//     (AllowableValues or ActionInfo); an advertised type it refuses (501,
+//     405, 400 ActionNotSupported) is remembered and the next one tried, down
+//     to ForceOff, wait until Off, On. While a change is still landing
+//     (PoweringOn/PoweringOff) SetPower returns a transient error rather than
+//     a request the BMC may silently drop.
+//   - Boot override: the PATCH body holds only the fields being set. If-Match
+//     is sent when an ETag is known; a BMC that rejects it gets the PATCH
+//     again without (and never again), one that requires it gets a fresh
+//     ETag. The read-back reports an ignored or reverted override as
+//     [ErrOverrideNotApplied].
+//   - Virtual media: the CD/DVD or USB device is found under the system or
+//     its managers; insert ejects first and reads back Inserted and Image.
+//
+// # Errors
+//
+// Every error is a [*bmc.OpError] naming the operation and the BMC. Redfish
+// error answers are [*StatusError]. 401/403 wrap [bmc.ErrUnauthorized];
+// 408, 429 and 5xx (but 501), resets and timeouts are transient; other 4xx,
+// 501 and untrusted certificates are permanent. Idempotent GETs are retried
+// [Options.Retries] times inside the driver; actions are not, the job runner
+// retries them with back-off.
+package redfish

@@ -1,0 +1,35 @@
+// Package redfishtest is a simulated Redfish BMC for tests: an httptest
+// server on 127.0.0.1 (plain HTTP or TLS) that models what real BMCs do, each
+// behaviour switchable through [Config].
+//
+//	srv := redfishtest.NewServer(redfishtest.Config{PowerDelay: 2 * time.Second})
+//	defer srv.Close()
+//	drv, err := redfish.NewDialer(redfish.Options{}).Dial(ctx, srv.Endpoint("1"), srv.Credentials())
+//
+// # Personalities
+//
+//   - Sessions: created 201 with a body, 204 without one, or no
+//     SessionService at all (basic auth only); sessions expire after
+//     [Config.SessionTTL] or at once with [Server.ExpireSessions].
+//     Credentials are checked.
+//   - ETags: If-Match optional, required (428 without) or rejected (400
+//     with); a stale one is answered 412.
+//   - Power: changes land after [Config.PowerDelay] (PoweringOn/PoweringOff
+//     meanwhile); a second request during a pending change can be silently
+//     dropped; reset types can be advertised (AllowableValues or ActionInfo)
+//     and refused with 501.
+//   - Boot override: Once can be honoured, ignored or reverted; PATCH bodies
+//     with read-only or unknown properties are refused, like real BMCs do.
+//   - Virtual media (CD and USB) under the Manager or under each System.
+//   - Several systems, with UUIDs from [SystemUUID].
+//   - Faults: a fraction of requests answered 500 or 503, slowly, or with
+//     the connection reset ([Faults], [Server.SetFaults]).
+//
+// # Observing
+//
+// [Server.Requests] is the request log (session bodies, which carry the
+// password, are never recorded); [Server.Connections] and [Server.Logins]
+// count TCP connections and sessions; [Server.System] and [Server.Media]
+// snapshot the simulated state. A [Config.Clock] makes delays and expiry
+// run on a clock the test advances.
+package redfishtest
