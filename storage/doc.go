@@ -12,4 +12,12 @@
 // strictly increasing counter; Update and Delete are compare-and-swap on that
 // revision. Keys are validated by [ValidateKey]. The interface never grows:
 // optional capabilities are separate interfaces found by type assertion.
+//
+// # Optional capabilities
+//
+// [ChangeFeed] reports what changed under a prefix after a revision (a
+// poll-since-revision feed, deletes included), and [Compactor] forgets the
+// deletion markers the feed keeps. [Follower] gives the same events for any
+// Store: it uses the feed when present and otherwise diffs successive
+// listings. docs/storage.md explains the choice.
 package storage

@@ -48,3 +48,22 @@ func TestPrefixEnd(t *testing.T) {
 		t.Fatalf("prefixEnd skips surrogates: got %q", end)
 	}
 }
+
+// FuzzPrefixEnd checks the List key range on arbitrary valid UTF-8 keys and
+// prefixes (what storage.ValidateKey lets through).
+func FuzzPrefixEnd(f *testing.F) {
+	f.Add("jobs/a", "jobs/")
+	f.Add("a\U0010FFFFb", "a\U0010FFFF")
+	f.Add("\uE000", "\uD7FF")
+	f.Add("", "")
+	f.Fuzz(func(t *testing.T, key, prefix string) {
+		if !utf8.ValidString(key) || !utf8.ValidString(prefix) {
+			t.Skip()
+		}
+		end, ok := prefixEnd(prefix)
+		inRange := key >= prefix && (!ok || key < end)
+		if inRange != strings.HasPrefix(key, prefix) {
+			t.Fatalf("prefix %q end %q: key %q in range = %v", prefix, end, key, inRange)
+		}
+	})
+}
