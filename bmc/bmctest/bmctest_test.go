@@ -1,0 +1,193 @@
+package bmctest_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/bmctest"
+	"github.com/bmckit/bmckit/bmc/fake"
+)
+
+// broken wraps the fake's driver and breaks one rule of the contract.
+type broken struct {
+	*fake.Driver
+	bug        string
+	closes     atomic.Int32
+	firstImage atomic.Value
+}
+
+func (b *broken) PowerState(ctx context.Context) (bmc.PowerState, error) {
+	switch b.bug {
+	case "ignores-ctx":
+		ctx = context.Background()
+	case "untyped-state":
+		st, err := b.Driver.PowerState(ctx)
+		return bmc.PowerState(strings.ToLower(string(st))), err
+	}
+	return b.Driver.PowerState(ctx)
+}
+
+func (b *broken) SetPower(ctx context.Context, a bmc.PowerAction) error {
+	st := b.BMC().State().Power
+	switch {
+	case b.bug == "off-not-idempotent" && a == bmc.PowerActionOff && st == bmc.PowerOff:
+		return &bmc.OpError{Op: "set power", Err: errors.New("HTTP 409: already off")}
+	case b.bug == "cycle-off-stays-off" && a == bmc.PowerActionCycle && st == bmc.PowerOff:
+		return nil
+	case b.bug == "plain-errors":
+		err := b.Driver.SetPower(ctx, a)
+		var oe *bmc.OpError
+		if errors.As(err, &oe) {
+			return oe.Err
+		}
+		return err
+	case b.bug == "not-supported-unwrapped":
+		err := b.Driver.SetPower(ctx, a)
+		if errors.Is(err, bmc.ErrNotSupported) {
+			return &bmc.OpError{Op: "set power", Err: errors.New("HTTP 501 Not Implemented")}
+		}
+		return err
+	}
+	return b.Driver.SetPower(ctx, a)
+}
+
+func (b *broken) BootOverride(ctx context.Context) (bmc.BootOverride, error) {
+	o, err := b.Driver.BootOverride(ctx)
+	if b.bug == "boot-persistence-lost" {
+		o.Persistent = false
+	}
+	return o, err
+}
+
+func (b *broken) InsertMedia(ctx context.Context, kind bmc.MediaKind, image string) error {
+	if b.bug == "media-keeps-first-image" {
+		b.firstImage.CompareAndSwap(nil, image)
+		image = b.firstImage.Load().(string)
+	}
+	return b.Driver.InsertMedia(ctx, kind, image)
+}
+
+func (b *broken) EjectMedia(ctx context.Context, kind bmc.MediaKind) error {
+	if b.bug == "eject-empty-fails" {
+		if s, err := b.Driver.MediaStatus(ctx, kind); err == nil && !s.Inserted {
+			return &bmc.OpError{Op: "eject media", Err: errors.New("HTTP 400: nothing inserted")}
+		}
+	}
+	return b.Driver.EjectMedia(ctx, kind)
+}
+
+func (b *broken) ResetBMC(ctx context.Context, t bmc.BMCResetType) error {
+	if b.bug == "hangs-on-done-ctx" && ctx.Err() != nil {
+		<-make(chan struct{}) // the bug under test: blocks although ctx is done
+	}
+	return b.Driver.ResetBMC(ctx, t)
+}
+
+func (b *broken) Close(ctx context.Context) error {
+	if b.bug == "close-not-idempotent" && b.closes.Add(1) > 1 {
+		return &bmc.OpError{Op: "close", Err: errors.New("HTTP 404: session already deleted")}
+	}
+	return b.Driver.Close(ctx)
+}
+
+func (b *broken) Stats() bmc.Stats {
+	if b.bug == "stats-frozen" {
+		return bmc.Stats{Requests: 1}
+	}
+	return b.Driver.Stats()
+}
+
+// bugs maps each broken driver to a subtest that must catch it.
+var bugs = []struct {
+	bug, mustFail string
+	unsupported   []fake.Capability
+}{
+	{"off-not-idempotent", "Power/OffWhenOff", nil},
+	{"cycle-off-stays-off", "Power/CycleWhenOff", nil},
+	{"ignores-ctx", "Context/Canceled/PowerState", nil},
+	{"untyped-state", "Power/On", nil},
+	{"plain-errors", "Power/InvalidAction", nil},
+	{"not-supported-unwrapped", "Unsupported/power-cycle", []fake.Capability{fake.CapabilityPowerCycle}},
+	{"boot-persistence-lost", "BootOverride/pxe-persistent-unchanged", nil},
+	{"media-keeps-first-image", "VirtualMedia/cd/InsertReplaces", nil},
+	{"eject-empty-fails", "VirtualMedia/usb/EjectEmpty", nil},
+	{"hangs-on-done-ctx", "Context/Canceled/ResetBMC", nil},
+	{"close-not-idempotent", "Close/Idempotent", nil},
+	{"stats-frozen", "Stats/CountsRequests", nil},
+}
+
+const bugEnv = "BMCTEST_BROKEN_DRIVER"
+
+// TestBrokenDriver runs the suite against one broken driver; it is run in a
+// child process by TestSuiteCatchesBrokenDrivers and skips otherwise.
+func TestBrokenDriver(t *testing.T) {
+	bug := os.Getenv(bugEnv)
+	if bug == "" {
+		t.Skip("run by TestSuiteCatchesBrokenDrivers in a child process")
+	}
+	var unsupported []fake.Capability
+	for _, b := range bugs {
+		if b.bug == bug {
+			unsupported = b.unsupported
+		}
+	}
+	opts := bmctest.Options{
+		PollInterval:  time.Millisecond,
+		SettleTimeout: 200 * time.Millisecond,
+		CallTimeout:   200 * time.Millisecond,
+	}
+	for _, c := range unsupported {
+		opts.Unsupported = append(opts.Unsupported, bmctest.Capability(c))
+	}
+	bmctest.Run(t, opts, func(t *testing.T) bmctest.Target {
+		srv := fake.New(fake.Options{Unsupported: unsupported})
+		d, err := srv.Dial(t.Context(), bmc.Endpoint{Protocol: "ipmi", Host: "127.0.0.1"}, bmc.Credentials{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bug == "correct" {
+			return bmctest.Target{Driver: d}
+		}
+		return bmctest.Target{Driver: &broken{Driver: d.(*fake.Driver), bug: bug}}
+	})
+}
+
+// TestSuiteCatchesBrokenDrivers checks the suite itself: each driver with
+// one bug must fail the subtest for that rule, and the correct driver must
+// pass. The suite runs in a child process because a failing subtest would
+// fail this test too.
+func TestSuiteCatchesBrokenDrivers(t *testing.T) {
+	if os.Getenv(bugEnv) != "" {
+		t.Skip("in the child process")
+	}
+	run := func(t *testing.T, bug string) (string, error) {
+		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestBrokenDriver$", "-test.v", "-test.count=1")
+		cmd.Env = append(os.Environ(), bugEnv+"="+bug)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	t.Run("correct", func(t *testing.T) {
+		out, err := run(t, "correct")
+		if err != nil || !strings.Contains(out, "--- PASS: TestBrokenDriver/Power/On ") {
+			t.Fatalf("the suite did not pass the correct driver (%v):\n%s", err, out)
+		}
+	})
+	for _, b := range bugs {
+		t.Run(b.bug, func(t *testing.T) {
+			out, err := run(t, b.bug)
+			if err == nil {
+				t.Fatalf("the suite passed a driver with bug %q:\n%s", b.bug, out)
+			}
+			if want := "--- FAIL: TestBrokenDriver/" + b.mustFail + " "; !strings.Contains(out, want) {
+				t.Errorf("bug %q: output lacks %q:\n%s", b.bug, want, out)
+			}
+		})
+	}
+}
