@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -97,7 +98,12 @@ func (s *Spec) Validate() error {
 		t := &s.Tasks[i]
 		if err := t.Validate(); err != nil {
 			msg := strings.TrimPrefix(err.Error(), task.ErrInvalid.Error()+": ")
-			return fmt.Errorf("%w: tasks[%d].%s", ErrInvalidSpec, i, msg)
+			// Field errors start with a JSON path ("power.op: ..."); the
+			// one-of errors ("no action set: ...") do not.
+			if path, _, ok := strings.Cut(msg, ": "); ok && !strings.Contains(path, " ") {
+				return fmt.Errorf("%w: tasks[%d].%s", ErrInvalidSpec, i, msg)
+			}
+			return fmt.Errorf("%w: tasks[%d]: %s", ErrInvalidSpec, i, msg)
 		}
 		if t.WaitForBoot != nil && t.WaitForBoot.SystemUUID == "" && s.SystemUUID == "" {
 			return fmt.Errorf("%w: tasks[%d].waitForBoot.systemUUID: empty, and the job has no systemUUID", ErrInvalidSpec, i)
@@ -121,7 +127,8 @@ func DecodeSpec(data []byte) (Spec, error) {
 	if err := dec.Decode(&s); err != nil {
 		return Spec{}, fmt.Errorf("%w: decoding JSON: %v", ErrInvalidSpec, err)
 	}
-	if dec.More() {
+	// dec.More reports false for a trailing '}' or ']', so look for EOF.
+	if _, err := dec.Token(); err != io.EOF {
 		return Spec{}, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalidSpec)
 	}
 	if err := s.Validate(); err != nil {

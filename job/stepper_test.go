@@ -1,0 +1,377 @@
+package job_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/fake"
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/internal/clock"
+	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/task"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// crd plays the host's own object: Step's persist writes the job into it as
+// a controller would patch a CRD status.
+type crd struct {
+	mu       sync.Mutex
+	stored   []byte
+	writes   int
+	failNext error
+}
+
+func (c *crd) persist(_ context.Context, j *job.Job) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failNext != nil {
+		err := c.failNext
+		c.failNext = nil
+		return err
+	}
+	b, err := json.Marshal(j)
+	if err != nil {
+		return err
+	}
+	c.stored = b
+	c.writes++
+	return nil
+}
+
+func (c *crd) load(t *testing.T) *job.Job {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var j job.Job
+	require.NoError(t, json.Unmarshal(c.stored, &j))
+	return &j
+}
+
+type stepEnv struct {
+	clk     *clock.Fake
+	bmc     *fake.BMC
+	stepper *job.Stepper
+	crd     *crd
+}
+
+func newStepEnv(t *testing.T, opts fake.Options, cfg job.StepperConfig) *stepEnv {
+	t.Helper()
+	e := &stepEnv{clk: clock.NewFake(t0), crd: &crd{}}
+	opts.Clock = e.clk
+	e.bmc = fake.New(opts)
+	cfg.Dialer = e.bmc
+	cfg.Clock = e.clk
+	s, err := job.NewStepper(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	e.stepper = s
+	return e
+}
+
+// reconcile calls Step as a controller would: load the object, step,
+// requeue after the returned delay (advancing the fake clock), until done.
+func (e *stepEnv) reconcile(t *testing.T, j *job.Job, maxSteps int) (*job.Job, int) {
+	t.Helper()
+	require.NoError(t, e.crd.persist(context.Background(), j))
+	for n := 1; n <= maxSteps; n++ {
+		cur := e.crd.load(t)
+		res, err := e.stepper.Step(context.Background(), cur, e.crd.persist)
+		require.NoError(t, err)
+		if res.Done {
+			return e.crd.load(t), n
+		}
+		e.clk.Advance(res.RequeueAfter)
+	}
+	t.Fatalf("job not done after %d steps: %s", maxSteps, string(e.crd.stored))
+	return nil, 0
+}
+
+func newJob(tasks ...task.Spec) *job.Job {
+	return &job.Job{Name: "j1", Generation: 1, CreatedAt: t0, Spec: job.Spec{BMC: "redfish://10.1.0.1/redfish/v1/Systems/1", Tasks: tasks}}
+}
+
+var (
+	powerOff = task.Spec{Power: &task.PowerAction{Op: task.PowerOff}}
+	powerOn  = task.Spec{Power: &task.PowerAction{Op: task.PowerOn}}
+	pxeOnce  = task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootPXE}}
+)
+
+// A controller that reconciles a job many times uses one BMC session; polls
+// while a power change lands come every PollInterval, and the change is seen
+// within one interval of landing.
+func TestStepControllerStyleOneSessionAndPollRate(t *testing.T) {
+	const transition = 5 * time.Second
+	e := newStepEnv(t, fake.Options{Power: bmc.PowerOn, PowerTransition: transition}, job.StepperConfig{PollInterval: 250 * time.Millisecond})
+	j, steps := e.reconcile(t, newJob(powerOff, pxeOnce, powerOn), 200)
+	assertCompleted(t, j, conditions.ResultSucceeded)
+	assert.Greater(t, steps, 20, "the job took many reconciles")
+	s := e.bmc.Sessions()
+	assert.Equal(t, 1, s.Logins, "one BMC session across %d steps", steps)
+	assert.Equal(t, 0, s.Open, "closed once the job completed")
+
+	// Power polls per transition: at most one per PollInterval, plus the
+	// read-back right after the request.
+	polls := len(e.bmc.CallsTo(fake.MethodPowerState))
+	assert.LessOrEqual(t, polls, 2*(int(transition/(250*time.Millisecond))+2), "at most 4 polls/s over two transitions")
+	// Detection lag: each power task completed at most one poll interval
+	// after its request + transition.
+	for _, i := range []int{0, 2} {
+		ts := j.Status.Tasks[i]
+		lag := ts.CompletionTime.Sub(ts.RequestTime.Add(transition))
+		assert.GreaterOrEqual(t, lag, time.Duration(0), "task %d", i)
+		assert.LessOrEqual(t, lag, 250*time.Millisecond, "task %d detected %s after landing", i, lag)
+	}
+}
+
+func TestStepPersistsIntentBeforeEveryAction(t *testing.T) {
+	e := newStepEnv(t, fake.Options{Power: bmc.PowerOn}, job.StepperConfig{})
+	var checked int
+	check := func(ctx context.Context, c fake.Call) error {
+		j := e.crd.load(t)
+		i := j.Status.CurrentTask
+		if j.Status.Tasks[i].Phase != task.PhaseStarted {
+			return errors.New("action sent before its intent was persisted")
+		}
+		checked++
+		return nil
+	}
+	e.bmc.SetHook(fake.MethodSetPower, check)
+	e.bmc.SetHook(fake.MethodSetBootOverride, check)
+	j, _ := e.reconcile(t, newJob(powerOff, pxeOnce, powerOn), 50)
+	assertCompleted(t, j, conditions.ResultSucceeded)
+	assert.Equal(t, 3, checked)
+}
+
+func TestStepPersistFailureStopsBeforeTheBMC(t *testing.T) {
+	e := newStepEnv(t, fake.Options{Power: bmc.PowerOn}, job.StepperConfig{})
+	j := newJob(powerOff)
+	res, err := e.stepper.Step(context.Background(), j, e.crd.persist) // initialize
+	require.NoError(t, err)
+	require.False(t, res.Done)
+	e.crd.failNext = errors.New("apiserver unavailable")
+	_, err = e.stepper.Step(context.Background(), j, e.crd.persist)
+	require.ErrorContains(t, err, "apiserver unavailable")
+	assert.Empty(t, e.bmc.CallsTo(fake.MethodSetPower), "no action without persisted intent")
+	assert.Equal(t, bmc.PowerOn, e.bmc.State().Power)
+}
+
+func TestStepTaskTimeout(t *testing.T) {
+	e := newStepEnv(t, fake.Options{Power: bmc.PowerOn, PowerTransition: time.Hour}, job.StepperConfig{})
+	off := powerOff
+	off.Timeout = task.Duration{Duration: 10 * time.Second}
+	j, _ := e.reconcile(t, newJob(off, powerOn), 500)
+	assertCompleted(t, j, conditions.ResultFailed)
+	assert.Equal(t, conditions.ReasonTimedOut, j.Status.Reason)
+	assert.Contains(t, j.Status.Message, "task 1 (power off) failed: timed out after 10s")
+	assert.Equal(t, "Skipped", j.Status.Tasks[1].Reason)
+}
+
+func TestStepJobTimeout(t *testing.T) {
+	e := newStepEnv(t, fake.Options{Power: bmc.PowerOn, PowerTransition: time.Hour}, job.StepperConfig{})
+	jb := newJob(powerOff, powerOn)
+	jb.Spec.Timeout = task.Duration{Duration: 3 * time.Second}
+	j, _ := e.reconcile(t, jb, 500)
+	assertCompleted(t, j, conditions.ResultFailed)
+	assert.Equal(t, conditions.ReasonTimedOut, j.Status.Reason)
+	assert.Contains(t, j.Status.Message, "job timed out after 3s")
+}
+
+// After a crash between intent and result, a task whose effect is already
+// there completes without sending the action again.
+func TestStepResumeRechecksBeforeResending(t *testing.T) {
+	e := newStepEnv(t, fake.Options{Power: bmc.PowerOff}, job.StepperConfig{})
+	j := newJob(powerOff, powerOn)
+	_, err := e.stepper.Step(context.Background(), j, e.crd.persist) // initialize
+	require.NoError(t, err)
+	// Simulate: intent persisted, action reached the BMC, then the process died.
+	j.Status.Tasks[0].Phase = task.PhaseStarted
+	j.Status.Tasks[0].Attempts = 1
+	now := t0
+	j.Status.Tasks[0].StartTime = &now
+	got, _ := e.reconcile(t, j, 50)
+	assertCompleted(t, got, conditions.ResultSucceeded)
+	for _, c := range e.bmc.CallsTo(fake.MethodSetPower) {
+		assert.NotEqual(t, bmc.PowerActionOff, c.Args[0], "power off re-sent although the server was off")
+	}
+	assert.Equal(t, "effect already present", got.Status.Tasks[0].Message)
+}
+
+// dropFirst wraps a driver and accepts its first SetPower without passing it
+// on, like a BMC that answers 204 and silently drops the request.
+type dropFirst struct {
+	bmc.Driver
+	once    sync.Once
+	dropped bool
+}
+
+func (d *dropFirst) SetPower(ctx context.Context, a bmc.PowerAction) error {
+	drop := false
+	d.once.Do(func() { drop = true; d.dropped = true })
+	if drop {
+		return nil
+	}
+	return d.Driver.SetPower(ctx, a)
+}
+
+// A dropped power request is sent again once ResendAfter passes while the
+// BMC shows no transition.
+func TestStepResendsDroppedPowerRequest(t *testing.T) {
+	clk := clock.NewFake(t0)
+	b := fake.New(fake.Options{Power: bmc.PowerOn, Clock: clk})
+	drv := &dropFirst{}
+	dialer := bmc.DialerFunc(func(ctx context.Context, ep bmc.Endpoint, c bmc.Credentials) (bmc.Driver, error) {
+		d, err := b.Dial(ctx, ep, c)
+		drv.Driver = d
+		return drv, err
+	})
+	s, err := job.NewStepper(job.StepperConfig{Dialer: dialer, Clock: clk, ResendAfter: 5 * time.Second})
+	require.NoError(t, err)
+	e := &stepEnv{clk: clk, bmc: b, stepper: s, crd: &crd{}}
+	j, _ := e.reconcile(t, newJob(powerOff), 100)
+	assertCompleted(t, j, conditions.ResultSucceeded)
+	assert.True(t, drv.dropped)
+	assert.Equal(t, 2, j.Status.Tasks[0].Attempts, "sent twice")
+	assert.Len(t, b.CallsTo(fake.MethodSetPower), 1, "the BMC saw only the re-sent request")
+	assert.Equal(t, bmc.PowerOff, b.State().Power)
+}
+
+func TestStepCancelRequested(t *testing.T) {
+	e := newStepEnv(t, fake.Options{Power: bmc.PowerOn, PowerTransition: time.Minute}, job.StepperConfig{})
+	j := newJob(powerOff, powerOn)
+	require.NoError(t, e.crd.persist(context.Background(), j))
+	for i := 0; i < 3; i++ {
+		cur := e.crd.load(t)
+		_, err := e.stepper.Step(context.Background(), cur, e.crd.persist)
+		require.NoError(t, err)
+	}
+	cur := e.crd.load(t)
+	require.False(t, cur.Completed())
+	cur.CancelRequested = true
+	res, err := e.stepper.Step(context.Background(), cur, e.crd.persist)
+	require.NoError(t, err)
+	require.True(t, res.Done)
+	got := e.crd.load(t)
+	assertCompleted(t, got, conditions.ResultCanceled)
+	assert.Equal(t, conditions.ResultCanceled, got.Status.Tasks[0].Result)
+	assert.Contains(t, got.Status.Tasks[0].Message, "interrupted")
+	assert.Contains(t, got.Status.Tasks[1].Message, "not run")
+}
+
+func TestStepInvalidSpecFailsWithoutTouchingTheBMC(t *testing.T) {
+	e := newStepEnv(t, fake.Options{}, job.StepperConfig{})
+	j := newJob(task.Spec{Power: &task.PowerAction{Op: "sideways"}})
+	got, _ := e.reconcile(t, j, 5)
+	assertCompleted(t, got, conditions.ResultFailed)
+	assert.Equal(t, conditions.ReasonInvalidSpec, got.Status.Reason)
+	assert.Contains(t, got.Status.Message, `tasks[0].power.op: "sideways"`)
+	assert.Empty(t, e.bmc.Calls())
+}
+
+// A spec change (new generation) restarts the job from its first task.
+func TestStepNewGenerationRestarts(t *testing.T) {
+	e := newStepEnv(t, fake.Options{Power: bmc.PowerOn}, job.StepperConfig{})
+	j, _ := e.reconcile(t, newJob(powerOff), 20)
+	assertCompleted(t, j, conditions.ResultSucceeded)
+	j.Generation = 2
+	j.Spec.Tasks = []task.Spec{powerOn}
+	j.Status.Conditions = nil // a host resets status when it edits the spec
+	got, _ := e.reconcile(t, j, 20)
+	assertCompleted(t, got, conditions.ResultSucceeded)
+	assert.EqualValues(t, 2, got.Status.ObservedGeneration)
+	assert.Equal(t, bmc.PowerOn, e.bmc.State().Power)
+}
+
+type bootStub struct {
+	mu      sync.Mutex
+	started map[string]time.Duration
+	done    bool
+	result  conditions.Result
+}
+
+func (b *bootStub) StartBoot(_ context.Context, uuid, attempt string, timeout time.Duration) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.started == nil {
+		b.started = map[string]time.Duration{}
+	}
+	b.started[uuid+"/"+attempt] = timeout
+	return nil
+}
+
+func (b *bootStub) BootResult(_ context.Context, uuid, attempt string) (bool, conditions.Result, string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.started[uuid+"/"+attempt]; !ok {
+		return false, "", "", errors.New("unknown attempt")
+	}
+	return b.done, b.result, "signals: BootStateReceived", nil
+}
+
+func TestStepWaitForBoot(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		result conditions.Result
+		want   conditions.Result
+	}{{"booted", conditions.ResultSucceeded, conditions.ResultSucceeded}, {"timed out", conditions.ResultTimedOut, conditions.ResultFailed}} {
+		t.Run(tc.name, func(t *testing.T) {
+			boot := &bootStub{}
+			e := newStepEnv(t, fake.Options{}, job.StepperConfig{Boot: boot})
+			j := newJob(powerOn, task.Spec{WaitForBoot: &task.WaitForBootAction{}, Timeout: task.Duration{Duration: time.Minute}})
+			j.Spec.SystemUUID = "4C4C4544-0042-4210-8044-B2C04F333132"
+			require.NoError(t, e.crd.persist(context.Background(), j))
+			var res job.StepResult
+			for i := 0; i < 6; i++ {
+				cur := e.crd.load(t)
+				var err error
+				res, err = e.stepper.Step(context.Background(), cur, e.crd.persist)
+				require.NoError(t, err)
+				e.clk.Advance(res.RequeueAfter)
+			}
+			require.False(t, res.Done, "waits while the tracker has no result")
+			boot.mu.Lock()
+			assert.Equal(t, time.Minute, boot.started[j.Spec.SystemUUID+"/"+job.BootAttemptID(j)], "attempt registered at job start with the task timeout")
+			boot.done, boot.result = true, tc.result
+			boot.mu.Unlock()
+			got, _ := e.reconcile(t, e.crd.load(t), 5)
+			assertCompleted(t, got, tc.want)
+			if tc.want == conditions.ResultFailed {
+				assert.Equal(t, conditions.ReasonTimedOut, got.Status.Reason)
+				assert.Contains(t, got.Status.Message, "task 2 (wait for boot) failed: boot TimedOut")
+			}
+		})
+	}
+}
+
+func TestConnPoolCredentialsChangeAndIdle(t *testing.T) {
+	b := fake.New(fake.Options{})
+	now := t0
+	var mu sync.Mutex
+	p := job.NewConnPool(b, time.Minute, func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	ep, err := bmc.ParseEndpoint("ipmi://10.2.0.1")
+	require.NoError(t, err)
+	ctx := context.Background()
+	d1, err := p.Get(ctx, ep, bmc.Credentials{Username: "a", Password: "1"})
+	require.NoError(t, err)
+	d2, err := p.Get(ctx, ep, bmc.Credentials{Username: "a", Password: "1"})
+	require.NoError(t, err)
+	assert.Same(t, d1, d2)
+	assert.Equal(t, 1, b.Sessions().Logins)
+	_, err = p.Get(ctx, ep, bmc.Credentials{Username: "a", Password: "2"})
+	require.NoError(t, err)
+	assert.Equal(t, 2, b.Sessions().Logins, "changed credentials dial anew")
+	assert.Equal(t, 1, b.Sessions().Open, "and close the old connection")
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	p.CloseIdle(ctx)
+	assert.Equal(t, 0, b.Sessions().Open, "idle connection closed")
+	assert.Equal(t, 0, p.Len())
+}
