@@ -92,7 +92,7 @@ func (t *Tracker) recordFetch(w http.ResponseWriter, r *http.Request, cfg FetchC
 	id, err := extract(r)
 	if err != nil || id.SystemUUID == "" {
 		if err != nil {
-			t.log.V(1).Info("fetch names no valid system; not recorded", "path", r.URL.Path, "error", err.Error())
+			t.log.V(1).Info("fetch names no valid system; not recorded", "error", err.Error())
 		}
 		return true
 	}
@@ -122,7 +122,9 @@ func (t *Tracker) recordFetch(w http.ResponseWriter, r *http.Request, cfg FetchC
 		}
 		id.AttemptID = attempt
 	}
-	msg := fmt.Sprintf("%s %s from %s", r.Method, r.URL.Path, r.RemoteAddr)
+	// The path is left out of the message (and the logs): a host's
+	// extractor may carry the token in it, and records never hold tokens.
+	msg := fmt.Sprintf("fetched with %s from %s", r.Method, r.RemoteAddr)
 	if _, err := t.RecordSignal(r.Context(), u, id.AttemptID, cfg.Signal, msg); err != nil {
 		return t.fetchFailed(w, cfg, u, err)
 	}

@@ -69,7 +69,7 @@ func TestFetchMiddlewareRecordsBeforeServingAndServesUnchanged(t *testing.T) {
 		t.Fatalf("after both fetches: %+v %v", rec, err)
 	}
 	c := conditions.Get(rec.Conditions, bootstate.SignalIPXEScriptFetched)
-	if !strings.Contains(c.Message, "GET /ipxe/") {
+	if c.Message != "fetched with GET from 192.0.2.1:1234" {
 		t.Fatalf("fetch message = %q", c.Message)
 	}
 }
@@ -178,4 +178,32 @@ func TestFetchMiddlewareCustomExtractor(t *testing.T) {
 		}
 	}()
 	e.tr.FetchMiddleware(bootstate.FetchConfig{Signal: "not valid"})
+}
+
+func TestFetchMiddlewareTokenInPathNeverStoredOrLogged(t *testing.T) {
+	e := newEnv(t, nil)
+	mustStart(t, e.tr, bootstate.StartOptions{SystemUUID: uuidA, AttemptID: "a"})
+	tok, _ := e.tr.Token(uuidA, "a")
+	// A host whose URLs are /ign/<uuid>/<attempt>/<token>.
+	byPath := func(r *http.Request) (bootstate.FetchIdentity, error) {
+		p := strings.Split(strings.TrimPrefix(r.URL.Path, "/ign/"), "/")
+		if len(p) != 3 {
+			return bootstate.FetchIdentity{}, fmt.Errorf("want /ign/<uuid>/<attempt>/<token>")
+		}
+		return bootstate.FetchIdentity{SystemUUID: p[0], AttemptID: p[1], Token: p[2]}, nil
+	}
+	wrapped := e.tr.FetchMiddleware(bootstate.FetchConfig{Signal: bootstate.SignalIgnitionDataFetched, Extract: byPath, RequireToken: true})(&ipxeHandler{})
+	if rr := serve(wrapped, "/ign/"+uuidA+"/a/"+tok); rr.Code != http.StatusAccepted {
+		t.Fatalf("%d %s", rr.Code, rr.Body)
+	}
+	if rr := serve(wrapped, "/ign/"+uuidA+"/a/"+tok+"x"); rr.Code != http.StatusUnauthorized || strings.Contains(rr.Body.String(), tok) {
+		t.Fatalf("%d %s", rr.Code, rr.Body)
+	}
+	rec, _ := e.tr.Get(context.Background(), uuidA)
+	if !rec.HasSignal(bootstate.SignalIgnitionDataFetched) {
+		t.Fatal("not recorded")
+	}
+	if strings.Contains(dump(t, e.store), tok) || strings.Contains(e.logs.String(), tok) {
+		t.Fatal("a token carried in the path reached the store or the logs")
+	}
 }

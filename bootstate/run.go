@@ -3,25 +3,31 @@ package bootstate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+
+	"github.com/bmckit/bmckit/storage"
 )
 
 // Run fires attempt deadlines as they pass, marking attempts TimedOut and
-// calling Config.OnTimeout without anyone polling. It rebuilds its queue
-// from the store when it starts and every ResyncInterval (picking up
-// attempts opened by other processes sharing the store), and returns nil
-// when ctx is canceled. Its signature fits controller-runtime's
-// manager.Runnable. Without Run, deadlines still apply, lazily: BootResult,
-// Wait and late signals mark a passed deadline as TimedOut.
+// calling Config.OnTimeout without anyone polling. It loads the open
+// attempts from the store when it starts and picks up attempts opened by
+// other processes sharing the store every ResyncInterval, through a
+// [storage.Follower] (one ChangeFeed read per resync on stores that have
+// the capability, a List on others). It returns nil when ctx is canceled;
+// its signature fits controller-runtime's manager.Runnable. Without Run,
+// deadlines still apply, lazily: BootResult, Wait and late signals mark a
+// passed deadline as TimedOut.
 //
-// Run one Run per tracker; several processes sharing a store may each run
+// Start one Run per tracker; several processes sharing a store may each run
 // one: the compare-and-swap write decides which one fires OnTimeout.
 func (t *Tracker) Run(ctx context.Context) error {
+	follow := storage.NewFollower(t.store, t.prefix)
 	nextResync := t.clock.Now()
 	for {
 		now := t.clock.Now()
 		if !now.Before(nextResync) {
-			if err := t.resyncDeadlines(ctx); err != nil {
+			if err := t.resyncDeadlines(ctx, follow); err != nil && ctx.Err() == nil {
 				t.log.Error(err, "boot state resync failed; retrying later")
 			}
 			nextResync = now.Add(t.resync)
@@ -30,7 +36,7 @@ func (t *Tracker) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if _, err := t.expire(ctx, d.systemUUID, d.attemptID); err != nil {
+			if _, err := t.expire(ctx, d.systemUUID, d.attemptID); err != nil && !errors.Is(err, ErrUnknownSystem) {
 				t.log.Error(err, "boot deadline check failed; retrying at the next resync", "systemUUID", d.systemUUID, "attemptID", d.attemptID)
 			}
 		}
@@ -47,16 +53,20 @@ func (t *Tracker) Run(ctx context.Context) error {
 	}
 }
 
-// resyncDeadlines queues the deadline of every uncompleted attempt in the store.
-func (t *Tracker) resyncDeadlines(ctx context.Context) error {
-	recs, err := t.store.List(ctx, t.prefix)
+// resyncDeadlines queues the deadline of every open attempt written since
+// the last resync (everything, the first time).
+func (t *Tracker) resyncDeadlines(ctx context.Context, follow *storage.Follower) error {
+	events, err := follow.Next(ctx)
 	if err != nil {
-		return fmt.Errorf("bootstate: list records under %q: %w: %w", t.prefix, ErrStore, err)
+		return fmt.Errorf("bootstate: follow records under %q: %w: %w", t.prefix, ErrStore, err)
 	}
-	for _, r := range recs {
+	for _, ev := range events {
+		if ev.Type != storage.EventPut {
+			continue
+		}
 		var rec Record
-		if err := json.Unmarshal(r.Value, &rec); err != nil {
-			t.log.Error(err, "skipping undecodable boot record", "key", r.Key)
+		if err := json.Unmarshal(ev.Value, &rec); err != nil {
+			t.log.Error(err, "skipping undecodable boot record", "key", ev.Key)
 			continue
 		}
 		if !rec.Completed() {

@@ -43,7 +43,7 @@ const (
 	DefaultTimeout        = 30 * time.Minute
 	DefaultKeyPrefix      = "bootstate/"
 	DefaultPollInterval   = 2 * time.Second
-	DefaultResyncInterval = time.Minute
+	DefaultResyncInterval = 15 * time.Second
 	DefaultHistoryLimit   = 5
 )
 
@@ -89,8 +89,9 @@ type Config struct {
 	// matters only for writes made by another process (writes by this
 	// tracker wake waiters at once). Defaults to 2 seconds.
 	PollInterval time.Duration
-	// ResyncInterval is how often Run re-reads the store for attempts
-	// started by other processes. Defaults to 1 minute.
+	// ResyncInterval is how often Run looks for attempts started by other
+	// processes sharing the store (so their deadlines fire at most this
+	// late here). Defaults to 15 seconds.
 	ResyncInterval time.Duration
 	// HistoryLimit is how many earlier attempts a record remembers.
 	// Defaults to 5.
