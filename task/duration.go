@@ -16,8 +16,11 @@ type Duration struct {
 // MarshalJSON encodes the duration as a string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.Duration.String()) }
 
-// UnmarshalJSON accepts "1m30s" or a number of seconds.
+// UnmarshalJSON accepts "1m30s" or a number of seconds; null is a no-op.
 func (d *Duration) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil // encoding/json convention: null leaves the value unchanged
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
 		v, err := time.ParseDuration(s)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 	"time"
@@ -215,12 +216,15 @@ func (s *Spec) Validate() error {
 			return bad("virtualMedia", "set imageURL to insert or eject: true to eject")
 		}
 		if v.ImageURL != "" {
+			// Check for credentials first ('@' anywhere, as a password with
+			// '/' or '?' would not parse as userinfo) so that the error below,
+			// which echoes the URL, never repeats a password.
+			if strings.Contains(v.ImageURL, "@") {
+				return bad("virtualMedia.imageURL", "credentials in the image URL are not accepted")
+			}
 			u, err := url.Parse(v.ImageURL)
 			if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "nfs" && u.Scheme != "cifs") {
 				return bad("virtualMedia.imageURL", "%q is not an http(s), nfs or cifs URL with a host", truncate(v.ImageURL, 200))
-			}
-			if u.User != nil {
-				return bad("virtualMedia.imageURL", "credentials in the image URL are not accepted")
 			}
 		}
 	case s.WaitForBoot != nil:
@@ -243,7 +247,8 @@ func Decode(data []byte) (Spec, error) {
 	if err := dec.Decode(&s); err != nil {
 		return Spec{}, fmt.Errorf("%w: decoding JSON: %v", ErrInvalid, err)
 	}
-	if dec.More() {
+	// dec.More reports false for a trailing '}' or ']', so look for EOF.
+	if _, err := dec.Token(); err != io.EOF {
 		return Spec{}, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalid)
 	}
 	if err := s.Validate(); err != nil {
