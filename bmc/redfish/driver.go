@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stmcginnis/gofish"
@@ -211,7 +212,10 @@ func drain(resp *http.Response) {
 	}
 }
 
-// Close logs out and closes the connection. Idempotent.
+// Close logs out and closes the connection. Idempotent. The logout is
+// attempted even with a cancelled ctx (bounded by min(RequestTimeout, 5s)):
+// a leaked session occupies one of the BMC's few session slots until it
+// times out.
 func (d *Driver) Close(ctx context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -228,7 +232,11 @@ func (d *Driver) logout(ctx context.Context) {
 	if d.sessionURI == "" {
 		return
 	}
-	rctx, cancel := context.WithTimeout(ctx, d.opts.RequestTimeout)
+	// BMCs allow few sessions (often 4-16) and keep an abandoned one for
+	// its whole timeout, so the logout is attempted even when ctx is already
+	// cancelled (a stopping runner), bounded by a short timeout of its own.
+	timeout := min(d.opts.RequestTimeout, 5*time.Second)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	if _, err := d.client.WithContext(rctx).Delete(d.sessionURI); err != nil {
 		d.log.V(1).Info("logout failed; the session will expire on the BMC", "error", classify(err).Error())

@@ -41,6 +41,18 @@ type Server struct {
 	faultFunc func(method, path string) Fault
 	faultRate float64
 	bmcResets int
+	changes   []PowerChange
+}
+
+// PowerChange is one accepted power change, for measuring how soon a client
+// notices it landed.
+type PowerChange struct {
+	System string
+	// Target is "On" or "Off".
+	Target string
+	// Requested is when the request was accepted, Lands when the change
+	// lands (Config.Clock).
+	Requested, Lands time.Time
 }
 
 // Request is one entry of the request log. Session-creation bodies (which
@@ -266,6 +278,13 @@ func (s *Server) ClearRequests() {
 	s.log = nil
 }
 
+// PowerChanges returns every accepted power change so far.
+func (s *Server) PowerChanges() []PowerChange {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]PowerChange(nil), s.changes...)
+}
+
 // BMCResets counts accepted Manager.Reset requests.
 func (s *Server) BMCResets() int {
 	s.mu.Lock()
@@ -392,6 +411,7 @@ func (s *Server) powerDelay() time.Duration {
 // changePower schedules (or applies) a power change. Called with s.mu held.
 func (s *Server) changePower(sys *system, target string, reboot bool) {
 	p := &pendingChange{target: target, reboot: reboot, landAt: s.now().Add(s.powerDelay())}
+	s.changes = append(s.changes, PowerChange{System: sys.id, Target: target, Requested: s.now(), Lands: p.landAt})
 	sys.etag++
 	if !p.landAt.After(s.now()) {
 		s.land(sys, p)
