@@ -80,6 +80,10 @@ type Runner struct {
 	changed chan struct{}   // closed and replaced on every local write
 	started bool
 
+	// Used only by the scanning goroutine.
+	follower *storage.Follower
+	pending  map[string]*jobHead // unfinished jobs by name
+
 	abandonOnStop bool // tests: simulate a crash (locks not released)
 }
 
@@ -124,6 +128,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	return &Runner{
 		cfg: cfg, stepper: st, log: cfg.Logger,
+		follower: storage.NewFollower(cfg.Store, cfg.KeyPrefix+"jobs/"), pending: map[string]*jobHead{},
 		wake: make(chan struct{}, 1), active: map[string]bool{}, busy: map[string]bool{}, changed: make(chan struct{}),
 	}, nil
 }
@@ -292,24 +297,78 @@ func (r *Runner) Start(ctx context.Context) error {
 	}
 }
 
-// scan claims runnable jobs while workers are free.
-func (r *Runner) scan(ctx context.Context, sem chan struct{}, wg *sync.WaitGroup) {
-	if len(sem) == cap(sem) {
-		return
+// jobHead is the part of a stored job the scheduler needs; decoding only it
+// skips most of the record's allocations.
+type jobHead struct {
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+	Spec      struct {
+		BMC string `json:"bmc"`
+	} `json:"spec"`
+	Status struct {
+		Conditions []struct {
+			Type   string `json:"type"`
+			Status string `json:"status"`
+		} `json:"conditions"`
+	} `json:"status"`
+}
+
+func (h *jobHead) completed() bool {
+	for _, c := range h.Status.Conditions {
+		if c.Type == "Completed" {
+			return c.Status == "True"
+		}
 	}
-	jobs, err := r.List(ctx)
+	return false
+}
+
+// scan claims runnable jobs while workers are free. It keeps an index of
+// unfinished jobs fed by a storage.Follower, so a scan costs one change-feed
+// read (or one List on stores without a feed) plus decoding only the jobs
+// that changed, not every job every time.
+func (r *Runner) scan(ctx context.Context, sem chan struct{}, wg *sync.WaitGroup) {
+	events, err := r.follower.Next(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			r.log.Error(err, "listing jobs failed; will retry")
+			r.log.Error(err, "reading job changes failed; will retry")
 		}
 		return
 	}
+	for _, ev := range events {
+		name := ev.Key[len(r.cfg.KeyPrefix+"jobs/"):]
+		if ev.Type == storage.EventDelete {
+			delete(r.pending, name)
+			continue
+		}
+		var h jobHead
+		if err := json.Unmarshal(ev.Value, &h); err != nil {
+			r.log.Error(err, "skipping undecodable job record", "key", ev.Key)
+			delete(r.pending, name)
+			continue
+		}
+		if h.completed() {
+			delete(r.pending, name)
+			continue
+		}
+		h.Name = name
+		r.pending[name] = &h
+	}
+	if len(sem) == cap(sem) || len(r.pending) == 0 {
+		return
+	}
+	jobs := make([]*jobHead, 0, len(r.pending))
+	for _, h := range r.pending {
+		jobs = append(jobs, h)
+	}
+	sort.Slice(jobs, func(a, b int) bool {
+		if !jobs[a].CreatedAt.Equal(jobs[b].CreatedAt) {
+			return jobs[a].CreatedAt.Before(jobs[b].CreatedAt)
+		}
+		return jobs[a].Name < jobs[b].Name
+	})
 	for _, j := range jobs {
 		if ctx.Err() != nil {
 			return
-		}
-		if j.Completed() {
-			continue
 		}
 		ep, err := bmc.ParseEndpoint(j.Spec.BMC)
 		if err != nil {
