@@ -243,9 +243,16 @@ type StartOptions struct {
 }
 
 // StartBoot opens the boot record of attemptID with the default policy; see
-// [Tracker.Start]. It implements the job package's BootTracker.
+// [Tracker.Start]. It implements the job package's BootTracker. Unlike
+// Start, it returns nil for an attempt that was already started and then
+// replaced by a newer one: the call is a repeat (a job resuming after a
+// restart), and BootResult reports that attempt as Canceled, so the job
+// ends with a clear reason instead of retrying forever.
 func (t *Tracker) StartBoot(ctx context.Context, systemUUID, attemptID string, timeout time.Duration) error {
 	_, err := t.Start(ctx, StartOptions{SystemUUID: systemUUID, AttemptID: attemptID, Timeout: timeout})
+	if errors.Is(err, ErrStaleAttempt) {
+		return nil
+	}
 	return err
 }
 
@@ -345,8 +352,10 @@ func (t *Tracker) Get(ctx context.Context, systemUUID string) (Record, error) {
 
 // BootResult reports an attempt's state for the job package's wait-for-boot
 // task: done is false while the attempt is waiting; once done, result is
-// Succeeded, TimedOut, or Canceled (a newer attempt replaced it) and message
-// says why. An attempt past its deadline is marked TimedOut here if nothing
+// Succeeded, TimedOut, or Canceled (a newer attempt replaced it, or the
+// record does not know the attempt at all) and message says why. A system
+// without any record is an error wrapping ErrUnknownSystem (StartBoot was
+// not called); store failures wrap ErrStore. An attempt past its deadline is marked TimedOut here if nothing
 // else did it yet, so jobs time out even when Run is not running.
 func (t *Tracker) BootResult(ctx context.Context, systemUUID, attemptID string) (bool, conditions.Result, string, error) {
 	rec, err := t.expire(ctx, systemUUID, attemptID)
@@ -357,7 +366,8 @@ func (t *Tracker) BootResult(ctx context.Context, systemUUID, attemptID string) 
 		if p, ok := rec.previous(attemptID); ok {
 			return true, p.Result, p.Message, nil
 		}
-		return false, "", "", fmt.Errorf("bootstate: %w: system %s has attempt %q, not %q", ErrStaleAttempt, rec.SystemUUID, rec.AttemptID, attemptID)
+		return true, conditions.ResultCanceled, fmt.Sprintf("boot attempt %q of system %s is neither current (%q) nor among the %d most recent ones: it was never started or was superseded long ago",
+			attemptID, rec.SystemUUID, rec.AttemptID, t.history), nil
 	}
 	if !rec.Completed() {
 		return false, "", rec.Message(), nil

@@ -126,13 +126,25 @@ func TestNewAttemptRetiresOld(t *testing.T) {
 	if after := snapshot(t, e.store); after["bootstate/"+uuidA] != before["bootstate/"+uuidA] {
 		t.Fatal("stale signal wrote the record")
 	}
-	// Restarting the retired attempt is refused too.
+	// Restarting the retired attempt is refused by Start; StartBoot (a job
+	// resuming) accepts the repeat without reopening it.
 	if _, err := e.tr.Start(ctx, bootstate.StartOptions{SystemUUID: uuidA, AttemptID: "a1"}); !errors.Is(err, bootstate.ErrStaleAttempt) {
 		t.Fatalf("restart of retired attempt: %v", err)
 	}
-	// Asking about an attempt the record never heard of is an error.
-	if _, _, _, err := e.tr.BootResult(ctx, uuidA, "zz"); !errors.Is(err, bootstate.ErrStaleAttempt) {
-		t.Fatalf("BootResult(unknown attempt) = %v", err)
+	before = snapshot(t, e.store)
+	if err := e.tr.StartBoot(ctx, uuidA, "a1", 0); err != nil {
+		t.Fatalf("StartBoot of retired attempt: %v", err)
+	}
+	if after := snapshot(t, e.store); after["bootstate/"+uuidA] != before["bootstate/"+uuidA] {
+		t.Fatal("StartBoot of a retired attempt wrote the record")
+	}
+	if rec, _ := e.tr.Get(ctx, uuidA); rec.AttemptID != "a2" {
+		t.Fatalf("StartBoot of a retired attempt made it current: %+v", rec)
+	}
+	// An attempt the record never heard of is done: Canceled, with a reason.
+	done, res, msg, err = e.tr.BootResult(ctx, uuidA, "zz")
+	if err != nil || !done || res != conditions.ResultCanceled || !strings.Contains(msg, `neither current ("a2")`) {
+		t.Fatalf("BootResult(unknown attempt) = %v %q %q %v", done, res, msg, err)
 	}
 	if _, _, _, err := e.tr.BootResult(ctx, uuidB, "a1"); !errors.Is(err, bootstate.ErrUnknownSystem) {
 		t.Fatalf("BootResult(unknown system) = %v", err)
