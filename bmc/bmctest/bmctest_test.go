@@ -3,6 +3,7 @@ package bmctest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -40,6 +41,12 @@ func (b *broken) SetPower(ctx context.Context, a bmc.PowerAction) error {
 	case b.bug == "off-not-idempotent" && a == bmc.PowerActionOff && st == bmc.PowerOff:
 		return &bmc.OpError{Op: "set power", Err: errors.New("HTTP 409: already off")}
 	case b.bug == "cycle-off-stays-off" && a == bmc.PowerActionCycle && st == bmc.PowerOff:
+		return nil
+	case b.bug == "leaks-password":
+		err := b.Driver.SetPower(ctx, a)
+		if err != nil {
+			return fmt.Errorf("%w (logged in with password %s)", err, testPassword)
+		}
 		return nil
 	case b.bug == "plain-errors":
 		err := b.Driver.SetPower(ctx, a)
@@ -121,9 +128,14 @@ var bugs = []struct {
 	{"hangs-on-done-ctx", "Context/Canceled/ResetBMC", nil},
 	{"close-not-idempotent", "Close/Idempotent", nil},
 	{"stats-frozen", "Stats/CountsRequests", nil},
+	{"leaks-password", "Power/InvalidAction", nil},
+	{"unauthorized-untyped", "Dial/WrongPassword", nil},
 }
 
-const bugEnv = "BMCTEST_BROKEN_DRIVER"
+const (
+	bugEnv       = "BMCTEST_BROKEN_DRIVER"
+	testPassword = "bmctest-Pa55word"
+)
 
 // TestBrokenDriver runs the suite against one broken driver; it is run in a
 // child process by TestSuiteCatchesBrokenDrivers and skips otherwise.
@@ -146,16 +158,25 @@ func TestBrokenDriver(t *testing.T) {
 	for _, c := range unsupported {
 		opts.Unsupported = append(opts.Unsupported, bmctest.Capability(c))
 	}
+	creds := bmc.Credentials{Username: "admin", Password: testPassword}
 	bmctest.Run(t, opts, func(t *testing.T) bmctest.Target {
-		srv := fake.New(fake.Options{Unsupported: unsupported})
-		d, err := srv.Dial(t.Context(), bmc.Endpoint{Protocol: "ipmi", Host: "127.0.0.1"}, bmc.Credentials{})
+		srv := fake.New(fake.Options{Unsupported: unsupported, Username: creds.Username, Password: creds.Password})
+		dial := func(ctx context.Context, c bmc.Credentials) (bmc.Driver, error) {
+			d, err := srv.Dial(ctx, bmc.Endpoint{Protocol: "ipmi", Host: "127.0.0.1"}, c)
+			if bug == "unauthorized-untyped" && errors.Is(err, bmc.ErrUnauthorized) {
+				return nil, errors.New("login failed")
+			}
+			return d, err
+		}
+		d, err := dial(t.Context(), creds)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if bug == "correct" {
-			return bmctest.Target{Driver: d}
+		tg := bmctest.Target{Driver: d, Dial: dial, Credentials: creds}
+		if bug != "correct" {
+			tg.Driver = &broken{Driver: d.(*fake.Driver), bug: bug}
 		}
-		return bmctest.Target{Driver: &broken{Driver: d.(*fake.Driver), bug: bug}}
+		return tg
 	})
 }
 

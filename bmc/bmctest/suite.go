@@ -18,6 +18,17 @@ type Target struct {
 	// own cleanup). Required.
 	Driver bmc.Driver
 
+	// Dial, when set, opens another driver on the same peer with the given
+	// credentials; with Credentials it enables the Dial/... subtests (wrong
+	// credentials are refused with bmc.ErrUnauthorized). Defaults to nil:
+	// those subtests skip.
+	Dial func(ctx context.Context, creds bmc.Credentials) (bmc.Driver, error)
+
+	// Credentials are the peer's good credentials. Their password (and the
+	// wrong one Dial/WrongPassword tries) must never appear in an error the
+	// driver returns: every subtest checks. Defaults to none.
+	Credentials bmc.Credentials
+
 	// Advance, when set, is called after every read-back that has not yet
 	// shown the awaited state, before the next poll. A peer whose delays run
 	// on a manually advanced clock (a fake with an injected clock) moves its
@@ -38,6 +49,7 @@ type Target struct {
 //	ResetBMC/{warm,cold}
 //	Unsupported/<capability>
 //	Context/{Canceled,DeadlineExceeded}/<method>
+//	Dial/{WrongPassword,WrongUser,Again}
 //	Close/Idempotent
 //	Stats/CountsRequests
 //
@@ -52,6 +64,7 @@ func Run(t *testing.T, opts Options, newTarget func(t *testing.T) Target) {
 	s.group(t, "ResetBMC", s.resetBMC)
 	s.group(t, "Unsupported", s.unsupported)
 	s.group(t, "Context", s.context)
+	s.group(t, "Dial", s.dial)
 	s.group(t, "Close", func(t *testing.T, path string) {
 		s.run(t, path, "Idempotent", s.closeIdempotent)
 	})
@@ -82,7 +95,12 @@ type tcase struct {
 	opts    Options
 	drv     bmc.Driver
 	advance func()
+	target  Target
+	secrets []string
 }
+
+// wrongPassword is the password Dial/WrongPassword tries.
+func wrongPassword(creds bmc.Credentials) string { return creds.Password + "-bmctest-wrong" }
 
 // run runs one leaf subtest with a fresh target.
 func (s *suite) run(t *testing.T, parent, name string, body func(tc *tcase)) {
@@ -101,7 +119,11 @@ func (s *suite) run(t *testing.T, parent, name string, body func(tc *tcase)) {
 				t.Errorf("bmctest: Close after the subtest: %v", err)
 			}
 		})
-		body(&tcase{T: t, opts: s.opts, drv: tg.Driver, advance: tg.Advance})
+		tc := &tcase{T: t, opts: s.opts, drv: tg.Driver, advance: tg.Advance, target: tg}
+		if p := tg.Credentials.Password; p != "" {
+			tc.secrets = []string{p, wrongPassword(tg.Credentials)}
+		}
+		body(tc)
 	})
 }
 
@@ -111,6 +133,7 @@ func (tc *tcase) ctx() context.Context { return tc.Context() }
 // requireOpError fails unless err is a *bmc.OpError.
 func (tc *tcase) requireOpError(what string, err error) {
 	tc.Helper()
+	tc.noSecret(what, err)
 	var oe *bmc.OpError
 	if !errors.As(err, &oe) {
 		tc.Errorf("%s: error %q (%T) is not a *bmc.OpError", what, err, err)
@@ -138,7 +161,25 @@ func (tc *tcase) requireNotSupported(what string, err error) {
 func (tc *tcase) noErr(what string, err error) {
 	tc.Helper()
 	if err != nil {
+		tc.noSecret(what, err)
 		tc.Fatalf("%s: %v", what, err)
+	}
+}
+
+// noSecret fails when err's message, or its %+v or %#v form, contains a
+// password.
+func (tc *tcase) noSecret(what string, err error) {
+	tc.Helper()
+	if err == nil {
+		return
+	}
+	for _, form := range []string{err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err)} {
+		for _, sec := range tc.secrets {
+			if strings.Contains(form, sec) {
+				tc.Errorf("%s: the error leaks a password: %s", what, strings.ReplaceAll(form, sec, "<password>"))
+				return
+			}
+		}
 	}
 }
 

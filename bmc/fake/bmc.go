@@ -105,6 +105,9 @@ func New(opts Options) *BMC {
 	if opts.Power == "" {
 		opts.Power = bmc.PowerOff
 	}
+	if opts.CallLogSize == 0 {
+		opts.CallLogSize = 10000
+	}
 	if opts.SoftOffDelay == 0 {
 		opts.SoftOffDelay = opts.PowerTransition
 	}
@@ -185,7 +188,31 @@ func (b *BMC) FailNext(m Method, n int, err error) {
 func (b *BMC) Calls() []Call {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]Call(nil), b.calls...)
+	return append([]Call(nil), b.logged()...)
+}
+
+// logged is the retained call log; called with b.mu held.
+func (b *BMC) logged() []Call {
+	if n := b.opts.CallLogSize; n < 0 {
+		return nil
+	} else if len(b.calls) > n {
+		return b.calls[len(b.calls)-n:]
+	}
+	return b.calls
+}
+
+// logCall appends c to the call log; called with b.mu held. The slice is
+// compacted when it reaches twice the limit, so appending stays O(1)
+// amortized.
+func (b *BMC) logCall(c Call) {
+	n := b.opts.CallLogSize
+	if n < 0 {
+		return
+	}
+	if len(b.calls) >= 2*n {
+		b.calls = append(b.calls[:0], b.calls[len(b.calls)-n:]...)
+	}
+	b.calls = append(b.calls, c)
 }
 
 // CallsTo returns the logged calls of method m, oldest first.
@@ -193,7 +220,7 @@ func (b *BMC) CallsTo(m Method) []Call {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []Call
-	for _, c := range b.calls {
+	for _, c := range b.logged() {
 		if c.Method == m || m == MethodAny {
 			out = append(out, c)
 		}
@@ -296,23 +323,25 @@ func (b *BMC) dial(ctx context.Context, endpoint string, creds bmc.Credentials) 
 	b.mu.Unlock()
 	d := &Driver{bmc: b, endpoint: endpoint, session: id}
 	err := d.do(ctx, MethodDial, []any{creds.Username}, func() error {
-		if b.opts.Username == "" && b.opts.Password == "" {
-			return nil
+		if m := b.opts.MaxSessions; m > 0 && b.sessions.Open >= m {
+			return bmc.Transient(fmt.Errorf("session limit reached: %d of %d sessions open", b.sessions.Open, m))
 		}
-		if creds.Username != b.opts.Username || creds.Password != b.opts.Password {
+		if (b.opts.Username != "" || b.opts.Password != "") &&
+			(creds.Username != b.opts.Username || creds.Password != b.opts.Password) {
 			return fmt.Errorf("login as user %q refused: %w", creds.Username, bmc.ErrUnauthorized)
 		}
+		// Counted under the same lock as the limit check above.
+		b.sessions.Logins++
+		b.sessions.Open++
+		b.sessions.MaxOpen = max(b.sessions.MaxOpen, b.sessions.Open)
+		b.live[id] = true
 		return nil
 	})
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	if err != nil {
+		b.mu.Lock()
 		b.sessions.FailedLogins++
+		b.mu.Unlock()
 		return nil, err
 	}
-	b.sessions.Logins++
-	b.sessions.Open++
-	b.sessions.MaxOpen = max(b.sessions.MaxOpen, b.sessions.Open)
-	b.live[id] = true
 	return d, nil
 }

@@ -27,8 +27,15 @@ func dialTarget(t *testing.T, opts fake.Options) (*fake.BMC, bmc.Driver) {
 func TestConformance(t *testing.T) {
 	t.Run("Instant", func(t *testing.T) {
 		bmctest.Run(t, bmctest.Options{PollInterval: time.Millisecond}, func(t *testing.T) bmctest.Target {
-			_, drv := dialTarget(t, fake.Options{Username: "admin", Password: "pw"})
-			return bmctest.Target{Driver: drv}
+			creds := bmc.Credentials{Username: "admin", Password: "pw-Instant-secret"}
+			srv, drv := dialTarget(t, fake.Options{Username: creds.Username, Password: creds.Password})
+			return bmctest.Target{
+				Driver:      drv,
+				Credentials: creds,
+				Dial: func(ctx context.Context, c bmc.Credentials) (bmc.Driver, error) {
+					return srv.Dial(ctx, bmc.Endpoint{Protocol: "redfish", Transport: "https", Host: "127.0.0.1"}, c)
+				},
+			}
 		})
 	})
 

@@ -52,7 +52,7 @@ func (d *Driver) do(ctx context.Context, m Method, args []any, op func() error) 
 	}
 	call.Err = err
 	b.mu.Lock()
-	b.calls = append(b.calls, call)
+	b.logCall(call)
 	b.mu.Unlock()
 	return err
 }

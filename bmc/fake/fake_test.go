@@ -621,3 +621,46 @@ func TestFleet(t *testing.T) {
 		t.Errorf("unknown address classified transient: %v", err)
 	}
 }
+
+func TestMaxSessions(t *testing.T) {
+	srv := fake.New(fake.Options{MaxSessions: 1})
+	ctx := context.Background()
+	a, err := srv.Dial(ctx, testEP, bmc.Credentials{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = srv.Dial(ctx, testEP, bmc.Credentials{})
+	if err == nil || !bmc.IsTransient(err) || !strings.Contains(err.Error(), "session limit") {
+		t.Fatalf("second Dial with MaxSessions 1: %v, want a transient session-limit error", err)
+	}
+	_ = a.Close(ctx)
+	b, err := srv.Dial(ctx, testEP, bmc.Credentials{})
+	if err != nil {
+		t.Fatalf("Dial after closing the first session: %v", err)
+	}
+	_ = b.Close(ctx)
+	if s := srv.Sessions(); s.MaxOpen != 1 || s.Logins != 2 || s.FailedLogins != 1 {
+		t.Errorf("Sessions() = %+v", s)
+	}
+}
+
+func TestCallLogSize(t *testing.T) {
+	srv := fake.New(fake.Options{CallLogSize: 3})
+	d := dial(t, srv)
+	for _, a := range []bmc.PowerAction{bmc.PowerActionOn, bmc.PowerActionOff, bmc.PowerActionCycle, bmc.PowerActionReset, bmc.PowerActionOn, bmc.PowerActionOff, bmc.PowerActionOn} {
+		mustSet(t, d, a)
+	}
+	var got []string
+	for _, c := range srv.Calls() {
+		got = append(got, fmt.Sprint(c.Args[0]))
+	}
+	if fmt.Sprint(got) != "[on off on]" {
+		t.Errorf("log with CallLogSize 3 holds %v, want the last three SetPower calls [on off on]", got)
+	}
+
+	off := fake.New(fake.Options{CallLogSize: -1})
+	mustSet(t, dial(t, off), bmc.PowerActionOn)
+	if n := len(off.Calls()); n != 0 {
+		t.Errorf("disabled log holds %d calls", n)
+	}
+}

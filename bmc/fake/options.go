@@ -119,6 +119,16 @@ type Options struct {
 	// pending one).
 	DropDuringTransition bool
 
+	// MaxSessions is how many sessions may be open at once; a Dial beyond it
+	// fails with a transient error, as BMCs with a small session table do.
+	// Defaults to 0: unlimited.
+	MaxSessions int
+
+	// CallLogSize bounds the call log: beyond it the oldest entries are
+	// dropped, so a long benchmark or demo does not grow without bound.
+	// Defaults to 10000; a negative value disables the log.
+	CallLogSize int
+
 	// Unsupported lists the capabilities this BMC lacks. Defaults to none.
 	Unsupported []Capability
 
@@ -143,6 +153,9 @@ func (o Options) validate() error {
 		if d.v < 0 {
 			return fmt.Errorf("fake: Options.%s %v: must not be negative", d.name, d.v)
 		}
+	}
+	if o.MaxSessions < 0 {
+		return fmt.Errorf("fake: Options.MaxSessions %d: must not be negative", o.MaxSessions)
 	}
 	for _, c := range o.Unsupported {
 		if !c.valid() {
