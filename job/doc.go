@@ -1,0 +1,63 @@
+// Package job runs jobs — ordered lists of tasks against one BMC — and
+// reports their progress through conditions.
+//
+// # Two ways to run, one state machine
+//
+// [Stepper.Step] advances one job by one bounded step: at most one BMC action
+// plus one read-back, or one check. It calls a [PersistFunc] with the intent
+// before touching the BMC and again with each result, and returns when to be
+// called again. A Kubernetes controller keeps the [Job] in its own object
+// (Spec and Status are plain JSON structs) and calls Step from Reconcile,
+// returning RequeueAfter.
+//
+// [Runner] is the standalone worker pool: it keeps jobs in a storage.Store,
+// runs up to Config.Workers at once with the same Stepper (persist is a
+// compare-and-swap on the job's record), and never runs two jobs on one BMC
+// at once. [Runner.Start] blocks until its context ends, so it fits
+// controller-runtime's manager.Runnable.
+//
+// # Conditions and results
+//
+// A job's Status has two conditions: Completed (True once terminal, whatever
+// the outcome) and Running (progress; never True on a completed job). The
+// outcome is Status.Result (Succeeded, Failed, Canceled) with Reason and
+// Message; a failed job's message names the failing task and the BMC error,
+// e.g. "task 3 (power on) failed: bmc power on redfish://...: ...". Each task
+// has the same shape in Status.Tasks.
+//
+// # Execution contract
+//
+//   - Intent before action: a task's phase Started is persisted before the
+//     action is sent, Requested after the BMC accepted it, Done at the end.
+//   - Verified effects: power is polled until the target state is seen (every
+//     PollInterval, 250ms by default, slower after SlowPollAfter); a power
+//     request the BMC silently dropped is re-sent after ResendAfter; the boot
+//     override is read back where the BMC can report it (an override the BMC
+//     ignored or reverted is set again, then fails with VerificationFailed);
+//     virtual media is read back as inserted with the requested image.
+//   - Crash safety: a resumed task in phase Started is first re-checked
+//     (read the BMC) and re-sent only if its effect is missing; finished tasks
+//     are never re-run. Cycle and reset cannot be observed after the fact, so
+//     if a crash hits between their intent and the BMC's answer they are sent
+//     again on resume.
+//   - Errors: transient BMC errors (bmc.IsTransient) are retried with
+//     exponential backoff and jitter within the task's timeout; permanent ones
+//     (bad credentials, unsupported action, validation) fail the task at once
+//     with reason Unauthorized, NotSupported or BMCError.
+//   - One session per job: connections live in a [ConnPool] keyed by endpoint
+//     and a hash of the credentials, so a controller that reconciles twenty
+//     times still uses one BMC session; the connection is closed when the job
+//     completes, after IdleTimeout, or when the credentials change.
+//   - Several runners sharing a Store: each BMC has a lock record with a lease,
+//     taken and renewed by compare-and-swap. A stopped runner releases its
+//     locks; a dead one's expire after Config.LeaseDuration and another runner
+//     resumes the job.
+//   - Credentials never persist: jobs carry a CredentialsRef that the host's
+//     [CredentialsResolver] resolves at run time.
+//
+// # Wait for boot
+//
+// A wait-for-boot task completes when the host's [BootTracker] (package
+// bootstate) reports the boot attempt done. The job registers the attempt
+// ([BootAttemptID]) when it starts, before any task powers the server on.
+package job
