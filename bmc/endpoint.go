@@ -50,6 +50,15 @@ func ParseEndpoint(raw string) (Endpoint, error) {
 	if s == "" {
 		return fail("empty; want e.g. redfish://10.0.0.5/redfish/v1/Systems/1 or ipmi://10.0.0.5")
 	}
+	// Refuse '@' before parsing: a password holding '/', '?' or '#' makes
+	// url.Parse split the URL inside the password, and the resulting port or
+	// path error would echo part of it. No accepted BMC URL contains '@'.
+	if strings.Contains(s, "@") {
+		return fail("credentials in the URL are not accepted ('@' found); supply them as bmc.Credentials")
+	}
+	if !strings.Contains(s, "://") {
+		return fail("want scheme://host, e.g. redfish://10.0.0.5")
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		var ue *url.Error
@@ -59,7 +68,7 @@ func ParseEndpoint(raw string) (Endpoint, error) {
 		return fail("%v", err)
 	}
 	if u.User != nil {
-		return fail("credentials in the URL are not accepted; pass them as bmc.Credentials")
+		return fail("credentials in the URL are not accepted; supply them as bmc.Credentials")
 	}
 	if u.Opaque != "" || !strings.Contains(s, "://") {
 		return fail("want scheme://host, e.g. redfish://10.0.0.5")
@@ -76,6 +85,9 @@ func ParseEndpoint(raw string) (Endpoint, error) {
 	if strings.ContainsAny(host, " \t%") {
 		return fail("invalid host %q", host)
 	}
+	if strings.Contains(host, ":") && !strings.HasPrefix(u.Host, "[") {
+		return fail("IPv6 address %q must be in brackets, e.g. redfish://[fd00::5]:443", u.Host)
+	}
 	ep := Endpoint{Protocol: pt[0], Transport: pt[1], Host: host}
 	if p := u.Port(); p != "" {
 		n, err := strconv.Atoi(p)
@@ -86,7 +98,7 @@ func ParseEndpoint(raw string) (Endpoint, error) {
 	} else if strings.HasSuffix(u.Host, ":") {
 		return fail("empty port after %q", host)
 	}
-	if u.RawQuery != "" || u.Fragment != "" {
+	if u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(s, "?#") {
 		return fail("query and fragment are not allowed")
 	}
 	path := strings.TrimRight(u.EscapedPath(), "/")
@@ -96,11 +108,13 @@ func ParseEndpoint(raw string) (Endpoint, error) {
 			return fail("ipmi addresses take no path, got %q", path)
 		}
 	case "redfish":
+		// The trailing slash is already trimmed: the Systems collection
+		// itself means "no system named".
+		if path == "/redfish/v1/Systems" {
+			path = ""
+		}
 		if path != "" && !strings.HasPrefix(path, "/redfish/v1/Systems/") {
 			return fail("redfish path %q: want /redfish/v1/Systems/ID or none", path)
-		}
-		if path == "/redfish/v1/Systems/" {
-			path = ""
 		}
 		ep.Path = path
 	}
