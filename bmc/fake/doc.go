@@ -35,7 +35,9 @@
 // Latency and transitions are measured on [Options.Clock], so a test can
 // drive them with a manually advanced clock instead of sleeping: a pending
 // transition lands on the first read after its end time. Nothing runs in the
-// background.
+// background. [Clock] is any value with Now and After, such as
+// k8s.io/utils/clock/testing.FakeClock or clockwork's fake clock; with a
+// manual clock, Latency waits until the clock is advanced.
 //
 // # Faults
 //
@@ -44,12 +46,20 @@
 // [Method] (like controller-runtime's client interceptor) that can fail a
 // call, block it, or change the state under it; [BMC.FailNext] fails the next
 // n calls. Mark injected errors with [bmc.Transient] to test retries.
-// [BMC.ExpireSessions] ends every session; [Options.DropDuringTransition]
-// drops power requests that arrive during a pending change.
+// [BMC.ExpireSessions] ends every session; [Options.MaxSessions] refuses
+// logins beyond a session limit; [Options.DropDuringTransition] drops power
+// requests that arrive during a pending change.
+//
+// # Conformance
+//
+// The fake passes the driver conformance suite of package bmctest in every
+// option set its tests try (instant, delayed on a fake clock, delayed on the
+// wall clock with dropped requests, capabilities removed, soft-off ignored).
 //
 // # Inspection
 //
-// [BMC.Calls] is the call log (method, arguments, session, time, error);
+// [BMC.Calls] is the call log (method, arguments, session, time, error),
+// bounded by [Options.CallLogSize];
 // [BMC.State] is a snapshot of the server; [BMC.SetPower],
 // [BMC.SetBootOverride] and [BMC.SetMedia] set state directly. Passwords
 // never appear in the log or in errors.
