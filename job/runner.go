@@ -482,14 +482,27 @@ func (r *Runner) work(ctx context.Context, name string, ep bmc.Endpoint, lockRev
 		}
 	}()
 	stepCtx := logr.NewContext(ctx, log)
+	// The job as this worker last left it; reused while the stored revision
+	// is the one this worker wrote, so a step costs a Get but no decode.
+	var cached *Job
+	var cachedRev int64
 	for {
-		j, rev, err := r.load(ctx, name)
+		rec, err := r.cfg.Store.Get(ctx, r.jobKey(name))
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, storage.ErrNotFound) {
 				log.Error(err, "loading job failed")
 			}
 			return
 		}
+		j := cached
+		if j == nil || rec.Revision != cachedRev {
+			j = new(Job)
+			if err := json.Unmarshal(rec.Value, j); err != nil {
+				log.Error(err, "decoding stored job failed")
+				return
+			}
+		}
+		rev := rec.Revision
 		if j.Completed() {
 			r.notify()
 			return
@@ -506,11 +519,18 @@ func (r *Runner) work(ctx context.Context, name string, ep bmc.Endpoint, lockRev
 			rev = n
 			r.notify()
 			if r.cfg.OnUpdate != nil {
-				r.cfg.OnUpdate(*j)
+				var cp Job // a deep copy: the worker keeps mutating j
+				if json.Unmarshal(data, &cp) == nil {
+					r.cfg.OnUpdate(cp)
+				}
 			}
 			return nil
 		}
 		res, err := r.stepper.Step(stepCtx, j, persist)
+		cached, cachedRev = nil, 0
+		if err == nil {
+			cached, cachedRev = j, rev
+		}
 		if ctx.Err() != nil {
 			return
 		}
