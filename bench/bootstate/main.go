@@ -13,22 +13,31 @@
 // connections; the generator and the server share the machine's cores.
 //
 //	go run ./bench/bootstate -n 10000 -c 32
+//
+// With -serve bare|memstore|boltstore it only serves that handler (after
+// registering -n systems), writes one authenticated callback body per
+// system, one per line, to -bodies, prints "ready <addr>" and serves until
+// interrupted, so an external load generator can drive it: wrk.sh runs wrk
+// with callbacks.lua against each in turn.
 package main
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/bmckit/bmckit/bootstate"
@@ -43,8 +52,16 @@ func main() {
 	n := flag.Int("n", 10000, "requests per measurement (and systems registered per store)")
 	c := flag.Int("c", 32, "concurrent clients")
 	dir := flag.String("dir", os.TempDir(), "directory for the boltstore file")
+	serveMode := flag.String("serve", "", "serve only this handler (bare, memstore, boltstore) for an external load generator")
+	bodiesFile := flag.String("bodies", filepath.Join(os.TempDir(), "bmckit-bench-bodies.txt"), "with -serve: where to write the request bodies")
 	flag.Parse()
-	if err := run(*n, *c, *dir); err != nil {
+	var err error
+	if *serveMode != "" {
+		err = serve(*serveMode, *n, *c, *dir, *bodiesFile)
+	} else {
+		err = run(*n, *c, *dir)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -56,13 +73,8 @@ func run(n, c int, dir string) error {
 	fmt.Printf("| %-34s | %10s | %9s | %9s | %9s |\n", "server", "req/s", "p50", "p99", "max")
 	fmt.Printf("|%s|%s|%s|%s|%s|\n", dash(36), dash(12), dash(11), dash(11), dash(11))
 
-	bare := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"ok":true}` + "\n"))
-	})
 	bodies := makeBodies(n)
-	if err := measure("bare net/http handler", bare, bodies, c); err != nil {
+	if err := measure("bare net/http handler", bareHandler, bodies, c); err != nil {
 		return err
 	}
 
@@ -94,6 +106,66 @@ func run(n, c int, dir string) error {
 	}
 	return nil
 }
+
+// serve registers n systems on the chosen store and serves its handler on
+// 127.0.0.1 until SIGINT or SIGTERM.
+func serve(mode string, n, c int, dir, bodiesFile string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var h http.Handler
+	switch mode {
+	case "bare":
+		h = bareHandler
+	case "memstore", "boltstore":
+		var s storage.Store = memstore.New()
+		if mode == "boltstore" {
+			path := filepath.Join(dir, fmt.Sprintf("bmckit-bench-%d.db", os.Getpid()))
+			defer os.Remove(path)
+			b, err := boltstore.Open(path, boltstore.Options{})
+			if err != nil {
+				return err
+			}
+			defer b.Close(context.Background())
+			s = b
+		}
+		tr, err := bootstate.NewTracker(bootstate.Config{Store: s, Secret: secret})
+		if err != nil {
+			return err
+		}
+		if err := register(ctx, tr, n, c); err != nil {
+			return err
+		}
+		h = bootstate.NewHandler(tr, bootstate.HandlerConfig{})
+	default:
+		return fmt.Errorf("-serve %q: want bare, memstore or boltstore", mode)
+	}
+	var buf bytes.Buffer
+	for _, b := range makeBodies(n) {
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+	if err := os.WriteFile(bodiesFile, buf.Bytes(), 0o600); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	fmt.Println("ready", ln.Addr())
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// bareHandler is the ceiling: read the body, answer a small JSON 200.
+var bareHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"ok":true}` + "\n"))
+})
 
 func dash(k int) string { return string(bytes.Repeat([]byte("-"), k)) }
 
