@@ -58,7 +58,7 @@ func (d *Driver) setBootOverride(ctx context.Context, o bmc.BootOverride) error 
 		case etag != "" && (se.StatusCode == http.StatusBadRequest || se.StatusCode == http.StatusPreconditionFailed):
 			// Rejected If-Match, or a stale ETag: try without.
 			rejected = se.StatusCode == http.StatusBadRequest
-			d.log.V(1).Info("PATCH with If-Match refused; retrying without", "status", se.StatusCode)
+			d.logger(ctx).V(1).Info("PATCH with If-Match refused; retrying without", "status", se.StatusCode)
 			etag = ""
 		case etag == "" && se.StatusCode == http.StatusPreconditionRequired:
 			doc, rerr := d.readSystem(ctx)
@@ -79,7 +79,7 @@ func (d *Driver) setBootOverride(ctx context.Context, o bmc.BootOverride) error 
 		return fmt.Errorf("read back boot override: %w", err)
 	}
 	if got := bootOverride(doc.Boot); !overrideApplied(o, got) {
-		d.log.Info("BMC did not apply the boot override", "want", o, "got", got)
+		d.logger(ctx).Info("BMC did not apply the boot override", "want", o, "got", got)
 		return bmc.Permanent(fmt.Errorf("%w: asked for %s, read back device=%s persistent=%t mode=%q (Target=%s Enabled=%s)",
 			ErrOverrideNotApplied, describe(o), got.Device, got.Persistent, got.Mode,
 			doc.Boot.BootSourceOverrideTarget, doc.Boot.BootSourceOverrideEnabled))

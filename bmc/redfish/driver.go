@@ -77,7 +77,7 @@ func dial(ctx context.Context, opts Options, tlsCfg *tls.Config, log logr.Logger
 		d.hc.CloseIdleConnections()
 		return nil, d.opErr("select system", err)
 	}
-	d.log.V(1).Info("connected", "system", d.systemURI, "basicAuth", d.basic)
+	d.logger(ctx).V(1).Info("connected", "system", d.systemURI, "basicAuth", d.basic)
 	return d, nil
 }
 
@@ -149,7 +149,7 @@ func (d *Driver) login(ctx context.Context) error {
 	}
 	d.sessionsURI = string(root.Links.Sessions)
 	if d.sessionsURI == "" {
-		d.log.V(1).Info("no SessionService; using basic auth")
+		d.logger(ctx).V(1).Info("no SessionService; using basic auth")
 		d.basic = true
 		d.wire.setBasic(d.creds.Username, d.creds.Password)
 		return nil
@@ -174,7 +174,7 @@ func (d *Driver) createSession(ctx context.Context) error {
 	if err != nil {
 		var se *StatusError
 		if errors.As(err, &se) && (se.StatusCode == http.StatusNotFound || se.StatusCode == http.StatusMethodNotAllowed) {
-			d.log.Info("session creation not offered; using basic auth", "status", se.StatusCode)
+			d.logger(ctx).Info("session creation not offered; using basic auth", "status", se.StatusCode)
 			d.basic = true
 			d.wire.setBasic(d.creds.Username, d.creds.Password)
 			return nil
@@ -182,7 +182,7 @@ func (d *Driver) createSession(ctx context.Context) error {
 		return fmt.Errorf("create session as user %q: %w", d.creds.Username, err)
 	}
 	if token == "" {
-		d.log.Info("session created without X-Auth-Token; using basic auth")
+		d.logger(ctx).Info("session created without X-Auth-Token; using basic auth")
 		d.basic = true
 		d.wire.setBasic(d.creds.Username, d.creds.Password)
 		return nil
@@ -239,7 +239,7 @@ func (d *Driver) logout(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	if _, err := d.client.WithContext(rctx).Delete(d.sessionURI); err != nil {
-		d.log.V(1).Info("logout failed; the session will expire on the BMC", "error", classify(err).Error())
+		d.logger(ctx).V(1).Info("logout failed; the session will expire on the BMC", "error", classify(err).Error())
 	}
 	d.sessionURI = ""
 }
@@ -282,7 +282,7 @@ func (d *Driver) do(ctx context.Context, idempotent bool, fn func(c *gofish.APIC
 		if err == nil || relogged || d.basic || d.sessionsURI == "" || !errors.Is(err, bmc.ErrUnauthorized) {
 			return err
 		}
-		d.log.Info("session rejected (expired?); logging in again")
+		d.logger(ctx).Info("session rejected (expired?); logging in again")
 		relogged = true
 		if lerr := d.createSession(ctx); lerr != nil {
 			return fmt.Errorf("log in again after the session was rejected: %w", lerr)
@@ -319,7 +319,7 @@ func (d *Driver) retry(ctx context.Context, fn func(rctx context.Context) error)
 		if err == nil || attempt >= d.opts.Retries || !bmc.IsTransient(err) || ctx.Err() != nil {
 			return err
 		}
-		d.log.V(1).Info("transient failure; retrying", "attempt", attempt+1, "error", d.scrub(err).Error())
+		d.logger(ctx).V(1).Info("transient failure; retrying", "attempt", attempt+1, "error", d.scrub(err).Error())
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w (after %v)", ctx.Err(), err)
@@ -361,4 +361,13 @@ func (d *Driver) collection(ctx context.Context, uri string) ([]string, error) {
 		return nil, err
 	}
 	return c.Members.ToStrings(), nil
+}
+
+// logger is the logger in ctx (a controller's per-reconcile logger), else
+// the dialer's, with the BMC named either way.
+func (d *Driver) logger(ctx context.Context) logr.Logger {
+	if l, err := logr.FromContext(ctx); err == nil {
+		return l.WithValues("bmc", d.epStr)
+	}
+	return d.log
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stmcginnis/gofish/schemas"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/internal/powerplan"
 )
 
 // systemDoc is what bmckit reads from a ComputerSystem: gofish's typed
@@ -86,8 +87,21 @@ type powerPlan struct {
 
 // planPower decides the requests for action on a server in state cur, given
 // the advertised reset types (nil when the BMC does not say: assume the
-// standard ones) and those it refused before.
+// standard ones) and those it refused before. The protocol-independent
+// semantics (no-ops, cycle/reset of an off server means on) come from
+// internal/powerplan; this adds Redfish's reset types and fallbacks.
 func planPower(action bmc.PowerAction, cur bmc.PowerState, advertised []string, refused map[string]bool) (powerPlan, error) {
+	step, err := powerplan.Plan(cur, action)
+	if err != nil {
+		return powerPlan{}, bmc.Permanent(err)
+	}
+	if step == powerplan.StepNone {
+		return powerPlan{noop: true}, nil
+	}
+	if cur.Transitional() {
+		// On its way elsewhere: a request now may be dropped.
+		return powerPlan{wait: true}, nil
+	}
 	offers := func(t string) bool {
 		if refused[t] {
 			return false
@@ -103,57 +117,35 @@ func planPower(action bmc.PowerAction, cur bmc.PowerState, advertised []string, 
 		}
 		return out
 	}
-	on := func() (powerPlan, error) {
+	switch step {
+	case powerplan.StepOn:
 		c := pick("On", "ForceOn", "PushPowerButton")
 		if len(c) == 0 {
 			return powerPlan{}, fmt.Errorf("power on: the BMC offers none of On, ForceOn, PushPowerButton (advertised: %s): %w", list(advertised), bmc.ErrNotSupported)
 		}
 		return powerPlan{candidates: c}, nil
-	}
-	switch action {
-	case bmc.PowerActionOn:
-		if cur == bmc.PowerOn || cur == bmc.PowerPoweringOn {
-			return powerPlan{noop: true}, nil
-		}
-		if cur == bmc.PowerPoweringOff {
-			return powerPlan{wait: true}, nil
-		}
-		return on()
-	case bmc.PowerActionOff, bmc.PowerActionSoftOff:
-		if cur == bmc.PowerOff || cur == bmc.PowerPoweringOff {
-			return powerPlan{noop: true}, nil
-		}
-		if cur == bmc.PowerPoweringOn {
-			return powerPlan{wait: true}, nil
-		}
+	case powerplan.StepOff, powerplan.StepSoftOff:
 		t := "ForceOff"
-		if action == bmc.PowerActionSoftOff {
+		if step == powerplan.StepSoftOff {
 			t = "GracefulShutdown"
 		}
 		if !offers(t) {
 			return powerPlan{}, fmt.Errorf("%s: the BMC does not offer ResetType %s (advertised: %s): %w", action, t, list(advertised), bmc.ErrNotSupported)
 		}
 		return powerPlan{candidates: []string{t}}, nil
-	case bmc.PowerActionCycle, bmc.PowerActionReset:
-		if cur.Transitional() {
-			return powerPlan{wait: true}, nil
-		}
-		if cur == bmc.PowerOff {
-			return on()
-		}
-		var c []string
-		if action == bmc.PowerActionCycle {
-			c = pick("PowerCycle")
-		} else {
-			c = pick("ForceRestart", "GracefulRestart", "PowerCycle")
-		}
-		fallback := offers("ForceOff") && len(pick("On", "ForceOn")) > 0
-		if len(c) == 0 && !fallback {
-			return powerPlan{}, fmt.Errorf("%s: the BMC offers no restart, cycle or ForceOff+On (advertised: %s): %w", action, list(advertised), bmc.ErrNotSupported)
-		}
-		return powerPlan{candidates: c, offThenOn: fallback}, nil
 	}
-	return powerPlan{}, bmc.Permanent(fmt.Errorf("unknown power action %q: want on, off, soft-off, cycle or reset", action))
+	// StepCycle, StepReset on a server that is on (or in an unknown state).
+	var c []string
+	if step == powerplan.StepCycle {
+		c = pick("PowerCycle")
+	} else {
+		c = pick("ForceRestart", "GracefulRestart", "PowerCycle")
+	}
+	fallback := offers("ForceOff") && len(pick("On", "ForceOn")) > 0
+	if len(c) == 0 && !fallback {
+		return powerPlan{}, fmt.Errorf("%s: the BMC offers no restart, cycle or ForceOff+On (advertised: %s): %w", action, list(advertised), bmc.ErrNotSupported)
+	}
+	return powerPlan{candidates: c, offThenOn: fallback}, nil
 }
 
 func list(advertised []string) string {

@@ -65,7 +65,7 @@ func (d *Driver) setPower(ctx context.Context, action bmc.PowerAction) error {
 			return err
 		}
 		d.refused[t] = true
-		d.log.Info("BMC refused an advertised reset type; falling back", "resetType", t, "status", se.StatusCode)
+		d.logger(ctx).Info("BMC refused an advertised reset type; falling back", "resetType", t, "status", se.StatusCode)
 	}
 	if !plan.offThenOn {
 		return fmt.Errorf("the BMC refused every reset type for %s: %w", action, bmc.ErrNotSupported)
@@ -108,7 +108,7 @@ func (d *Driver) reset(ctx context.Context, target, resetType string) error {
 // offThenOn emulates a cycle: ForceOff, wait until the BMC reports Off
 // (a second request while the first is pending may be dropped), then On.
 func (d *Driver) offThenOn(ctx context.Context, target string) error {
-	d.log.Info("emulating power cycle as ForceOff, then On")
+	d.logger(ctx).Info("emulating power cycle as ForceOff, then On")
 	if err := d.reset(ctx, target, "ForceOff"); err != nil {
 		return err
 	}

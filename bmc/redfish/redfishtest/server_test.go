@@ -1,0 +1,218 @@
+package redfishtest_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
+	"github.com/bmckit/bmckit/internal/clock"
+)
+
+// client speaks raw HTTP to the simulator (the driver's own tests cover the
+// simulator through gofish; these pin its wire behaviour).
+type client struct {
+	t     *testing.T
+	srv   *redfishtest.Server
+	token string
+}
+
+func (c *client) do(method, path, body string, header map[string]string) (*http.Response, string) {
+	c.t.Helper()
+	req, err := http.NewRequest(method, c.srv.URL()+path, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if c.token != "" {
+		req.Header.Set("X-Auth-Token", c.token)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func (c *client) login(user, pass string) int {
+	c.t.Helper()
+	resp, _ := c.do("POST", "/redfish/v1/SessionService/Sessions", `{"UserName":"`+user+`","Password":"`+pass+`"}`, nil)
+	c.token = resp.Header.Get("X-Auth-Token")
+	return resp.StatusCode
+}
+
+func TestSessionsAndCredentials(t *testing.T) {
+	for _, c := range []struct {
+		mode redfishtest.SessionMode
+		want int
+	}{{redfishtest.SessionsCreatedWithBody, 201}, {redfishtest.SessionsNoContent, 204}} {
+		srv := redfishtest.NewServer(redfishtest.Config{Sessions: c.mode})
+		defer srv.Close()
+		cl := &client{t: t, srv: srv}
+		if got := cl.login("admin", "wrong"); got != 401 {
+			t.Fatalf("wrong password: %d, want 401", got)
+		}
+		if got := cl.login("admin", "password"); got != c.want || cl.token == "" {
+			t.Fatalf("login: %d token %q, want %d and a token", got, cl.token, c.want)
+		}
+		if resp, _ := cl.do("GET", "/redfish/v1/Systems/1", "", nil); resp.StatusCode != 200 {
+			t.Fatalf("GET with the token: %d", resp.StatusCode)
+		}
+		srv.ExpireSessions()
+		if resp, _ := cl.do("GET", "/redfish/v1/Systems/1", "", nil); resp.StatusCode != 401 {
+			t.Fatalf("GET after expiry: %d, want 401", resp.StatusCode)
+		}
+		for _, r := range srv.Requests() {
+			if strings.Contains(r.Body, "password") || strings.Contains(r.Body, "wrong") {
+				t.Fatalf("request log holds a session body: %+v", r)
+			}
+		}
+	}
+	srv := redfishtest.NewServer(redfishtest.Config{Sessions: redfishtest.SessionsNone})
+	defer srv.Close()
+	cl := &client{t: t, srv: srv}
+	_, root := cl.do("GET", "/redfish/v1/", "", nil)
+	if strings.Contains(root, "Sessions") {
+		t.Fatalf("service root without SessionService names Sessions: %s", root)
+	}
+	if resp, _ := cl.do("GET", "/redfish/v1/Systems", "", map[string]string{"Authorization": "Basic YWRtaW46d3Jvbmc="}); resp.StatusCode != 401 {
+		t.Fatalf("wrong basic auth: %d", resp.StatusCode)
+	}
+}
+
+func TestSessionTTL(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	srv := redfishtest.NewServer(redfishtest.Config{SessionTTL: time.Minute, Clock: clk})
+	defer srv.Close()
+	cl := &client{t: t, srv: srv}
+	cl.login("admin", "password")
+	clk.Advance(59 * time.Second)
+	if resp, _ := cl.do("GET", "/redfish/v1/Systems/1", "", nil); resp.StatusCode != 200 {
+		t.Fatalf("within the TTL: %d", resp.StatusCode)
+	}
+	clk.Advance(61 * time.Second)
+	if resp, _ := cl.do("GET", "/redfish/v1/Systems/1", "", nil); resp.StatusCode != 401 {
+		t.Fatalf("past the TTL: %d, want 401", resp.StatusCode)
+	}
+}
+
+func TestETagModes(t *testing.T) {
+	patch := `{"Boot":{"BootSourceOverrideTarget":"Pxe","BootSourceOverrideEnabled":"Once"}}`
+	for _, c := range []struct {
+		mode              redfishtest.ETagMode
+		without, withGood int
+	}{
+		{redfishtest.ETagsOptional, 204, 204},
+		{redfishtest.ETagsRequired, 428, 204},
+		{redfishtest.ETagsRejected, 204, 400},
+	} {
+		srv := redfishtest.NewServer(redfishtest.Config{ETags: c.mode})
+		defer srv.Close()
+		cl := &client{t: t, srv: srv}
+		cl.login("admin", "password")
+		if resp, _ := cl.do("PATCH", "/redfish/v1/Systems/1", patch, nil); resp.StatusCode != c.without {
+			t.Fatalf("mode %d without If-Match: %d, want %d", c.mode, resp.StatusCode, c.without)
+		}
+		resp, _ := cl.do("GET", "/redfish/v1/Systems/1", "", nil)
+		etag := resp.Header.Get("ETag")
+		if resp, _ := cl.do("PATCH", "/redfish/v1/Systems/1", patch, map[string]string{"If-Match": etag}); resp.StatusCode != c.withGood {
+			t.Fatalf("mode %d with If-Match: %d, want %d", c.mode, resp.StatusCode, c.withGood)
+		}
+		if c.mode == redfishtest.ETagsOptional {
+			if resp, _ := cl.do("PATCH", "/redfish/v1/Systems/1", patch, map[string]string{"If-Match": `W/"999"`}); resp.StatusCode != 412 {
+				t.Fatalf("stale If-Match: %d, want 412", resp.StatusCode)
+			}
+		}
+	}
+}
+
+func TestPATCHRefusesReadOnlyProperties(t *testing.T) {
+	srv := redfishtest.NewServer(redfishtest.Config{})
+	defer srv.Close()
+	cl := &client{t: t, srv: srv}
+	cl.login("admin", "password")
+	for _, body := range []string{
+		`{"Boot":{"BootSourceOverrideTarget":"Pxe","BootSourceOverrideTarget@Redfish.AllowableValues":["Pxe"]}}`,
+		`{"PowerState":"On"}`,
+		`{"Boot":{"BootSourceOverrideTarget":"Floppy"}}`,
+	} {
+		if resp, _ := cl.do("PATCH", "/redfish/v1/Systems/1", body, nil); resp.StatusCode != 400 {
+			t.Fatalf("PATCH %s: %d, want 400", body, resp.StatusCode)
+		}
+	}
+}
+
+func TestDelayedPowerAndDroppedRequests(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	srv := redfishtest.NewServer(redfishtest.Config{PowerDelay: 5 * time.Second, DropDuringTransition: true,
+		RefusedResetTypes: []string{"PowerCycle"}, Clock: clk})
+	defer srv.Close()
+	cl := &client{t: t, srv: srv}
+	cl.login("admin", "password")
+	reset := func(rt string) int {
+		resp, _ := cl.do("POST", "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset", `{"ResetType":"`+rt+`"}`, nil)
+		return resp.StatusCode
+	}
+	state := func() string {
+		_, body := cl.do("GET", "/redfish/v1/Systems/1", "", nil)
+		var doc struct{ PowerState string }
+		if err := json.Unmarshal([]byte(body), &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc.PowerState
+	}
+	if got := reset("On"); got != 204 {
+		t.Fatalf("On: %d", got)
+	}
+	if got := state(); got != "PoweringOn" {
+		t.Fatalf("state during the delay: %s", got)
+	}
+	if got := reset("ForceOff"); got != 204 {
+		t.Fatalf("ForceOff during the change: %d (should be accepted, then dropped)", got)
+	}
+	clk.Advance(5 * time.Second)
+	if got := state(); got != "On" {
+		t.Fatalf("state after the delay: %s, want On (ForceOff dropped)", got)
+	}
+	if st := srv.System("1"); st.Dropped != 1 || st.Boots != 1 {
+		t.Fatalf("snapshot %+v: want one dropped request, one boot", st)
+	}
+	if got := reset("PowerCycle"); got != 501 {
+		t.Fatalf("refused PowerCycle: %d, want 501", got)
+	}
+	if got := reset("Explode"); got != 400 {
+		t.Fatalf("unknown reset type: %d, want 400", got)
+	}
+	if ch := srv.PowerChanges(); len(ch) != 1 || ch[0].Lands.Sub(ch[0].Requested) != 5*time.Second {
+		t.Fatalf("power changes %+v", ch)
+	}
+}
+
+func TestFaults(t *testing.T) {
+	srv := redfishtest.NewServer(redfishtest.Config{Faults: redfishtest.Faults{Rate: 0.5, Kinds: []redfishtest.Fault{redfishtest.Fault503}}})
+	defer srv.Close()
+	cl := &client{t: t, srv: srv}
+	codes := map[int]int{}
+	for range 40 {
+		resp, _ := cl.do("GET", "/redfish/v1/", "", nil)
+		codes[resp.StatusCode]++
+	}
+	if codes[503] == 0 || codes[200] == 0 {
+		t.Fatalf("50%% 503: got %v", codes)
+	}
+	srv.SetFaults(0, func(string, string) redfishtest.Fault { return redfishtest.FaultReset })
+	if _, err := http.Get(srv.URL() + "/redfish/v1/"); err == nil {
+		t.Fatal("a reset connection answered")
+	}
+	srv.SetFaults(0, nil)
+	if resp, _ := cl.do("GET", "/redfish/v1/", "", nil); resp.StatusCode != 200 {
+		t.Fatalf("after faults stopped: %d", resp.StatusCode)
+	}
+}
