@@ -25,6 +25,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -41,20 +42,23 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
+func run(args []string, out io.Writer) error {
+	flag := flag.NewFlagSet("quickstart", flag.ContinueOnError)
 	servers := flag.Int("servers", 8, "number of simulated servers")
 	latency := flag.Duration("latency", 20*time.Millisecond, "simulated latency of every BMC call")
 	powerDelay := flag.Duration("power-delay", time.Second, "how long a power change takes to land")
 	target := flag.String("target", "redfish", "simulated BMCs: redfish (HTTPS on loopback) or fake (in-memory)")
 	dbPath := flag.String("db", "", "boltstore file (default: a temporary file)")
 	workers := flag.Int("workers", 16, "concurrent jobs")
-	flag.Parse()
+	if err := flag.Parse(args); err != nil {
+		return err
+	}
 	if *servers < 1 || *servers > 1000 {
 		return fmt.Errorf("-servers %d: want 1-1000", *servers)
 	}
@@ -68,7 +72,7 @@ func run() error {
 		return err
 	}
 	defer fleet.close()
-	fmt.Printf("started %d simulated %s BMCs (latency %s, power changes land after %s)\n", *servers, *target, *latency, *powerDelay)
+	fmt.Fprintf(out, "started %d simulated %s BMCs (latency %s, power changes land after %s)\n", *servers, *target, *latency, *powerDelay)
 
 	// 2. The store: the embedded durable default.
 	path := *dbPath
@@ -85,10 +89,10 @@ func run() error {
 		return err
 	}
 	defer store.Close(context.Background())
-	fmt.Printf("jobs are stored in %s\n", path)
+	fmt.Fprintf(out, "jobs are stored in %s\n", path)
 
 	// 3. The runner.
-	prog := newProgress()
+	prog := newProgress(out)
 	runner, err := job.NewRunner(job.Config{
 		Store:       store,
 		Dialer:      fleet.dialer,
@@ -139,24 +143,24 @@ func run() error {
 		return err
 	}
 
-	fmt.Println()
-	fmt.Println("final state:")
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "final state:")
 	for _, j := range jobs {
-		fmt.Printf("%s  %s  result=%s reason=%s\n", j.Name, j.Spec.BMC, j.Status.Result, j.Status.Reason)
+		fmt.Fprintf(out, "%s  %s  result=%s reason=%s\n", j.Name, j.Spec.BMC, j.Status.Result, j.Status.Reason)
 		for _, c := range j.Status.Conditions {
-			fmt.Printf("    %-9s = %-5s  reason=%s  message=%q\n", c.Type, c.Status, c.Reason, c.Message)
+			fmt.Fprintf(out, "    %-9s = %-5s  reason=%s  message=%q\n", c.Type, c.Status, c.Reason, c.Message)
 		}
 		for k, ts := range j.Status.Tasks {
-			fmt.Printf("    task %d %-22s %s (attempts %d): %s\n", k+1, j.Spec.Tasks[k].Describe(), ts.Result, ts.Attempts, ts.Message)
+			fmt.Fprintf(out, "    task %d %-22s %s (attempts %d): %s\n", k+1, j.Spec.Tasks[k].Describe(), ts.Result, ts.Attempts, ts.Message)
 		}
 		if w := j.Status.Wire; w != nil {
-			fmt.Printf("    wire: %d requests, %d connections, %d logins\n", w.Requests, w.Connections, w.Logins)
+			fmt.Fprintf(out, "    wire: %d requests, %d connections, %d logins\n", w.Requests, w.Connections, w.Logins)
 		}
 		if !conditions.IsTrue(j.Status.Conditions, conditions.TypeCompleted) || j.Status.Result != conditions.ResultSucceeded {
 			failed++
 		}
 	}
-	fmt.Printf("\n%d of %d jobs succeeded in %s\n", len(jobs)-failed, len(jobs), elapsed.Round(time.Millisecond))
+	fmt.Fprintf(out, "\n%d of %d jobs succeeded in %s\n", len(jobs)-failed, len(jobs), elapsed.Round(time.Millisecond))
 	if failed > 0 {
 		return fmt.Errorf("%d jobs did not succeed", failed)
 	}
@@ -214,11 +218,12 @@ func startFleet(target string, n int, latency, powerDelay time.Duration) (*fleet
 
 // progress prints one line whenever a job moves to another task or phase.
 type progress struct {
+	out  io.Writer
 	mu   sync.Mutex
 	seen map[string]string
 }
 
-func newProgress() *progress { return &progress{seen: map[string]string{}} }
+func newProgress(out io.Writer) *progress { return &progress{out: out, seen: map[string]string{}} }
 
 func (p *progress) update(j job.Job) {
 	var line string
@@ -250,5 +255,5 @@ func (p *progress) update(j job.Job) {
 		return
 	}
 	p.seen[j.Name] = line
-	fmt.Printf("%s  %s  %s\n", time.Now().Format("15:04:05.000"), j.Name, line)
+	fmt.Fprintf(p.out, "%s  %s  %s\n", time.Now().Format("15:04:05.000"), j.Name, line)
 }
