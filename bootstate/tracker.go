@@ -292,11 +292,11 @@ func (t *Tracker) Start(ctx context.Context, opts StartOptions) (Record, error) 
 		}
 		if exists {
 			if _, ok := rec.previous(opts.AttemptID); ok {
-				return false, fmt.Errorf("%w: attempt %q of system %s was replaced by attempt %q", ErrStaleAttempt, opts.AttemptID, u, rec.AttemptID)
+				return false, fmt.Errorf("bootstate: %w: attempt %q of system %s was replaced by attempt %q", ErrStaleAttempt, opts.AttemptID, u, rec.AttemptID)
 			}
 		}
 		now := t.clock.Now().UTC()
-		prev := t.retire(rec, exists, opts.AttemptID, now)
+		prev := t.retire(rec, exists, opts.AttemptID)
 		*rec = Record{
 			SystemUUID: u,
 			AttemptID:  opts.AttemptID,
@@ -323,7 +323,7 @@ func (t *Tracker) Start(ctx context.Context, opts StartOptions) (Record, error) 
 
 // retire returns the history list with the current attempt (if any)
 // prepended, trimmed to the history limit.
-func (t *Tracker) retire(rec *Record, exists bool, next string, now time.Time) []PreviousAttempt {
+func (t *Tracker) retire(rec *Record, exists bool, next string) []PreviousAttempt {
 	if !exists {
 		return nil
 	}
