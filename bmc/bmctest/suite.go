@@ -254,10 +254,23 @@ func (tc *tcase) poll(what string, check func() (done bool, last string)) {
 }
 
 // ensurePower brings the server to want (On or Off) with the driver itself.
+// A transition still in progress (left by an earlier subtest on a shared
+// peer) is waited out first, since some BMCs drop requests meanwhile.
 func (tc *tcase) ensurePower(want bmc.PowerState) {
 	tc.Helper()
-	st, err := tc.readPower()
-	if err == nil && st == want {
+	var st bmc.PowerState
+	tc.poll("a stable power state before the subtest", func() (bool, string) {
+		var err error
+		st, err = tc.readPower()
+		if err != nil {
+			if !bmc.IsTransient(err) {
+				tc.Fatalf("PowerState before the subtest: %v", err)
+			}
+			return false, err.Error()
+		}
+		return !st.Transitional(), string(st)
+	})
+	if st == want {
 		return
 	}
 	action := bmc.PowerActionOn
