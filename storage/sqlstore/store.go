@@ -44,6 +44,8 @@ type Store struct {
 	prefix  string
 	log     logr.Logger
 	closeDB bool
+	// writeSem (capacity 1) serializes this process's writes.
+	writeSem chan struct{}
 
 	// Queries with the schema and prefix filled in.
 	qGet, qList, qListRange, qInsert, qUpdate, qDelete, qState, qChanges, qCompact, qSetCompacted string
@@ -54,7 +56,7 @@ var identRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,39}$`)
 // New returns a Store on db, a PostgreSQL connection pool, after applying
 // pending migrations.
 func New(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
-	s := &Store{db: db, schema: opts.Schema, prefix: opts.TablePrefix, log: opts.Logger, closeDB: opts.CloseDB}
+	s := &Store{db: db, schema: opts.Schema, prefix: opts.TablePrefix, log: opts.Logger, closeDB: opts.CloseDB, writeSem: make(chan struct{}, 1)}
 	if s.schema == "" {
 		s.schema = "public"
 	}
@@ -183,6 +185,17 @@ func (s *Store) Get(ctx context.Context, key string) (storage.Record, error) {
 // write runs one write statement returning the new revision. When it
 // changes no record, miss says why.
 func (s *Store) write(ctx context.Context, op, key, query string, miss func() error, args ...any) (int64, error) {
+	// Writes to one store are serialized by the counter row anyway; this
+	// process's writers queue here instead of each holding a pooled
+	// connection while blocked on that row lock, which keeps connections
+	// free for reads. Only other processes' writers contend in the
+	// database. The channel keeps the wait cancellable.
+	select {
+	case s.writeSem <- struct{}{}:
+	case <-ctx.Done():
+		return 0, fmt.Errorf("sqlstore: %s %q: %w", op, key, ctx.Err())
+	}
+	defer func() { <-s.writeSem }()
 	var rev int64
 	err := s.db.QueryRowContext(ctx, query, args...).Scan(&rev)
 	if errors.Is(err, sql.ErrNoRows) {
