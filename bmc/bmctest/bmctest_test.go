@@ -130,6 +130,7 @@ var bugs = []struct {
 	{"stats-frozen", "Stats/CountsRequests", nil},
 	{"leaks-password", "Power/InvalidAction", nil},
 	{"unauthorized-untyped", "Dial/WrongPassword", nil},
+	{"once-ignored", "BootOverride/pxe-once-unchanged", nil}, // the fake's IgnoreOnceOverride
 }
 
 const (
@@ -160,7 +161,10 @@ func TestBrokenDriver(t *testing.T) {
 	}
 	creds := bmc.Credentials{Username: "admin", Password: testPassword}
 	bmctest.Run(t, opts, func(t *testing.T) bmctest.Target {
-		srv := fake.New(fake.Options{Unsupported: unsupported, Username: creds.Username, Password: creds.Password})
+		srv := fake.New(fake.Options{
+			Unsupported: unsupported, Username: creds.Username, Password: creds.Password,
+			IgnoreOnceOverride: bug == "once-ignored",
+		})
 		dial := func(ctx context.Context, c bmc.Credentials) (bmc.Driver, error) {
 			d, err := srv.Dial(ctx, bmc.Endpoint{Protocol: "ipmi", Host: "127.0.0.1"}, c)
 			if bug == "unauthorized-untyped" && errors.Is(err, bmc.ErrUnauthorized) {
@@ -173,7 +177,7 @@ func TestBrokenDriver(t *testing.T) {
 			t.Fatal(err)
 		}
 		tg := bmctest.Target{Driver: d, Dial: dial, Credentials: creds}
-		if bug != "correct" {
+		if bug != "correct" && bug != "once-ignored" {
 			tg.Driver = &broken{Driver: d.(*fake.Driver), bug: bug}
 		}
 		return tg

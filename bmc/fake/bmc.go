@@ -13,6 +13,10 @@ import (
 // ErrClosed is returned (wrapped) by calls on a [Driver] after its Close.
 var ErrClosed = errors.New("fake: session is closed")
 
+// ErrUnreachable is returned (wrapped, and marked transient) by calls made
+// while the BMC restarts after a ResetBMC; see [Options.BMCResetDowntime].
+var ErrUnreachable = errors.New("fake: BMC unreachable (restarting)")
+
 // ErrSessionExpired is returned (wrapped, and marked transient) by calls on a
 // session that [BMC.ExpireSessions] ended; dial again to continue.
 var ErrSessionExpired = errors.New("fake: session expired")
@@ -28,20 +32,21 @@ type BMC struct {
 	clock Clock
 	lacks map[Capability]bool
 
-	mu       sync.Mutex
-	power    bmc.PowerState // last landed state, On or Off
-	steps    []step         // pending transition, in order
-	override bmc.BootOverride
-	media    map[bmc.MediaKind]bmc.MediaStatus
-	boots    int
-	lastBoot bmc.BootDevice
-	resets   int
-	hooks    map[Method]Hook
-	failNext map[Method]*failure
-	calls    []Call
-	sessions SessionStats
-	live     map[int]bool // open, unexpired sessions
-	nextConn int
+	mu        sync.Mutex
+	power     bmc.PowerState // last landed state, On or Off
+	steps     []step         // pending transition, in order
+	override  bmc.BootOverride
+	media     map[bmc.MediaKind]bmc.MediaStatus
+	boots     int
+	lastBoot  bmc.BootDevice
+	resets    int
+	downUntil time.Time // calls fail until then (the BMC restarts)
+	hooks     map[Method]Hook
+	failNext  map[Method]*failure
+	calls     []Call
+	sessions  SessionStats
+	live      map[int]bool // open, unexpired sessions
+	nextConn  int
 }
 
 // step is one leg of a pending power transition: the BMC reports during

@@ -48,7 +48,9 @@
 // n calls. Mark injected errors with [bmc.Transient] to test retries.
 // [BMC.ExpireSessions] ends every session; [Options.MaxSessions] refuses
 // logins beyond a session limit; [Options.DropDuringTransition] drops power
-// requests that arrive during a pending change.
+// requests that arrive during a pending change; [Options.IgnoreOnceOverride]
+// drops one-time boot overrides; [Options.BMCResetDowntime] makes the BMC
+// unreachable for a while after ResetBMC.
 //
 // # Conformance
 //

@@ -88,14 +88,16 @@ func (d *Driver) run(ctx context.Context, call Call, op func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if call.Method != MethodDial && call.Method != MethodClose {
-		if d.closed.Load() {
-			return ErrClosed
-		}
+	if call.Method != MethodClose {
 		b.mu.Lock()
-		live := b.live[d.session]
+		live, down := b.live[d.session], b.clock.Now().Before(b.downUntil)
 		b.mu.Unlock()
-		if !live {
+		switch {
+		case call.Method != MethodDial && d.closed.Load():
+			return ErrClosed
+		case down:
+			return bmc.Transient(ErrUnreachable)
+		case call.Method != MethodDial && !live:
 			return bmc.Transient(ErrSessionExpired)
 		}
 	}
@@ -207,6 +209,10 @@ func (d *Driver) SetBootOverride(ctx context.Context, o bmc.BootOverride) error 
 		if mode == bmc.BootModeUnchanged {
 			mode = b.override.Mode
 		}
+		if !o.Persistent && b.opts.IgnoreOnceOverride {
+			b.override = bmc.BootOverride{Device: bmc.BootDeviceNone, Mode: mode}
+			return nil // accepted and dropped, as some BMCs do
+		}
 		b.override = bmc.BootOverride{Device: o.Device, Persistent: o.Persistent, Mode: mode}
 		return nil
 	})
@@ -266,7 +272,9 @@ func (d *Driver) MediaStatus(ctx context.Context, kind bmc.MediaKind) (bmc.Media
 }
 
 // ResetBMC implements [bmc.BMCResetter]. It counts the reset in
-// [State.BMCResets]; the server's power and the sessions are unaffected.
+// [State.BMCResets] and makes the BMC unreachable for
+// [Options.BMCResetDowntime]; the server's power and the sessions are
+// unaffected.
 func (d *Driver) ResetBMC(ctx context.Context, t bmc.BMCResetType) error {
 	return d.do(ctx, MethodResetBMC, []any{t}, func() error {
 		b := d.bmc
@@ -277,6 +285,9 @@ func (d *Driver) ResetBMC(ctx context.Context, t bmc.BMCResetType) error {
 			return bmc.Permanent(fmt.Errorf("invalid BMC reset type %q: want %q or %q", t, bmc.BMCResetWarm, bmc.BMCResetCold))
 		}
 		b.resets++
+		if dt := b.opts.BMCResetDowntime; dt > 0 {
+			b.downUntil = b.clock.Now().Add(dt)
+		}
 		return nil
 	})
 }

@@ -664,3 +664,44 @@ func TestCallLogSize(t *testing.T) {
 		t.Errorf("disabled log holds %d calls", n)
 	}
 }
+
+func TestIgnoreOnceOverride(t *testing.T) {
+	srv := fake.New(fake.Options{IgnoreOnceOverride: true})
+	d := dial(t, srv)
+	ctx := context.Background()
+	if err := d.SetBootOverride(ctx, bmc.BootOverride{Device: bmc.BootDevicePXE}); err != nil {
+		t.Fatalf("SetBootOverride(once): %v", err)
+	}
+	if got, _ := d.BootOverride(ctx); got.Device != bmc.BootDeviceNone {
+		t.Fatalf("ignored one-time override reads back %+v, want none", got)
+	}
+	mustSet(t, d, bmc.PowerActionOn)
+	if st := srv.State(); st.LastBootDevice != bmc.BootDeviceDisk {
+		t.Fatalf("booted from %s, want disk", st.LastBootDevice)
+	}
+	if err := d.SetBootOverride(ctx, bmc.BootOverride{Device: bmc.BootDevicePXE, Persistent: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := d.BootOverride(ctx); got.Device != bmc.BootDevicePXE || !got.Persistent {
+		t.Fatalf("persistent override reads back %+v", got)
+	}
+}
+
+func TestBMCResetDowntime(t *testing.T) {
+	clk := clock.NewFake(epoch)
+	srv := fake.New(fake.Options{BMCResetDowntime: time.Minute, Clock: clk})
+	d := dial(t, srv)
+	ctx := context.Background()
+	if err := d.ResetBMC(ctx, bmc.BMCResetWarm); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.PowerState(ctx)
+	if !errors.Is(err, fake.ErrUnreachable) || !bmc.IsTransient(err) {
+		t.Fatalf("PowerState while the BMC restarts: %v, want transient ErrUnreachable", err)
+	}
+	if _, err := srv.Dial(ctx, testEP, bmc.Credentials{}); !errors.Is(err, fake.ErrUnreachable) {
+		t.Fatalf("Dial while the BMC restarts: %v", err)
+	}
+	clk.Advance(time.Minute)
+	mustPower(t, d, bmc.PowerOff) // the session survived
+}

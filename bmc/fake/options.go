@@ -119,6 +119,18 @@ type Options struct {
 	// pending one).
 	DropDuringTransition bool
 
+	// IgnoreOnceOverride makes the BMC accept one-time boot overrides and
+	// drop them (they read back as bmc.BootDeviceNone and the next boot uses
+	// the disk), as some BMCs silently do. Persistent overrides work.
+	// Defaults to false.
+	IgnoreOnceOverride bool
+
+	// BMCResetDowntime is how long the BMC is unreachable after a ResetBMC:
+	// meanwhile every call (Dial included) fails with a transient error, as
+	// a connection refused would. Sessions survive. Defaults to 0: the BMC
+	// answers again at once.
+	BMCResetDowntime time.Duration
+
 	// MaxSessions is how many sessions may be open at once; a Dial beyond it
 	// fails with a transient error, as BMCs with a small session table do.
 	// Defaults to 0: unlimited.
@@ -149,7 +161,7 @@ func (o Options) validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"Latency", o.Latency}, {"PowerTransition", o.PowerTransition}, {"SoftOffDelay", o.SoftOffDelay}} {
+	}{{"Latency", o.Latency}, {"PowerTransition", o.PowerTransition}, {"SoftOffDelay", o.SoftOffDelay}, {"BMCResetDowntime", o.BMCResetDowntime}} {
 		if d.v < 0 {
 			return fmt.Errorf("fake: Options.%s %v: must not be negative", d.name, d.v)
 		}
