@@ -705,3 +705,26 @@ func TestBMCResetDowntime(t *testing.T) {
 	clk.Advance(time.Minute)
 	mustPower(t, d, bmc.PowerOff) // the session survived
 }
+
+func TestFleetSystemPaths(t *testing.T) {
+	f := fake.NewFleet()
+	only, _ := f.AddNew("redfish://10.0.0.1", fake.Options{})
+	one, _ := f.AddNew("redfish://10.0.0.2/redfish/v1/Systems/1", fake.Options{})
+	s1, _ := f.AddNew("redfish://10.0.0.3/redfish/v1/Systems/1", fake.Options{})
+	s2, _ := f.AddNew("redfish://10.0.0.3/redfish/v1/Systems/2", fake.Options{})
+	for url, want := range map[string]*fake.BMC{
+		"redfish://10.0.0.1/redfish/v1/Systems/7": only, // registered without a path
+		"redfish://10.0.0.2":                      one,  // the only system there
+		"redfish://10.0.0.3/redfish/v1/Systems/2": s2,
+		"redfish://10.0.0.3/redfish/v1/Systems/1": s1,
+		"redfish://10.0.0.3":                      nil, // two systems: ambiguous
+	} {
+		if got := f.Get(url); got != want {
+			t.Errorf("Get(%s) found the wrong BMC (nil: %v)", url, got == nil)
+		}
+	}
+	ep, _ := bmc.ParseEndpoint("redfish://10.0.0.3")
+	if _, err := f.Dial(context.Background(), ep, bmc.Credentials{}); err == nil {
+		t.Error("Dial of an address naming no system among two succeeded")
+	}
+}

@@ -33,6 +33,29 @@ func fleetKey(ep bmc.Endpoint) string {
 	return ep.Key() + ep.Path
 }
 
+// lookup finds the BMC for ep; called with f.mu held. Without an exact
+// match, an address with no system path matches the only BMC registered at
+// that host and port, and an address with a path matches a BMC registered
+// there without one, as a Redfish service with a single system would.
+func (f *Fleet) lookup(ep bmc.Endpoint) *BMC {
+	if b := f.bmcs[fleetKey(ep)]; b != nil {
+		return b
+	}
+	if ep.Path != "" {
+		return f.bmcs[ep.Key()]
+	}
+	var found *BMC
+	for k, b := range f.bmcs {
+		if strings.HasPrefix(k, ep.Key()+"/") {
+			if found != nil {
+				return nil // several systems: the address must name one
+			}
+			found = b
+		}
+	}
+	return found
+}
+
 // Add registers b under the BMC address rawURL (any URL [bmc.ParseEndpoint]
 // accepts). It fails when the URL is invalid or already taken.
 func (f *Fleet) Add(rawURL string, b *BMC) error {
@@ -62,7 +85,7 @@ func (f *Fleet) AddNew(rawURL string, opts Options) (*BMC, error) {
 	return b, nil
 }
 
-// Get returns the BMC registered under rawURL, or nil.
+// Get returns the BMC that a Dial of rawURL would reach, or nil.
 func (f *Fleet) Get(rawURL string) *BMC {
 	ep, err := bmc.ParseEndpoint(rawURL)
 	if err != nil {
@@ -70,15 +93,16 @@ func (f *Fleet) Get(rawURL string) *BMC {
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.bmcs[fleetKey(ep)]
+	return f.lookup(ep)
 }
 
 // Dial implements [bmc.Dialer]: it opens a session on the BMC registered at
-// ep. An unknown address fails with an error naming it and the registered
+// ep (an address without a system path reaches the only BMC at that host
+// and port; one with a path reaches a BMC registered without one). An unknown address fails with an error naming it and the registered
 // ones; wrong credentials fail with an error wrapping [bmc.ErrUnauthorized].
 func (f *Fleet) Dial(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (bmc.Driver, error) {
 	f.mu.RLock()
-	b := f.bmcs[fleetKey(ep)]
+	b := f.lookup(ep)
 	var known []string
 	if b == nil {
 		for k := range f.bmcs {
