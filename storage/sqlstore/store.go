@@ -84,16 +84,23 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	s.qListRange = "SELECT key, value, revision FROM " + kv + " WHERE key >= $1 AND key < $2 AND NOT deleted ORDER BY key"
 	// Each write is one autocommit statement: the WITH clause takes the next
 	// revision and the counter row's lock (held until commit, so revisions
-	// commit in order), then the record changes by compare-and-swap. A
-	// statement that changes no record still consumes a revision (a gap).
-	next := "WITH r AS (UPDATE " + meta + " SET revision = revision + 1 WHERE id = 1 RETURNING revision) "
-	s.qInsert = next + "INSERT INTO " + kv + " AS t (key, value, revision, deleted) SELECT $1, $2, r.revision, false FROM r" +
+	// commit in order), then the record changes by compare-and-swap. The
+	// counter moves only if the statement's snapshot says the write can
+	// succeed, so a lost compare-and-swap costs a read, not a commit; if a
+	// concurrent writer wins in between, the revision is skipped (a gap).
+	next := func(cond string) string {
+		return "WITH r AS (UPDATE " + meta + " SET revision = revision + 1 WHERE id = 1 AND EXISTS (SELECT 1 FROM " + kv +
+			" WHERE key = $1 AND " + cond + ") RETURNING revision) "
+	}
+	s.qInsert = strings.Replace(next("NOT deleted"), "AND EXISTS", "AND NOT EXISTS", 1) +
+		"INSERT INTO " + kv + " AS t (key, value, revision, deleted) SELECT $1, $2, r.revision, false FROM r" +
 		" ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, revision = EXCLUDED.revision, deleted = false WHERE t.deleted" +
 		" RETURNING t.revision"
-	s.qUpdate = next + "UPDATE " + kv + " SET value = $2, revision = (SELECT revision FROM r)" +
-		" WHERE key = $1 AND revision = $3 AND NOT deleted RETURNING revision"
-	s.qDelete = next + "UPDATE " + kv + " SET value = ''::bytea, revision = (SELECT revision FROM r), deleted = true" +
-		" WHERE key = $1 AND NOT deleted AND ($2 = 0 OR revision = $2) RETURNING revision"
+	s.qUpdate = next("revision = $3 AND NOT deleted") + "UPDATE " + kv + " SET value = $2, revision = (SELECT revision FROM r)" +
+		" WHERE key = $1 AND revision = $3 AND NOT deleted AND EXISTS (SELECT 1 FROM r) RETURNING revision"
+	s.qDelete = next("NOT deleted AND ($2 = 0 OR revision = $2)") + "UPDATE " + kv +
+		" SET value = ''::bytea, revision = (SELECT revision FROM r), deleted = true" +
+		" WHERE key = $1 AND NOT deleted AND ($2 = 0 OR revision = $2) AND EXISTS (SELECT 1 FROM r) RETURNING revision"
 	s.qState = "SELECT revision, deleted FROM " + kv + " WHERE key = $1"
 	// One statement, so the counter and the rows come from one snapshot.
 	s.qChanges = "SELECT m.revision, m.compacted, c.key, c.value, c.revision, c.deleted FROM " + meta + " m LEFT JOIN LATERAL (" +
