@@ -19,13 +19,14 @@
 //
 // # Revisions and concurrency
 //
-// Every write is one transaction that first increments the single counter
-// row (taking its row lock) and then changes the record with a
-// compare-and-swap (UPDATE ... WHERE revision = $n). Holding the counter's
-// lock until commit makes revisions commit in order: once a reader sees
-// revision N, every smaller revision is visible too, which the change feed
-// needs and which a plain SEQUENCE does not give (see docs/storage.md). The
-// price is that writes to one store are serialized in the database.
+// Every write is one autocommit statement that increments the single counter
+// row (taking its row lock) and changes the record with a compare-and-swap
+// (UPDATE ... WHERE revision = $n). Holding the counter's lock until commit
+// makes revisions commit in order: once a reader sees revision N, every
+// smaller revision is visible too, which the change feed needs and which a
+// plain SEQUENCE does not give (see docs/storage.md). The price is that
+// writes to one store are serialized in the database. Revisions may have
+// gaps (a compare-and-swap lost to a concurrent writer skips one).
 //
 // # Change feed
 //
