@@ -145,7 +145,7 @@ func run(n int, minDelay, maxDelay time.Duration, seed int64) error {
 	r, err := job.NewRunner(job.Config{
 		Store:       memstore.New(),
 		Dialer:      &sd,
-		Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "password"}},
+		Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "redfishtest-secret"}},
 		Workers:     n,
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/bmckit/bmckit/bmc/bmctest"
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
+	"github.com/bmckit/bmckit/internal/clock"
 )
 
 // testOptions are driver options for loopback tests: short back-off.
@@ -22,6 +23,18 @@ func testOptions() redfish.Options {
 // dialSim starts a simulator with cfg and dials it.
 func dialSim(t *testing.T, cfg redfishtest.Config, opts redfish.Options, systemID string, tlsServer bool) (*redfishtest.Server, *redfish.Driver) {
 	t.Helper()
+	srv, dialer := startSim(t, cfg, opts, tlsServer)
+	drv, err := dialer.DialDriver(context.Background(), srv.Endpoint(systemID), srv.Credentials())
+	if err != nil {
+		t.Fatalf("Dial %s: %v", srv.Address(systemID), err)
+	}
+	t.Cleanup(func() { _ = drv.Close(context.Background()) })
+	return srv, drv
+}
+
+// startSim starts a simulator with cfg and returns a dialer that trusts it.
+func startSim(t *testing.T, cfg redfishtest.Config, opts redfish.Options, tlsServer bool) (*redfishtest.Server, *redfish.Dialer) {
+	t.Helper()
 	var srv *redfishtest.Server
 	if tlsServer {
 		srv = redfishtest.NewTLSServer(cfg)
@@ -30,12 +43,7 @@ func dialSim(t *testing.T, cfg redfishtest.Config, opts redfish.Options, systemI
 		srv = redfishtest.NewServer(cfg)
 	}
 	t.Cleanup(srv.Close)
-	drv, err := redfish.NewDialer(opts).DialDriver(context.Background(), srv.Endpoint(systemID), srv.Credentials())
-	if err != nil {
-		t.Fatalf("Dial %s: %v", srv.Address(systemID), err)
-	}
-	t.Cleanup(func() { _ = drv.Close(context.Background()) })
-	return srv, drv
+	return srv, redfish.NewDialer(opts)
 }
 
 // onceSubtests are the suite's one-time boot override subtests, for
@@ -74,6 +82,8 @@ func TestConformance(t *testing.T) {
 		suite    bmctest.Options
 		systemID string
 		tls      bool
+		// fakeClock runs the simulator on a clock the suite advances.
+		fakeClock bool
 		// setup runs after the server started (e.g. to install faults that
 		// need the server).
 		setup func(srv *redfishtest.Server)
@@ -99,6 +109,8 @@ func TestConformance(t *testing.T) {
 		{name: "IfMatchRequired", cfg: redfishtest.Config{ETags: redfishtest.ETagsRequired}},
 		{name: "IfMatchRejected", cfg: redfishtest.Config{ETags: redfishtest.ETagsRejected}},
 		{name: "DelayedPower", cfg: redfishtest.Config{PowerDelay: delay}},
+		// Changes landing 8 s late on a clock the suite advances 1 s per poll.
+		{name: "DelayedPowerSecondsFakeClock", fakeClock: true, cfg: redfishtest.Config{PowerDelay: 8 * time.Second, DropDuringTransition: true}},
 		{name: "DroppedSecondRequest", cfg: redfishtest.Config{PowerDelay: delay, DropDuringTransition: true}},
 		{name: "PowerCycleRefused", cfg: redfishtest.Config{PowerDelay: delay, DropDuringTransition: true, RefusedResetTypes: []string{"PowerCycle"}}},
 		{name: "AllRestartsRefused", cfg: redfishtest.Config{PowerDelay: delay, DropDuringTransition: true,
@@ -106,6 +118,8 @@ func TestConformance(t *testing.T) {
 		{name: "ResetTypesInActionInfo", cfg: redfishtest.Config{ResetTypesInActionInfo: true,
 			ResetTypes: []string{"On", "ForceOff", "GracefulShutdown", "ForceRestart"}}},
 		{name: "BootOnceIgnored", cfg: redfishtest.Config{BootOnce: redfishtest.BootOnceIgnored},
+			suite: bmctest.Options{Skip: onceSubtests()}},
+		{name: "BootOnceRevertedAtOnce", cfg: redfishtest.Config{BootOnce: redfishtest.BootOnceReverted},
 			suite: bmctest.Options{Skip: onceSubtests()}},
 		{name: "BootOnceRevertedLater", cfg: redfishtest.Config{BootOnce: redfishtest.BootOnceReverted, BootOnceRevertAfter: time.Hour}},
 		{name: "MediaUnderManager", cfg: redfishtest.Config{Media: redfishtest.MediaUnderManager}},
@@ -129,11 +143,32 @@ func TestConformance(t *testing.T) {
 				if p.opts != nil {
 					p.opts(&opts)
 				}
-				srv, drv := dialSim(t, p.cfg, opts, p.systemID, p.tls)
+				cfg := p.cfg
+				var clk *clock.Fake
+				if p.fakeClock {
+					clk = clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+					cfg.Clock = clk
+				}
+				srv, dialer := startSim(t, cfg, opts, p.tls)
+				ep := srv.Endpoint(p.systemID)
+				drv, err := dialer.Dial(t.Context(), ep, srv.Credentials())
+				if err != nil {
+					t.Fatalf("Dial %s: %v", ep, err)
+				}
 				if p.setup != nil {
 					p.setup(srv)
 				}
-				return bmctest.Target{Driver: drv}
+				target := bmctest.Target{
+					Driver:      drv,
+					Credentials: srv.Credentials(),
+					Dial: func(ctx context.Context, creds bmc.Credentials) (bmc.Driver, error) {
+						return dialer.Dial(ctx, ep, creds)
+					},
+				}
+				if clk != nil {
+					target.Advance = func() { clk.Advance(time.Second) }
+				}
+				return target
 			})
 		})
 	}

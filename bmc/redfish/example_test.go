@@ -21,7 +21,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	drv, err := dialer.Dial(ctx, ep, bmc.Credentials{Username: "admin", Password: "password"})
+	drv, err := dialer.Dial(ctx, ep, srv.Credentials()) // admin / redfishtest-secret
 	if err != nil {
 		panic(err)
 	}

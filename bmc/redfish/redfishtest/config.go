@@ -106,7 +106,7 @@ type Clock interface {
 // under the Manager.
 type Config struct {
 	// Username and Password are the accepted credentials. Default to
-	// "admin" and "password".
+	// "admin" and "redfishtest-secret".
 	Username, Password string
 
 	// Systems is the number of computer systems. Defaults to 1. They are
@@ -173,7 +173,7 @@ func (c Config) withDefaults() Config {
 		c.Username = "admin"
 	}
 	if c.Password == "" {
-		c.Password = "password"
+		c.Password = "redfishtest-secret"
 	}
 	if c.Systems <= 0 {
 		c.Systems = 1

@@ -59,7 +59,7 @@ func TestSessionsAndCredentials(t *testing.T) {
 		if got := cl.login("admin", "wrong"); got != 401 {
 			t.Fatalf("wrong password: %d, want 401", got)
 		}
-		if got := cl.login("admin", "password"); got != c.want || cl.token == "" {
+		if got := cl.login("admin", "redfishtest-secret"); got != c.want || cl.token == "" {
 			t.Fatalf("login: %d token %q, want %d and a token", got, cl.token, c.want)
 		}
 		if resp, _ := cl.do("GET", "/redfish/v1/Systems/1", "", nil); resp.StatusCode != 200 {
@@ -70,7 +70,7 @@ func TestSessionsAndCredentials(t *testing.T) {
 			t.Fatalf("GET after expiry: %d, want 401", resp.StatusCode)
 		}
 		for _, r := range srv.Requests() {
-			if strings.Contains(r.Body, "password") || strings.Contains(r.Body, "wrong") {
+			if strings.Contains(r.Body, "redfishtest-secret") || strings.Contains(r.Body, "wrong") {
 				t.Fatalf("request log holds a session body: %+v", r)
 			}
 		}
@@ -92,7 +92,7 @@ func TestSessionTTL(t *testing.T) {
 	srv := redfishtest.NewServer(redfishtest.Config{SessionTTL: time.Minute, Clock: clk})
 	defer srv.Close()
 	cl := &client{t: t, srv: srv}
-	cl.login("admin", "password")
+	cl.login("admin", "redfishtest-secret")
 	clk.Advance(59 * time.Second)
 	if resp, _ := cl.do("GET", "/redfish/v1/Systems/1", "", nil); resp.StatusCode != 200 {
 		t.Fatalf("within the TTL: %d", resp.StatusCode)
@@ -116,7 +116,7 @@ func TestETagModes(t *testing.T) {
 		srv := redfishtest.NewServer(redfishtest.Config{ETags: c.mode})
 		defer srv.Close()
 		cl := &client{t: t, srv: srv}
-		cl.login("admin", "password")
+		cl.login("admin", "redfishtest-secret")
 		if resp, _ := cl.do("PATCH", "/redfish/v1/Systems/1", patch, nil); resp.StatusCode != c.without {
 			t.Fatalf("mode %d without If-Match: %d, want %d", c.mode, resp.StatusCode, c.without)
 		}
@@ -137,7 +137,7 @@ func TestPATCHRefusesReadOnlyProperties(t *testing.T) {
 	srv := redfishtest.NewServer(redfishtest.Config{})
 	defer srv.Close()
 	cl := &client{t: t, srv: srv}
-	cl.login("admin", "password")
+	cl.login("admin", "redfishtest-secret")
 	for _, body := range []string{
 		`{"Boot":{"BootSourceOverrideTarget":"Pxe","BootSourceOverrideTarget@Redfish.AllowableValues":["Pxe"]}}`,
 		`{"PowerState":"On"}`,
@@ -155,7 +155,7 @@ func TestDelayedPowerAndDroppedRequests(t *testing.T) {
 		RefusedResetTypes: []string{"PowerCycle"}, Clock: clk})
 	defer srv.Close()
 	cl := &client{t: t, srv: srv}
-	cl.login("admin", "password")
+	cl.login("admin", "redfishtest-secret")
 	reset := func(rt string) int {
 		resp, _ := cl.do("POST", "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset", `{"ResetType":"`+rt+`"}`, nil)
 		return resp.StatusCode
