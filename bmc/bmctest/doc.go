@@ -45,8 +45,12 @@
 //   - Context: every method called with an already cancelled, or already
 //     expired, ctx returns an error wrapping context.Canceled (or
 //     context.DeadlineExceeded), without hanging.
+//   - Credentials (with [Target.Dial] and [Target.Credentials] set): a wrong
+//     password or user is refused, at Dial or at the first request, with a
+//     permanent error wrapping [bmc.ErrUnauthorized].
 //   - Close is idempotent; Stats (where implemented) counts requests.
-//   - Every error returned is a [*bmc.OpError].
+//   - Every error returned is a [*bmc.OpError], and none contains the
+//     password of [Target.Credentials].
 //
 // # Selecting subtests
 //
