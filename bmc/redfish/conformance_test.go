@@ -117,6 +117,11 @@ func TestConformance(t *testing.T) {
 			RefusedResetTypes: []string{"PowerCycle", "ForceRestart", "GracefulRestart"}}},
 		{name: "ResetTypesInActionInfo", cfg: redfishtest.Config{ResetTypesInActionInfo: true,
 			ResetTypes: []string{"On", "ForceOff", "GracefulShutdown", "ForceRestart"}}},
+		// A BMC offering only On and ForceOff and no virtual media: soft-off
+		// and media are ErrNotSupported, cycle and reset use ForceOff+On.
+		{name: "MinimalBMC", cfg: redfishtest.Config{ResetTypes: []string{"On", "ForceOff"}, Media: redfishtest.MediaNone},
+			suite: bmctest.Options{Unsupported: []bmctest.Capability{
+				bmctest.CapabilityPowerSoftOff, bmctest.CapabilityVirtualMediaCD, bmctest.CapabilityVirtualMediaUSB}}},
 		{name: "BootOnceIgnored", cfg: redfishtest.Config{BootOnce: redfishtest.BootOnceIgnored},
 			suite: bmctest.Options{Skip: onceSubtests()}},
 		{name: "BootOnceRevertedAtOnce", cfg: redfishtest.Config{BootOnce: redfishtest.BootOnceReverted},
