@@ -64,8 +64,10 @@ func TestHandlerAcceptsAndIsIdempotent(t *testing.T) {
 	if after := snapshot(t, e.store); after["bootstate/"+uuidA] != before["bootstate/"+uuidA] {
 		t.Fatal("repeat wrote the record")
 	}
-	if strings.Contains(dump(t, e.store), tok) || strings.Contains(e.logs.String(), tok) {
-		t.Fatal("token leaked into the store or the logs")
+	for _, secret := range []string{tok, string(testSecret)} {
+		if strings.Contains(dump(t, e.store), secret) || strings.Contains(e.logs.String(), secret) {
+			t.Fatal("token or secret leaked into the store or the logs")
+		}
 	}
 }
 
