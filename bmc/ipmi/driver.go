@@ -244,22 +244,33 @@ func noAnswer(err error) bool {
 }
 
 // closeClient logs the session out (bounded by one request timeout) and
-// closes its socket. With ctx already done it skips the logout request but
-// still closes the socket.
+// closes its socket, in the background: go-ipmi's socket close waits for a
+// read still pending from a request whose ctx ended (up to Options.Timeout),
+// and the caller need not wait for that. It returns when the logout is done
+// or ctx ends.
 func (d *Driver) closeClient(ctx context.Context, c *client.Client) {
-	cctx, cancel := context.WithTimeout(ctx, d.opts.timeout)
-	defer cancel()
 	d.requests.Add(1)
-	_ = c.Close(cctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.timeout)
+		defer cancel()
+		_ = c.Close(cctx)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // dropClient closes a client's socket without a logout request, for
 // handshakes that failed (there is no session to close, and an unreachable
-// BMC would only make the logout wait for its timeout).
+// BMC would only make the logout wait for its timeout). Like closeClient it
+// does not wait for a pending read.
 func (d *Driver) dropClient(c *client.Client) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_ = c.Close(ctx)
+	go func() { _ = c.Close(ctx) }()
 }
 
 // Close logs out and closes the socket. It is idempotent. If ctx ends while
