@@ -75,7 +75,11 @@ func dial(ctx context.Context, opts Options, tlsCfg *tls.Config, log logr.Logger
 	if err := d.selectSystem(ctx); err != nil {
 		d.logout(ctx)
 		d.hc.CloseIdleConnections()
-		return nil, d.opErr("select system", err)
+		op := "select system"
+		if d.basic && errors.Is(err, bmc.ErrUnauthorized) {
+			op = "login (basic auth, no SessionService)" // the first authenticated request
+		}
+		return nil, d.opErr(op, err)
 	}
 	d.logger(ctx).V(1).Info("connected", "system", d.systemURI, "basicAuth", d.basic)
 	return d, nil
