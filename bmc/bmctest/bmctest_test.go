@@ -20,12 +20,15 @@ import (
 type broken struct {
 	*fake.Driver
 	bug        string
+	reads      int // written without a lock by the "racy" bug
 	closes     atomic.Int32
 	firstImage atomic.Value
 }
 
 func (b *broken) PowerState(ctx context.Context) (bmc.PowerState, error) {
 	switch b.bug {
+	case "racy":
+		b.reads++ // the bug under test: unsynchronized state
 	case "ignores-ctx":
 		ctx = context.Background()
 	case "untyped-state":
@@ -130,6 +133,7 @@ var bugs = []struct {
 	{"stats-frozen", "Stats/CountsRequests", nil},
 	{"leaks-password", "Power/InvalidAction", nil},
 	{"unauthorized-untyped", "Dial/WrongPassword", nil},
+	{"racy", "Concurrency/Reads", nil},                       // caught by the race detector only
 	{"once-ignored", "BootOverride/pxe-once-unchanged", nil}, // the fake's IgnoreOnceOverride
 }
 
@@ -206,6 +210,9 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 	})
 	for _, b := range bugs {
 		t.Run(b.bug, func(t *testing.T) {
+			if b.bug == "racy" && !raceEnabled {
+				t.Skip("a data race is only caught with -race")
+			}
 			out, err := run(t, b.bug)
 			if err == nil {
 				t.Fatalf("the suite passed a driver with bug %q:\n%s", b.bug, out)

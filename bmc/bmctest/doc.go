@@ -48,6 +48,8 @@
 //   - Credentials (with [Target.Dial] and [Target.Credentials] set): a wrong
 //     password or user is refused, at Dial or at the first request, with a
 //     permanent error wrapping [bmc.ErrUnauthorized].
+//   - Concurrency: reads from several goroutines on one driver all succeed
+//     (run with -race to catch unsynchronized driver state).
 //   - Close is idempotent; Stats (where implemented) counts requests.
 //   - Every error returned is a [*bmc.OpError], and none contains the
 //     password of [Target.Credentials].

@@ -50,6 +50,7 @@ type Target struct {
 //	Unsupported/<capability>
 //	Context/{Canceled,DeadlineExceeded}/<method>
 //	Dial/{WrongPassword,WrongUser,Again}
+//	Concurrency/Reads
 //	Close/Idempotent
 //	Stats/CountsRequests
 //
@@ -65,6 +66,7 @@ func Run(t *testing.T, opts Options, newTarget func(t *testing.T) Target) {
 	s.group(t, "Unsupported", s.unsupported)
 	s.group(t, "Context", s.context)
 	s.group(t, "Dial", s.dial)
+	s.group(t, "Concurrency", s.concurrency)
 	s.group(t, "Close", func(t *testing.T, path string) {
 		s.run(t, path, "Idempotent", s.closeIdempotent)
 	})
