@@ -4,9 +4,12 @@
 //
 // # Durability
 //
-// Every Create, Update and Delete is its own bbolt read-write transaction,
+// Every Create, Update and Delete runs in a bbolt read-write transaction,
 // and bbolt fsyncs the file (fdatasync on Linux) before the commit returns,
-// so a write is on disk when the call returns. Values are copied out of
+// so a write is on disk when the call returns. Writes that arrive while a
+// commit is flushing are committed together in the next transaction (group
+// commit: one fsync for all of them, each still checked and applied in
+// order); a lone writer commits at once. Values are copied out of
 // transactions, never returned as pointers into the memory-mapped file.
 //
 // # Locking

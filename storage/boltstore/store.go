@@ -61,9 +61,10 @@ type Options struct {
 
 // Store is a storage.Store in one bbolt file. Safe for concurrent use.
 type Store struct {
-	db   *bolt.DB
-	path string
-	log  logr.Logger
+	db      *bolt.DB
+	commits *groupCommit
+	path    string
+	log     logr.Logger
 }
 
 // Open opens or creates the store file at path.
@@ -112,7 +113,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: initialise %s: %w", path, err)
 	}
 	log.V(1).Info("opened store", "path", path)
-	return &Store{db: db, path: path, log: log}, nil
+	return &Store{db: db, commits: &groupCommit{db: db}, path: path, log: log}, nil
 }
 
 // Close closes the file and releases its lock. Calls after the first return
@@ -185,44 +186,48 @@ func (s *Store) Get(ctx context.Context, key string) (storage.Record, error) {
 	return rec, nil
 }
 
-// write runs one read-write transaction that stores value (or a tombstone)
-// under key at the next revision after check approves the current state.
-// bbolt fsyncs before Update returns.
+// write stores value (or a tombstone) under key at the next revision after
+// check approves the current state, in a transaction shared with concurrent
+// writes (groupCommit). bbolt fsyncs before the commit returns.
 func (s *Store) write(ctx context.Context, op, key string, value []byte, deleted bool, check func(cur []byte) error) (int64, error) {
 	var rev int64
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		// The writer lock may have taken a while: re-check ctx before
-		// changing anything.
+	err := s.commits.do(ctx, func(tx *bolt.Tx) (reject, fatal error) {
+		// Waiting for the writer lock may have taken a while: re-check ctx
+		// before changing anything.
 		if err := ctx.Err(); err != nil {
-			return err
+			return err, nil
 		}
 		kv, revs, meta := tx.Bucket(bucketKV), tx.Bucket(bucketRevs), tx.Bucket(bucketMeta)
 		cur := kv.Get([]byte(key))
 		if err := check(cur); err != nil {
-			return err
+			return err, nil
 		}
 		if cur != nil {
 			old, _ := revOf(cur)
 			if err := revs.Delete(u64(uint64(old))); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		rev = getU64(meta, metaRevision) + 1
-		if err := meta.Put(metaRevision, u64(uint64(rev))); err != nil {
-			return err
+		next := getU64(meta, metaRevision) + 1
+		if err := meta.Put(metaRevision, u64(uint64(next))); err != nil {
+			return nil, err
 		}
 		flag := byte(flagLive)
 		if deleted {
 			flag = flagDeleted
 		}
 		buf := make([]byte, headerLen+len(value))
-		binary.BigEndian.PutUint64(buf, uint64(rev))
+		binary.BigEndian.PutUint64(buf, uint64(next))
 		buf[8] = flag
 		copy(buf[headerLen:], value)
 		if err := kv.Put([]byte(key), buf); err != nil {
-			return err
+			return nil, err
 		}
-		return revs.Put(u64(uint64(rev)), []byte(key))
+		if err := revs.Put(u64(uint64(next)), []byte(key)); err != nil {
+			return nil, err
+		}
+		rev = next
+		return nil, nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("boltstore: %s %q: %w", op, key, err)
