@@ -28,7 +28,6 @@ type pooledConn struct {
 	credsHash string
 	drv       bmc.Driver
 	lastUsed  time.Time
-	base      bmc.Stats // stats at hand-out, so a job reports its own share
 }
 
 // NewConnPool returns a pool that dials with d. idleTimeout defaults to 2
@@ -97,6 +96,10 @@ func (p *ConnPool) Release(ctx context.Context, ep bmc.Endpoint) error {
 	if !ok {
 		return nil
 	}
+	// Log out even when the job's ctx is already done (a stopping runner),
+	// or the BMC keeps the session until it times out; but bounded.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	return c.drv.Close(ctx)
 }
 
@@ -141,7 +144,12 @@ func (p *ConnPool) takeIdleLocked(now time.Time, except string) []bmc.Driver {
 }
 
 func closeAll(ctx context.Context, ds []bmc.Driver) {
+	if len(ds) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	for _, d := range ds {
-		_ = d.Close(context.WithoutCancel(ctx))
+		_ = d.Close(ctx)
 	}
 }
