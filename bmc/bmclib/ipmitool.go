@@ -106,6 +106,8 @@ const ipmitoolRequestTimeout = 5 * time.Second
 //     failure faster than 5s wraps [bmc.ErrUnauthorized] (wrong user name or
 //     password, no common cipher suite, or insufficient privilege: ipmitool
 //     does not say which), a slower one is transient.
+//   - "Username is too long", "password is longer than 20 bytes":
+//     [bmc.ErrUnauthorized] (no IPMI BMC can hold such credentials).
 //   - "Invalid command" (completion code C1h): [bmc.ErrNotSupported].
 //   - "Insufficient privilege": [bmc.ErrUnauthorized].
 //   - "requested state type unknown": permanent.
@@ -118,6 +120,8 @@ func ClassifyIPMIToolError(err error, elapsed time.Duration) error {
 			return fmt.Errorf("%w: ipmitool could not open a session although the BMC answered: wrong user name or password, no common cipher suite, or insufficient privilege (ipmitool does not say which): %w", bmc.ErrUnauthorized, err)
 		}
 		return bmc.Transient(fmt.Errorf("ipmitool could not open a session: the BMC did not answer within %s: %w", elapsed.Round(time.Millisecond), err))
+	case strings.Contains(msg, "Username is too long"), strings.Contains(msg, "password is longer than"):
+		return fmt.Errorf("%w: the credentials exceed IPMI's limits (16-byte user name, 20-byte password): %w", bmc.ErrUnauthorized, err)
 	case strings.Contains(msg, "Invalid command"):
 		return fmt.Errorf("%w: %w", bmc.ErrNotSupported, err)
 	case strings.Contains(msg, "Insufficient privilege"):

@@ -1,6 +1,7 @@
 package ipmi_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -27,7 +28,13 @@ func factory(d *ipmi.Dialer, ep bmc.Endpoint, creds bmc.Credentials) func(t *tes
 		if err != nil {
 			t.Fatalf("dial %s: %v", ep, err)
 		}
-		return bmctest.Target{Driver: drv}
+		return bmctest.Target{
+			Driver:      drv,
+			Credentials: creds,
+			Dial: func(ctx context.Context, c bmc.Credentials) (bmc.Driver, error) {
+				return d.Dial(ctx, ep, c)
+			},
+		}
 	}
 }
 

@@ -61,6 +61,9 @@ func (d *Dialer) Open(ctx context.Context, ep bmc.Endpoint, creds bmc.Credential
 	if ep.Protocol != "ipmi" {
 		return nil, &bmc.OpError{Op: "dial", Endpoint: ep.String(), Err: bmc.Permanent(fmt.Errorf("ipmi driver cannot dial protocol %q", ep.Protocol))}
 	}
+	if err := checkCredentials(creds); err != nil {
+		return nil, &bmc.OpError{Op: "dial", Endpoint: ep.String(), Err: err}
+	}
 	drv := &Driver{
 		ep:    ep,
 		epStr: ep.String(),
@@ -73,6 +76,24 @@ func (d *Dialer) Open(ctx context.Context, ep bmc.Endpoint, creds bmc.Credential
 		return nil, &bmc.OpError{Op: "dial", Endpoint: drv.epStr, Err: err}
 	}
 	return drv, nil
+}
+
+// IPMI v2.0 limits (section 22.29 Set User Name, 22.30 Set User Password).
+const (
+	maxUserName = 16
+	maxPassword = 20
+)
+
+// checkCredentials refuses credentials no IPMI BMC can hold: such a user
+// cannot exist, so the error wraps bmc.ErrUnauthorized.
+func checkCredentials(c bmc.Credentials) error {
+	if len(c.Username) > maxUserName {
+		return fmt.Errorf("%w: the user name is %d bytes; IPMI allows at most %d", bmc.ErrUnauthorized, len(c.Username), maxUserName)
+	}
+	if len(c.Password) > maxPassword {
+		return fmt.Errorf("%w: the password is %d bytes; IPMI v2.0 allows at most %d", bmc.ErrUnauthorized, len(c.Password), maxPassword)
+	}
+	return nil
 }
 
 // Driver is one IPMI v2.0 (RMCP+) session to a BMC. Calls are serialized:

@@ -21,7 +21,8 @@ import (
 // OpenIPMIOptions configure [StartOpenIPMI]. The zero value is ready to use.
 type OpenIPMIOptions struct {
 	// Username and Password of the administrator account. Default to
-	// "admin" and "password".
+	// "admin" and "tK4v9" (short, so that a test can append to it and stay
+	// within IPMI's 20-byte password limit).
 	Username, Password string
 	// PoweredOn is the initial power state. Defaults to off.
 	PoweredOn bool
@@ -116,7 +117,7 @@ func startOpenIPMI(ctx context.Context, bin, dir string, opts OpenIPMIOptions) (
 		user = "admin"
 	}
 	if pass == "" {
-		pass = "password"
+		pass = DefaultPassword
 	}
 	for name, v := range map[string]string{"user name": user, "password": pass} {
 		if strings.ContainsAny(v, "\"\n\\ ") || len(v) > 16 {

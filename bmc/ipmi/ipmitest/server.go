@@ -20,10 +20,15 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 )
 
+// DefaultPassword is the simulators' administrator password when none is
+// given.
+const DefaultPassword = "tK4v9"
+
 // Options configure a [Server]. The zero value is ready to use.
 type Options struct {
 	// Username and Password of the one administrator account. Default to
-	// "admin" and "password".
+	// "admin" and "tK4v9" (short, so that a test can append to it and stay
+	// within IPMI's 20-byte password limit).
 	Username, Password string
 	// CipherSuites the server accepts. Defaults to 3 and 17.
 	CipherSuites []int
@@ -65,7 +70,7 @@ func Start(opts Options) (*Server, error) {
 		user = "admin"
 	}
 	if pass == "" {
-		pass = "password"
+		pass = DefaultPassword
 	}
 	suites := []types.CipherSuiteID{types.CipherSuiteID3, types.CipherSuiteID17}
 	if len(opts.CipherSuites) > 0 {
