@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/bmckit/bmckit/internal/groupcommit"
 	"github.com/bmckit/bmckit/storage"
 )
 
@@ -62,7 +63,7 @@ type Options struct {
 // Store is a storage.Store in one bbolt file. Safe for concurrent use.
 type Store struct {
 	db      *bolt.DB
-	commits *groupCommit
+	commits *groupcommit.Committer[writeFn]
 	path    string
 	log     logr.Logger
 }
@@ -113,7 +114,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: initialise %s: %w", path, err)
 	}
 	log.V(1).Info("opened store", "path", path)
-	return &Store{db: db, commits: &groupCommit{db: db}, path: path, log: log}, nil
+	return &Store{db: db, commits: groupcommit.New(commitBatch(db)), path: path, log: log}, nil
 }
 
 // Close closes the file and releases its lock. Calls after the first return
@@ -188,10 +189,10 @@ func (s *Store) Get(ctx context.Context, key string) (storage.Record, error) {
 
 // write stores value (or a tombstone) under key at the next revision after
 // check approves the current state, in a transaction shared with concurrent
-// writes (groupCommit). bbolt fsyncs before the commit returns.
+// writes (internal/groupcommit). bbolt fsyncs before the commit returns.
 func (s *Store) write(ctx context.Context, op, key string, value []byte, deleted bool, check func(cur []byte) error) (int64, error) {
 	var rev int64
-	err := s.commits.do(ctx, func(tx *bolt.Tx) (reject, fatal error) {
+	err := s.commits.Do(ctx, func(tx *bolt.Tx) (reject, fatal error) {
 		// Waiting for the writer lock may have taken a while: re-check ctx
 		// before changing anything.
 		if err := ctx.Err(); err != nil {
