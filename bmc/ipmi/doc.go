@@ -1,0 +1,47 @@
+// Package ipmi is bmckit's IPMI v2.0 driver: RMCP+ ("lanplus") sessions over
+// UDP in pure Go, on github.com/bougou/go-ipmi, needing no ipmitool binary.
+//
+// # Dialing
+//
+// Build a [Dialer] from [Options] (the zero value works) and register it for
+// the "ipmi" protocol, so ipmi://host[:port] addresses reach it:
+//
+//	d, err := ipmi.NewDialer(ipmi.Options{})
+//	var dialers bmc.SchemeDialer
+//	dialers.Register("ipmi", d)
+//
+// Each [Driver] is one RMCP+ session, opened by Dial and logged out by
+// Close. The driver tries the cipher suites of Options.CipherSuites in order
+// (17, then 3 by default) without asking the BMC which it supports, because
+// some BMCs (OpenIPMI's ipmi_sim) ignore that question; naming one suite
+// uses exactly that one. Calls on one driver are serialized, since an IPMI
+// session carries one outstanding request. A session idle longer than
+// Options.IdleRelogin, or one whose last request got no answer, is
+// re-established before the next call.
+//
+// # Semantics
+//
+// Power actions follow [bmc.PowerAction]: the driver reads Get Chassis
+// Status first and sends the one Chassis Control command needed from there,
+// nothing when the server is already in the target state, power up when
+// cycle or reset is asked of a server that is off. IPMI reports only on and
+// off, never a transitional state. Boot overrides use Set/Get System Boot
+// Options parameter 5 (pxe, disk, cdrom, bios; once or persistent; EFI or
+// legacy); BMC reset uses the App Cold/Warm Reset commands.
+//
+// # Errors
+//
+// Every error is a [*bmc.OpError]. A refused user name or password (RAKP
+// authentication mismatch, unauthorized name) wraps [bmc.ErrUnauthorized]
+// and comes back as soon as the BMC answers, without retries. A BMC that
+// does not answer yields a transient error after (Retries+1)*Timeout per
+// request, or as soon as ctx ends. Completion codes map to
+// [bmc.ErrNotSupported] (invalid command, parameter not supported),
+// transient (busy, initializing, unspecified) or permanent errors.
+//
+// # Testing
+//
+// Package [github.com/bmckit/bmckit/bmc/ipmi/ipmitest] starts IPMI peers on
+// 127.0.0.1 for tests: go-ipmi's BMC in process, and OpenIPMI's ipmi_sim.
+// See docs/ipmi.md for the design decisions.
+package ipmi
