@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/bmclib"
 	"github.com/bmckit/bmckit/bmc/ipmi/ipmitest"
@@ -195,5 +198,40 @@ func TestIPMIToolOptionsValidation(t *testing.T) {
 		if _, err := bmclib.NewIPMIToolDialer(c.opts); err == nil || !strings.Contains(err.Error(), c.field) {
 			t.Errorf("NewIPMIToolDialer(%+v): %v, want an error naming %s", c.opts, err, c.field)
 		}
+	}
+}
+
+// TestIPMIToolLogsNoPassword: at every verbosity, neither bmclib's nor the
+// adapter's logs contain the password, on success or failure.
+func TestIPMIToolLogsNoPassword(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var logs strings.Builder
+	log := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		logs.WriteString(prefix + " " + args + "\n")
+	}, funcr.Options{Verbosity: 10})
+	d := ipmitoolDialer(t, bmclib.IPMIToolOptions{CipherSuite: 3, Logger: log})
+	sim := ipmitest.NewServer(t, ipmitest.Options{Password: secret})
+	ctx := logr.NewContext(context.Background(), log)
+	if _, err := d.Dial(ctx, sim.Endpoint, bmc.Credentials{Username: sim.Credentials.Username, Password: "x" + secret}); err == nil {
+		t.Fatal("dial with a wrong password succeeded")
+	}
+	drv, err := d.Dial(ctx, sim.Endpoint, sim.Credentials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := drv.SetPower(ctx, bmc.PowerActionOn); err != nil {
+		t.Fatal(err)
+	}
+	_ = drv.Close(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(logs.String(), secret) {
+		t.Errorf("logs leak the password:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "ipmitool") {
+		t.Errorf("no ipmitool log lines at verbosity 10 (is the logger wired?):\n%s", logs.String())
 	}
 }
