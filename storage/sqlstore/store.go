@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/bmckit/bmckit/internal/groupcommit"
 	"github.com/bmckit/bmckit/storage"
 )
 
@@ -44,8 +45,9 @@ type Store struct {
 	prefix  string
 	log     logr.Logger
 	closeDB bool
-	// writeSem (capacity 1) serializes this process's writes.
-	writeSem chan struct{}
+	// commits groups this process's concurrent writes into shared
+	// transactions (see commit.go).
+	commits *groupcommit.Committer[writeFn]
 
 	// Queries with the schema and prefix filled in.
 	qGet, qList, qListRange, qInsert, qUpdate, qDelete, qState, qChanges, qCompact, qSetCompacted string
@@ -56,7 +58,8 @@ var identRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,39}$`)
 // New returns a Store on db, a PostgreSQL connection pool, after applying
 // pending migrations.
 func New(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
-	s := &Store{db: db, schema: opts.Schema, prefix: opts.TablePrefix, log: opts.Logger, closeDB: opts.CloseDB, writeSem: make(chan struct{}, 1)}
+	s := &Store{db: db, schema: opts.Schema, prefix: opts.TablePrefix, log: opts.Logger, closeDB: opts.CloseDB}
+	s.commits = groupcommit.New(s.commitBatch)
 	if s.schema == "" {
 		s.schema = "public"
 	}
@@ -189,27 +192,29 @@ func (s *Store) Get(ctx context.Context, key string) (storage.Record, error) {
 	return r, nil
 }
 
-// write runs one write statement returning the new revision. When it
-// changes no record, miss says why.
-func (s *Store) write(ctx context.Context, op, key, query string, miss func() error, args ...any) (int64, error) {
-	// Writes to one store are serialized by the counter row anyway; this
-	// process's writers queue here instead of each holding a pooled
-	// connection while blocked on that row lock, which keeps connections
-	// free for reads. Only other processes' writers contend in the
-	// database. The channel keeps the wait cancellable.
-	select {
-	case s.writeSem <- struct{}{}:
-	case <-ctx.Done():
-		return 0, fmt.Errorf("sqlstore: %s %q: %w", op, key, ctx.Err())
-	}
-	defer func() { <-s.writeSem }()
+// write runs one write statement returning the new revision, through the
+// group committer. When the statement changes no record, miss says why.
+func (s *Store) write(ctx context.Context, op, key, query string, miss func(q querier) (reject, fatal error), args ...any) (int64, error) {
 	var rev int64
-	err := s.db.QueryRowContext(ctx, query, args...).Scan(&rev)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("sqlstore: %s %q: %w", op, key, miss())
-	}
+	err := s.commits.Do(ctx, func(q querier) (reject, fatal error) {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("sqlstore: %s %q: %w", op, key, err), nil
+		}
+		err := q.QueryRowContext(ctx, query, args...).Scan(&rev)
+		if errors.Is(err, sql.ErrNoRows) {
+			reject, fatal := miss(q)
+			if fatal != nil {
+				return nil, fail(ctx, op, key, fatal)
+			}
+			return fmt.Errorf("sqlstore: %s %q: %w", op, key, reject), nil
+		}
+		if err != nil {
+			return nil, fail(ctx, op, key, err)
+		}
+		return nil, nil
+	})
 	if err != nil {
-		return 0, fail(ctx, op, key, err)
+		return 0, err
 	}
 	return rev, nil
 }
@@ -225,23 +230,24 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 	if value == nil {
 		value = []byte{}
 	}
-	return s.write(ctx, "create", key, s.qInsert, func() error { return storage.ErrExists }, key, value)
+	return s.write(ctx, "create", key, s.qInsert, func(querier) (error, error) { return storage.ErrExists, nil }, key, value)
 }
 
 // whyMissed tells ErrNotFound from ErrConflict after a compare-and-swap
-// changed nothing, by reading the record's state in a second statement.
-func (s *Store) whyMissed(ctx context.Context, key string, revision int64) func() error {
-	return func() error {
+// changed nothing, by reading the record's state in a second statement (in
+// the same transaction when the write is part of a batch).
+func (s *Store) whyMissed(ctx context.Context, key string, revision int64) func(q querier) (reject, fatal error) {
+	return func(q querier) (reject, fatal error) {
 		var cur int64
 		var deleted bool
-		err := s.db.QueryRowContext(ctx, s.qState, key).Scan(&cur, &deleted)
+		err := q.QueryRowContext(ctx, s.qState, key).Scan(&cur, &deleted)
 		switch {
 		case errors.Is(err, sql.ErrNoRows) || (err == nil && deleted):
-			return storage.ErrNotFound
+			return storage.ErrNotFound, nil
 		case err != nil:
-			return fail(ctx, "read state of", key, err)
+			return nil, err
 		}
-		return fmt.Errorf("at revision %d (current %d): %w", revision, cur, storage.ErrConflict)
+		return fmt.Errorf("at revision %d (current %d): %w", revision, cur, storage.ErrConflict), nil
 	}
 }
 
