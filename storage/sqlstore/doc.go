@@ -25,8 +25,11 @@
 // makes revisions commit in order: once a reader sees revision N, every
 // smaller revision is visible too, which the change feed needs and which a
 // plain SEQUENCE does not give (see docs/storage.md). The price is that
-// writes to one store are serialized in the database. Revisions may have
-// gaps (a compare-and-swap lost to a concurrent writer skips one).
+// writes to one store are serialized in the database; to keep concurrent
+// writers from paying one WAL flush each, a process's writes that arrive
+// while a commit is in flight run together in the next transaction (group
+// commit). Revisions may have gaps (a compare-and-swap lost to a concurrent
+// writer skips one).
 //
 // # Change feed
 //
