@@ -59,6 +59,12 @@ type Options struct {
 	// Defaults to marking every provider error transient.
 	Classify func(err error, elapsed time.Duration) error
 
+	// SessionPerCall says every provider call opens its own BMC session
+	// (true of the ipmitool provider: one ipmitool run per call), so Stats
+	// counts a connection and a login per call. Defaults to false: one per
+	// Open.
+	SessionPerCall bool
+
 	// Logger receives debug logs (V(1)). Defaults to logr.Discard(); a
 	// logger in the call's context is preferred when present.
 	Logger logr.Logger
@@ -76,7 +82,7 @@ type Driver struct {
 	sem      chan struct{}
 	closed   bool // guarded by sem
 	requests atomic.Int64
-	opened   int64
+	sessions atomic.Int64
 }
 
 // New wraps provider p and opens it (calls its Open method, if any).
@@ -102,16 +108,20 @@ func New(ctx context.Context, p PowerProvider, opts Options) (*Driver, error) {
 		if err != nil {
 			return nil, err
 		}
-		d.opened = 1
+		if !opts.SessionPerCall {
+			d.sessions.Add(1)
+		}
 	}
 	return d, nil
 }
 
 // Stats implements [bmc.StatsReporter]: Requests counts provider calls (an
 // ipmitool provider call runs ipmitool one to three times); Connections and
-// Logins count the provider's Open.
+// Logins count the provider's Open, or every call with
+// Options.SessionPerCall.
 func (d *Driver) Stats() bmc.Stats {
-	return bmc.Stats{Requests: d.requests.Load(), Connections: d.opened, Logins: d.opened}
+	n := d.sessions.Load()
+	return bmc.Stats{Requests: d.requests.Load(), Connections: n, Logins: n}
 }
 
 // call runs one provider call under the lock with Options.Timeout,
@@ -139,6 +149,9 @@ func (d *Driver) callLocked(ctx context.Context, op string, fn func(ctx context.
 	defer cancel()
 	start := time.Now()
 	d.requests.Add(1)
+	if d.opts.SessionPerCall {
+		d.sessions.Add(1)
+	}
 	err := fn(cctx)
 	if err == nil {
 		return nil

@@ -84,10 +84,11 @@ func (d *IPMIToolDialer) Dial(ctx context.Context, ep bmc.Endpoint, creds bmc.Cr
 		return nil, &bmc.OpError{Op: "dial", Endpoint: ep.String(), Err: bmc.Permanent(err)}
 	}
 	return New(ctx, p, Options{
-		Endpoint: ep.String(),
-		Timeout:  d.opts.Timeout,
-		Classify: ClassifyIPMIToolError,
-		Logger:   d.opts.Logger,
+		Endpoint:       ep.String(),
+		Timeout:        d.opts.Timeout,
+		Classify:       ClassifyIPMIToolError,
+		SessionPerCall: true,
+		Logger:         d.opts.Logger,
 	})
 }
 
