@@ -47,6 +47,15 @@ func TestConformanceGoIPMISimulator(t *testing.T) {
 		factory(dialer(t, ipmi.Options{}), sim.Endpoint, sim.Credentials))
 }
 
+// TestConformanceGoIPMISimulatorSlowPower runs the suite against a
+// simulator whose power changes land 150ms after the BMC accepted them.
+func TestConformanceGoIPMISimulatorSlowPower(t *testing.T) {
+	t.Parallel()
+	sim := ipmitest.NewServer(t, ipmitest.Options{PowerDelay: 150 * time.Millisecond})
+	bmctest.Run(t, bmctest.Options{SettleTimeout: 20 * time.Second, PollInterval: 20 * time.Millisecond},
+		factory(dialer(t, ipmi.Options{}), sim.Endpoint, sim.Credentials))
+}
+
 // TestConformanceOpenIPMI runs the suite against OpenIPMI's ipmi_sim, a
 // BMC implementation independent of go-ipmi, with the cipher suite named
 // explicitly (ipmi_sim ignores the suite query and lacks 17).

@@ -6,7 +6,8 @@
 // [NewServer] (or [Start] outside tests) runs go-ipmi's reference BMC on a
 // free UDP port with a chassis that keeps power and boot state like a
 // server: power up/down, soft shutdown turns it off, power cycle leaves it
-// on, boot flags are stored and reported back. [Server.Chassis] exposes that
+// on, boot flags are stored and reported back; Options.PowerDelay makes
+// power changes land late, as on real servers. [Server.Chassis] exposes that
 // state and counts actions, so a test can check what reached the BMC.
 //
 //	sim := ipmitest.NewServer(t, ipmitest.Options{})

@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	gobmc "github.com/bougou/go-ipmi/pkg/bmc"
 	"github.com/bougou/go-ipmi/pkg/clock"
@@ -34,6 +35,10 @@ type Options struct {
 	CipherSuites []int
 	// PoweredOn is the initial power state. Defaults to off.
 	PoweredOn bool
+	// PowerDelay makes power changes land this long after the BMC accepted
+	// them, as on real servers (IPMI reports no transitional state: the
+	// old state reads back until then). Defaults to 0: at once.
+	PowerDelay time.Duration
 }
 
 // Server is go-ipmi's reference BMC (github.com/bougou/go-ipmi/pkg/server)
@@ -80,7 +85,7 @@ func Start(opts Options) (*Server, error) {
 		}
 	}
 
-	ch := &Chassis{on: opts.PoweredOn}
+	ch := &Chassis{on: opts.PoweredOn, delay: opts.PowerDelay}
 	var guid [16]byte
 	copy(guid[:], "bmckit-ipmitest")
 	b := gobmc.New(gobmc.DeviceInfo{
@@ -161,6 +166,7 @@ func (h *simHAL) Chassis() hal.ChassisHAL { return h.chassis }
 // are safe for concurrent use.
 type Chassis struct {
 	mu            sync.Mutex
+	delay         time.Duration
 	on            bool
 	flags         types.BootOptionParam_BootFlags
 	ack           types.BootOptionParam_BootInfoAcknowledge
@@ -216,15 +222,25 @@ func (c *Chassis) BootFlags() types.BootOptionParam_BootFlags {
 // PowerState implements hal.ChassisHAL.
 func (c *Chassis) PowerState(context.Context) (bool, error) { return c.PoweredOn(), nil }
 
+// land applies a power change now, or after the configured delay.
+func (c *Chassis) land(f func()) {
+	if c.delay <= 0 {
+		c.count(f)
+		return
+	}
+	time.AfterFunc(c.delay, func() { c.count(f) })
+}
+
 // SetPower implements hal.ChassisHAL (Chassis Control power up/down).
 func (c *Chassis) SetPower(_ context.Context, on bool) error {
-	c.SetPoweredOn(on)
+	c.land(func() { c.on = on })
 	return nil
 }
 
 // PowerCycle implements hal.ChassisHAL: the server ends up on.
 func (c *Chassis) PowerCycle(context.Context) error {
-	c.count(func() { c.powerCycles++; c.on = true })
+	c.count(func() { c.powerCycles++ })
+	c.land(func() { c.on = true })
 	return nil
 }
 
@@ -238,7 +254,8 @@ func (c *Chassis) ColdReset(context.Context) error {
 // WarmReset implements hal.ChassisHAL. go-ipmi's handler calls it for
 // Chassis Control soft shutdown, so the server turns off.
 func (c *Chassis) WarmReset(context.Context) error {
-	c.count(func() { c.softOffs++; c.on = false })
+	c.count(func() { c.softOffs++ })
+	c.land(func() { c.on = false })
 	return nil
 }
 
