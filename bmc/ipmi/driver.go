@@ -161,7 +161,16 @@ func (d *Driver) do(ctx context.Context, op string, fn func(ctx context.Context,
 		return fail(err)
 	}
 	log := d.logger(ctx)
-	if d.c == nil || d.broken || d.now().Sub(d.lastUsed) > d.opts.idleRelogin {
+	if d.c != nil && d.broken {
+		// The BMC did not answer on this session: logging it out would
+		// only wait for another timeout.
+		d.dropClient(d.c)
+		d.c = nil
+	} else if d.c != nil && d.now().Sub(d.lastUsed) > d.opts.idleRelogin {
+		d.closeClient(ctx, d.c)
+		d.c = nil
+	}
+	if d.c == nil {
 		if err := d.login(ctx, log); err != nil {
 			return fail(err)
 		}
@@ -191,7 +200,7 @@ func (d *Driver) exchange(ctx context.Context, c *client.Client, req types.Reque
 	return cerr
 }
 
-// login opens a new session, closing the old one first, trying each
+// login opens a new session (callers have closed the old one), trying each
 // configured cipher suite until the BMC accepts one. It stops at once on
 // refused credentials or when the BMC does not answer. Callers hold d.sem
 // (or own the driver exclusively, in Open).
@@ -203,10 +212,6 @@ func (d *Driver) exchange(ctx context.Context, c *client.Client, req types.Reque
 // first asks for the BMC's cipher suites (which ipmi_sim ignores), and
 // starts a keep-alive goroutine that is not serialized with our calls.
 func (d *Driver) login(ctx context.Context, log logr.Logger) error {
-	if d.c != nil {
-		d.closeClient(ctx, d.c)
-		d.c = nil
-	}
 	var errs []error
 	for _, suite := range d.opts.suites {
 		c, err := client.NewClient(d.ep.Host, d.ep.EffectivePort(), d.creds.Username, d.creds.Password)
@@ -498,7 +503,10 @@ func (d *Driver) ResetBMC(ctx context.Context, t bmc.BMCResetType) error {
 		if err := d.exchange(ctx, c, req, res); err != nil {
 			return err
 		}
-		d.broken = true
+		// The session does not survive the reset: drop it without a
+		// logout, the next call opens a new one.
+		d.dropClient(c)
+		d.c = nil
 		return nil
 	})
 }

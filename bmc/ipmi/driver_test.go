@@ -357,3 +357,32 @@ func TestOptionsValidation(t *testing.T) {
 		t.Errorf("dial of a redfish endpoint: %v, want a permanent error", err)
 	}
 }
+
+// TestReloginAfterSilence: once a request got no answer, the next call
+// opens a new session instead of reusing the one the BMC may have lost.
+func TestReloginAfterSilence(t *testing.T) {
+	t.Parallel()
+	sim := ipmitest.NewServer(t, ipmitest.Options{})
+	drv, err := dialer(t, ipmi.Options{Timeout: 100 * time.Millisecond, Retries: -1}).Open(context.Background(), sim.Endpoint, sim.Credentials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = drv.Close(context.Background()) })
+	ctx := context.Background()
+	if _, err := drv.PowerState(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sim.SetSilent(true)
+	_, err = drv.PowerState(ctx)
+	if err == nil || !bmc.IsTransient(err) {
+		t.Fatalf("PowerState on a silent BMC: %v, want a transient error", err)
+	}
+	requireOpError(t, err)
+	sim.SetSilent(false)
+	if _, err := drv.PowerState(ctx); err != nil {
+		t.Fatalf("PowerState after the BMC answers again: %v", err)
+	}
+	if got := drv.Stats().Logins; got != 2 {
+		t.Errorf("logins %d; want 2 (the session was re-opened after the silence)", got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/bougou/go-ipmi/pkg/hal/mock"
 	"github.com/bougou/go-ipmi/pkg/handlers"
 	"github.com/bougou/go-ipmi/pkg/server"
+	"github.com/bougou/go-ipmi/pkg/transport"
 	"github.com/bougou/go-ipmi/pkg/transport/udp"
 	"github.com/bougou/go-ipmi/pkg/types"
 
@@ -52,6 +54,7 @@ type Server struct {
 
 	chassis *Chassis
 	srv     *server.Server
+	conn    *silenceableConn
 	done    chan struct{}
 	once    sync.Once
 }
@@ -122,12 +125,14 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on 127.0.0.1: %w", err)
 	}
-	srv := server.NewServer(b, udp.Wrap(conn), server.WithHandlerRegistry(reg), server.WithCipherSuites(suites))
+	pc := &silenceableConn{PacketConn: udp.Wrap(conn)}
+	srv := server.NewServer(b, pc, server.WithHandlerRegistry(reg), server.WithCipherSuites(suites))
 	s := &Server{
 		Endpoint:    bmc.Endpoint{Protocol: "ipmi", Host: "127.0.0.1", Port: conn.LocalAddr().(*net.UDPAddr).Port},
 		Credentials: bmc.Credentials{Username: user, Password: pass},
 		chassis:     ch,
 		srv:         srv,
+		conn:        pc,
 		done:        make(chan struct{}),
 	}
 	go func() {
@@ -142,6 +147,26 @@ func (s *Server) URL() string { return s.Endpoint.String() }
 
 // Chassis is the simulated server's state.
 func (s *Server) Chassis() *Chassis { return s.chassis }
+
+// SetSilent makes the BMC drop every packet it receives (true) or answer
+// again (false), as a BMC that rebooted or lost its network does. Sessions
+// opened before stay valid.
+func (s *Server) SetSilent(silent bool) { s.conn.silent.Store(silent) }
+
+// silenceableConn drops incoming packets while silent is set.
+type silenceableConn struct {
+	transport.PacketConn
+	silent atomic.Bool
+}
+
+func (c *silenceableConn) ReadFrom(buf []byte) (int, net.Addr, error) {
+	for {
+		n, addr, err := c.PacketConn.ReadFrom(buf)
+		if err != nil || !c.silent.Load() {
+			return n, addr, err
+		}
+	}
+}
 
 // Close stops the server and waits for its read loop to end. Idempotent.
 func (s *Server) Close() error {
