@@ -386,3 +386,29 @@ func TestReloginAfterSilence(t *testing.T) {
 		t.Errorf("logins %d; want 2 (the session was re-opened after the silence)", got)
 	}
 }
+
+// TestDefaultSuitesFallBack: with the default suites (17, then 3) the
+// driver settles on 3 with BMCs that lack 17: go-ipmi's simulator offering
+// only 3, and ipmi_sim, which also ignores the cipher-suite query.
+func TestDefaultSuitesFallBack(t *testing.T) {
+	t.Parallel()
+	gosim := ipmitest.NewServer(t, ipmitest.Options{CipherSuites: []int{3}})
+	osim := ipmitest.StartOpenIPMI(t, ipmitest.OpenIPMIOptions{})
+	d := dialer(t, ipmi.Options{})
+	for name, peer := range map[string]struct {
+		ep    bmc.Endpoint
+		creds bmc.Credentials
+	}{"go-ipmi": {gosim.Endpoint, gosim.Credentials}, "ipmi_sim": {osim.Endpoint, osim.Credentials}} {
+		drv, err := d.Open(context.Background(), peer.ep, peer.creds)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := drv.CipherSuite(); got != 3 {
+			t.Errorf("%s: cipher suite %d, want 3", name, got)
+		}
+		if _, err := drv.PowerState(context.Background()); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		_ = drv.Close(context.Background())
+	}
+}
