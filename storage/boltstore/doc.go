@@ -31,9 +31,10 @@
 //
 // Two different things are called compaction here. Deleted keys stay as
 // tombstones so the change feed can report deletes; [Store.Compact] (the
-// [storage.Compactor] capability) forgets tombstones up to a revision, and
-// callers that delete many keys should call it now and then (for example
-// with a revision observed an hour ago). Neither that nor bbolt itself ever
+// [storage.Compactor] capability) forgets tombstones up to a revision. The
+// store calls it by itself every 256 deletes, keeping the last
+// [Options.TombstoneRevisions] revisions (100000 by default); a change-feed
+// reader further behind than that gets storage.ErrCompacted and re-lists. Neither that nor bbolt itself ever
 // shrinks the file: freed pages are reused by later writes. To give disk
 // space back, stop the process and rewrite the file with bbolt's compactor
 // (`bbolt compact -o new.db old.db` from go.etcd.io/bbolt/cmd/bbolt, or

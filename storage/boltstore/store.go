@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/bmckit/bmckit/internal/autocompact"
 	"github.com/bmckit/bmckit/internal/groupcommit"
 	"github.com/bmckit/bmckit/storage"
 )
@@ -55,6 +56,11 @@ type Options struct {
 	LockTimeout time.Duration
 	// FileMode is the permission of a newly created file. Defaults to 0600.
 	FileMode os.FileMode
+	// TombstoneRevisions is how many revisions a deleted key is remembered
+	// for the change feed before an automatic Compact forgets it (checked
+	// every 256 deletes); a Follower further behind re-lists. Defaults to
+	// 100000; a negative value leaves compaction to the caller.
+	TombstoneRevisions int64
 	// Logger receives open and compaction messages. Defaults to
 	// logr.Discard().
 	Logger logr.Logger
@@ -66,6 +72,7 @@ type Store struct {
 	commits *groupcommit.Committer[writeFn]
 	path    string
 	log     logr.Logger
+	compact *autocompact.Policy
 }
 
 // Open opens or creates the store file at path.
@@ -114,7 +121,8 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: initialise %s: %w", path, err)
 	}
 	log.V(1).Info("opened store", "path", path)
-	return &Store{db: db, commits: groupcommit.New(commitBatch(db)), path: path, log: log}, nil
+	return &Store{db: db, commits: groupcommit.New(commitBatch(db)), path: path, log: log,
+		compact: autocompact.New(opts.TombstoneRevisions)}, nil
 }
 
 // Close closes the file and releases its lock. Calls after the first return
@@ -284,8 +292,17 @@ func (s *Store) Delete(ctx context.Context, key string, revision int64) error {
 	if err := s.check(ctx, "delete", key); err != nil {
 		return err
 	}
-	_, err := s.write(ctx, "delete", key, nil, true, matches(revision, revision == 0))
-	return err
+	rev, err := s.write(ctx, "delete", key, nil, true, matches(revision, revision == 0))
+	if err != nil {
+		return err
+	}
+	if to := s.compact.AfterDelete(rev); to > 0 {
+		// The delete is done; a failed compaction is retried next time.
+		if err := s.Compact(ctx, to); err != nil {
+			s.log.Error(err, "automatic compaction of tombstones failed", "path", s.path)
+		}
+	}
+	return nil
 }
 
 // List returns the records under prefix, sorted by key, from one read

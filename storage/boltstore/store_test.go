@@ -71,3 +71,12 @@ func TestSecondOpenFailsLocked(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+func TestAutomaticCompaction(t *testing.T) {
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "ac.db"), boltstore.Options{TombstoneRevisions: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	storagetest.CheckAutoCompaction(t, s, 10)
+}

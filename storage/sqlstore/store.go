@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/bmckit/bmckit/internal/autocompact"
 	"github.com/bmckit/bmckit/internal/groupcommit"
 	"github.com/bmckit/bmckit/storage"
 )
@@ -30,6 +31,12 @@ type Options struct {
 	// TablePrefix starts every table name. Lower-case letters, digits and
 	// underscores. Defaults to "bmckit_".
 	TablePrefix string
+	// TombstoneRevisions is how many revisions a deleted key is remembered
+	// for the change feed before an automatic Compact forgets it (checked
+	// every 256 deletes of this process); a Follower further behind
+	// re-lists. Defaults to 100000; a negative value leaves compaction to
+	// the caller.
+	TombstoneRevisions int64
 	// Logger receives migration messages. Defaults to logr.Discard().
 	Logger logr.Logger
 	// CloseDB makes Close close the *sql.DB too. Defaults to false (the
@@ -48,6 +55,7 @@ type Store struct {
 	// commits groups this process's concurrent writes into shared
 	// transactions (see commit.go).
 	commits *groupcommit.Committer[writeFn]
+	compact *autocompact.Policy
 
 	// Queries with the schema and prefix filled in.
 	qGet, qList, qListRange, qInsert, qUpdate, qDelete, qState, qChanges, qCompact, qSetCompacted string
@@ -60,6 +68,7 @@ var identRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,39}$`)
 func New(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	s := &Store{db: db, schema: opts.Schema, prefix: opts.TablePrefix, log: opts.Logger, closeDB: opts.CloseDB}
 	s.commits = groupcommit.New(s.commitBatch)
+	s.compact = autocompact.New(opts.TombstoneRevisions)
 	if s.schema == "" {
 		s.schema = "public"
 	}
@@ -271,8 +280,17 @@ func (s *Store) Delete(ctx context.Context, key string, revision int64) error {
 	if err := check(ctx, "delete", key); err != nil {
 		return err
 	}
-	_, err := s.write(ctx, "delete", key, s.qDelete, s.whyMissed(ctx, key, revision), key, revision)
-	return err
+	rev, err := s.write(ctx, "delete", key, s.qDelete, s.whyMissed(ctx, key, revision), key, revision)
+	if err != nil {
+		return err
+	}
+	if to := s.compact.AfterDelete(rev); to > 0 {
+		// The delete is done; a failed compaction is retried next time.
+		if err := s.Compact(ctx, to); err != nil {
+			s.log.Error(err, "automatic compaction of tombstones failed", "schema", s.schema)
+		}
+	}
+	return nil
 }
 
 // List returns the records under prefix, sorted by key, from one statement

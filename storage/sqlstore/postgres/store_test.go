@@ -38,8 +38,8 @@ func TestMigrationsIdempotentAndConcurrent(t *testing.T) {
 		defer stores[i].Close(context.Background())
 	}
 	v, err := stores[0].MigrationVersion(context.Background())
-	if err != nil || v != 1 {
-		t.Fatalf("MigrationVersion = %d, %v; want 1", v, err)
+	if err != nil || v != 2 {
+		t.Fatalf("MigrationVersion = %d, %v; want 2", v, err)
 	}
 	// A store written by a newer bmckit is refused.
 	if _, err := stores[0].DB().Exec("INSERT INTO " + schema + ".bmckit_migrations (version, name) VALUES (99, '0099_future.sql')"); err != nil {
@@ -102,4 +102,41 @@ func TestBadOptionsAndSecrets(t *testing.T) {
 		}
 		t.Log(err)
 	}
+}
+
+// TestUpgradeFromVersion1 rolls a schema back to migration 1 and checks that
+// Open applies migration 2 to it.
+func TestUpgradeFromVersion1(t *testing.T) {
+	dsn := testDSN(t)
+	schema := newSchema(t, dsn)
+	ctx := context.Background()
+	s := openStore(t, dsn, schema)
+	if _, err := s.Create(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB().ExecContext(ctx, "DROP INDEX "+schema+".bmckit_kv_tombstones; DELETE FROM "+schema+".bmckit_migrations WHERE version = 2"); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openStore(t, dsn, schema)
+	if v, err := s2.MigrationVersion(ctx); err != nil || v != 2 {
+		t.Fatalf("after reopening a version 1 schema: MigrationVersion = %d, %v; want 2", v, err)
+	}
+	var n int
+	if err := s2.DB().QueryRowContext(ctx, "SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND indexname = 'bmckit_kv_tombstones'", schema).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("tombstone index after upgrade: %d, %v", n, err)
+	}
+	if r, err := s2.Get(ctx, "k"); err != nil || string(r.Value) != "v" {
+		t.Fatalf("record after upgrade: %+v, %v", r, err)
+	}
+}
+
+func TestAutomaticCompaction(t *testing.T) {
+	dsn := testDSN(t)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, dsn, postgres.Options{Store: sqlstore.Options{Schema: newSchema(t, dsn), TombstoneRevisions: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	storagetest.CheckAutoCompaction(t, s, 10)
 }
