@@ -197,7 +197,14 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 	}
 	i := j.Status.CurrentTask
 	ts := &j.Status.Tasks[i]
-	if ts.StartTime != nil && r.now.Sub(*ts.StartTime) > r.taskTimeout(i) {
+	// A wait-for-boot task's deadline belongs to the BootTracker (its record
+	// says which signals did arrive); the task's own timer is a backstop that
+	// fires a little later.
+	limit := r.taskTimeout(i)
+	if j.Spec.Tasks[i].WaitForBoot != nil {
+		limit += 2*r.s.cfg.BootPollInterval + 5*time.Second
+	}
+	if ts.StartTime != nil && r.now.Sub(*ts.StartTime) > limit {
 		return r.failTask(ctx, i, conditions.ReasonTimedOut, fmt.Sprintf("timed out after %s%s", r.taskTimeout(i), lastErrSuffix(ts)))
 	}
 	if ts.NextAttemptTime != nil && r.now.Before(*ts.NextAttemptTime) {
