@@ -96,7 +96,11 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	db, err := bolt.Open(path, mode, &bolt.Options{Timeout: timeout})
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("%w: open %s: gave up after %s waiting for the file lock; stop the other process or use another file", ErrLocked, path, timeout)
+		waited := "gave up after " + timeout.String() + " waiting for the file lock"
+		if opts.LockTimeout < 0 {
+			waited = "the file lock is held (LockTimeout < 0: not waiting)"
+		}
+		return nil, fmt.Errorf("%w: open %s: %s; stop the other process or use another file", ErrLocked, path, waited)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)

@@ -75,6 +75,9 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	if s.prefix == "" {
 		s.prefix = "bmckit_"
 	}
+	if db == nil {
+		return nil, fmt.Errorf("sqlstore: New: db is nil; open a PostgreSQL *sql.DB first or use storage/sqlstore/postgres.Open")
+	}
 	if !identRE.MatchString(s.schema) {
 		return nil, fmt.Errorf("sqlstore: Options.Schema %q: want 1-40 lower-case letters, digits or underscores, not starting with a digit", s.schema)
 	}

@@ -6,6 +6,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/sqlstore"
 	"github.com/bmckit/bmckit/storage/sqlstore/postgres"
@@ -79,8 +82,13 @@ func storageIsNotFound(err error) bool {
 
 func TestBadOptionsAndSecrets(t *testing.T) {
 	ctx := context.Background()
+	if _, err := sqlstore.New(ctx, nil, sqlstore.Options{}); err == nil || !strings.Contains(err.Error(), "db is nil") {
+		t.Fatalf("New with a nil DB = %v", err)
+	}
+	db := stdlib.OpenDB(pgx.ConnConfig{}) // never connected: options fail first
+	defer db.Close()
 	for _, opts := range []sqlstore.Options{{Schema: "Bad-Schema"}, {TablePrefix: "x; DROP TABLE y"}} {
-		_, err := sqlstore.New(ctx, nil, opts)
+		_, err := sqlstore.New(ctx, db, opts)
 		if err == nil || !strings.Contains(err.Error(), "Options.") {
 			t.Fatalf("New(%+v) = %v, want an error naming the option", opts, err)
 		}
