@@ -1,15 +1,14 @@
 package job
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/internal/strictjson"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -122,14 +121,8 @@ func (s *Spec) Validate() error {
 // validates it.
 func DecodeSpec(data []byte) (Spec, error) {
 	var s Spec
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return Spec{}, fmt.Errorf("%w: decoding JSON: %v", ErrInvalidSpec, err)
-	}
-	// dec.More reports false for a trailing '}' or ']', so look for EOF.
-	if _, err := dec.Token(); err != io.EOF {
-		return Spec{}, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalidSpec)
+	if err := strictjson.Decode(data, &s); err != nil {
+		return Spec{}, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
 	}
 	if err := s.Validate(); err != nil {
 		return Spec{}, err

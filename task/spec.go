@@ -1,13 +1,14 @@
 package task
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
+	"sort"
 	"strings"
 	"time"
+
+	"github.com/bmckit/bmckit/internal/strictjson"
 )
 
 // Spec is one task: exactly one action field is set (a one-of of pointer
@@ -175,7 +176,7 @@ func (s *Spec) Validate() error {
 		return fmt.Errorf("%w: no action set: set exactly one of power, bootDevice, virtualMedia, waitForBoot", ErrInvalid)
 	}
 	if len(set) > 1 {
-		sortStrings(set)
+		sort.Strings(set)
 		return fmt.Errorf("%w: %s are all set: set exactly one action", ErrInvalid, strings.Join(set, " and "))
 	}
 	if s.Timeout.Duration < 0 {
@@ -242,14 +243,8 @@ func (s *Spec) Validate() error {
 // validates it.
 func Decode(data []byte) (Spec, error) {
 	var s Spec
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return Spec{}, fmt.Errorf("%w: decoding JSON: %v", ErrInvalid, err)
-	}
-	// dec.More reports false for a trailing '}' or ']', so look for EOF.
-	if _, err := dec.Token(); err != io.EOF {
-		return Spec{}, fmt.Errorf("%w: trailing data after the JSON object", ErrInvalid)
+	if err := strictjson.Decode(data, &s); err != nil {
+		return Spec{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if err := s.Validate(); err != nil {
 		return Spec{}, err
@@ -262,14 +257,6 @@ func truncate(s string, n int) string {
 		return s[:n] + "..."
 	}
 	return s
-}
-
-func sortStrings(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }
 
 // looksLikeUUID accepts the canonical 8-4-4-4-12 hex form in any case.
