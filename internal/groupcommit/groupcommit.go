@@ -2,6 +2,7 @@ package groupcommit
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -96,8 +97,25 @@ func (c *Committer[F]) lead(first *Op[F]) {
 	}
 	c.mu.Unlock()
 
+	// If commit panics, the writers of this batch get an error and the
+	// leadership moves on before the panic continues, so nobody waits
+	// forever.
+	defer func() {
+		if p := recover(); p != nil {
+			for _, o := range batch {
+				o.Err = fmt.Errorf("groupcommit: commit panicked: %v", p)
+			}
+			c.handOver(batch)
+			panic(p)
+		}
+	}()
 	c.commit(batch)
+	c.handOver(batch)
+}
 
+// handOver marks batch finished, wakes its writers and passes the
+// leadership to the first queued write, if any.
+func (c *Committer[F]) handOver(batch []*Op[F]) {
 	c.mu.Lock()
 	for _, o := range batch {
 		o.finished = true

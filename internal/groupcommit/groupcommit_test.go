@@ -117,3 +117,24 @@ func TestCancelWhileQueued(t *testing.T) {
 		t.Fatalf("ran = %v, want 1 and 3 but not the cancelled 2", ran)
 	}
 }
+
+// TestPanicReleasesWriters: a commit function that panics fails its batch's
+// writers instead of leaving them waiting, and later writes still commit.
+func TestPanicReleasesWriters(t *testing.T) {
+	c := groupcommit.New(func(batch []*groupcommit.Op[int]) {
+		if batch[0].Fn == 1 {
+			panic("boom")
+		}
+	})
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the panic did not reach the leader")
+			}
+		}()
+		_ = c.Do(context.Background(), 1)
+	}()
+	if err := c.Do(context.Background(), 2); err != nil {
+		t.Fatalf("write after a panicked commit: %v", err)
+	}
+}
