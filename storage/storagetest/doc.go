@@ -27,4 +27,6 @@
 // Subtests under ChangeFeed/ run when the store implements
 // [storage.ChangeFeed] and skip with a message otherwise; the ones under
 // Compactor/ need [storage.Compactor]. Follower/ runs for every store.
+// [CheckAutoCompaction] is a separate check for stores configured to forget
+// old tombstones by themselves.
 package storagetest
