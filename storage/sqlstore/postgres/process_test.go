@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +19,10 @@ import (
 	"github.com/bmckit/bmckit/storage/sqlstore/postgres"
 )
 
-const envSchema = "BMCKIT_SQLSTORE_TEST_SCHEMA"
+const (
+	envSchema = "BMCKIT_SQLSTORE_TEST_SCHEMA"
+	envGo     = "BMCKIT_SQLSTORE_TEST_GO_FILE"
+)
 
 func childStore() *sqlstore.Store {
 	s, err := postgres.Open(context.Background(), os.Getenv(envDSN), postgres.Options{Store: sqlstore.Options{Schema: os.Getenv(envSchema)}})
@@ -105,6 +109,17 @@ func TestTwoProcessesCompareAndSwap(t *testing.T) {
 	if childtest.IsChild("sql-incrementer") {
 		s := childStore()
 		ctx := context.Background()
+		// Start together: report ready, then wait for the parent's go file.
+		fmt.Println("ready")
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+			if _, err := os.Stat(os.Getenv(envGo)); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				fmt.Println("error: no go signal from the parent")
+				os.Exit(1)
+			}
+		}
 		conflicts := 0
 		for i := range racePerKey * raceKeys {
 			key := fmt.Sprintf("counter/%d", i%raceKeys)
@@ -139,9 +154,24 @@ func TestTwoProcessesCompareAndSwap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	goFile := filepath.Join(t.TempDir(), "go")
 	var children []*childtest.Child
 	for range raceWorkers {
-		children = append(children, childtest.Start(t, "TestTwoProcessesCompareAndSwap", "sql-incrementer", envSchema+"="+schema))
+		children = append(children, childtest.Start(t, "TestTwoProcessesCompareAndSwap", "sql-incrementer",
+			envSchema+"="+schema, envGo+"="+goFile))
+	}
+	for i, c := range children {
+		select {
+		case l, ok := <-c.Lines():
+			if !ok || l != "ready" {
+				t.Fatalf("child %d: %q instead of ready", i, l)
+			}
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("child %d not ready after 2 minutes", i)
+		}
+	}
+	if err := os.WriteFile(goFile, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	succeeded, conflicts := 0, 0
 	for i, c := range children {
