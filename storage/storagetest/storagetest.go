@@ -614,26 +614,57 @@ func testConcurrentManyKeys(t *testing.T, s storage.Store) {
 	}
 }
 
-// testListUnderWrites lists while a writer creates keys in ascending order
-// and others keep updating a fixed set. Each List must be a snapshot: sorted,
-// no duplicates, every fixed key present, and the created keys a gap-free
-// run (seeing key n without key n-1 means the list was not consistent).
+// testListUnderWrites lists while a writer creates keys in ascending order,
+// others keep updating a fixed set, and one moves a token between two keys
+// (create the other, then delete this one). Each List must be a snapshot:
+// sorted, no duplicates, every fixed key present, the created keys a
+// gap-free run (seeing key n without key n-1 means the list was not
+// consistent), and at least one token key (a scan that passes the first
+// token key's position before it is created and reaches the second after it
+// is deleted sees none).
 func testListUnderWrites(t *testing.T, s storage.Store) {
 	ctx := ctxT(t)
-	const fixed, created = 5, 60
+	const fixed, created, minLists = 5, 60, 300
 	for i := range fixed {
 		mustCreate(t, s, fmt.Sprintf("l/fixed/%d", i), []byte("0"))
 	}
 	stop := make(chan struct{})
+	var stopOnce sync.Once
+	halt := func() { stopOnce.Do(func() { close(stop) }) }
 	var wg sync.WaitGroup
+	defer func() { halt(); wg.Wait() }() // also when a check fails
 	errc := make(chan error, 8)
+	createdAll := make(chan struct{})
 	wg.Go(func() {
-		defer close(stop)
+		defer close(createdAll)
 		for i := range created {
 			if _, err := s.Create(ctx, fmt.Sprintf("l/new/%04d", i), []byte("x")); err != nil {
 				errc <- err
 				return
 			}
+		}
+	})
+	mustCreate(t, s, "l/tok/a", []byte("token"))
+	// A stable key between the two token positions: a cursor scan can stand
+	// on it while the token moves from "z" to "a" behind it.
+	mustCreate(t, s, "l/tok/m", []byte("not a token"))
+	wg.Go(func() {
+		cur, other := "l/tok/a", "l/tok/z"
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, err := s.Create(ctx, other, []byte("token"))
+			if err == nil {
+				err = s.Delete(ctx, cur, 0)
+			}
+			if err != nil {
+				errc <- err
+				return
+			}
+			cur, other = other, cur
 		}
 	})
 	for w := range 2 {
@@ -656,11 +687,17 @@ func testListUnderWrites(t *testing.T, s storage.Store) {
 			}
 		})
 	}
+	// List until the creator is done and at least minLists lists ran while
+	// the others kept writing, so a torn scan has a chance to show on fast
+	// stores too.
 	lists := 0
 	for done := false; !done; {
 		select {
-		case <-stop:
-			done = true
+		case <-createdAll:
+			if lists >= minLists {
+				halt()
+				done = true
+			}
 		default:
 		}
 		recs, err := s.List(ctx, "l/")
@@ -669,12 +706,15 @@ func testListUnderWrites(t *testing.T, s storage.Store) {
 		}
 		lists++
 		var keys []string
-		fixedSeen, newSeen := 0, 0
+		fixedSeen, newSeen, tokens := 0, 0, 0
 		for _, r := range recs {
 			keys = append(keys, r.Key)
 			switch {
 			case strings.HasPrefix(r.Key, "l/fixed/"):
 				fixedSeen++
+			case r.Key == "l/tok/m":
+			case strings.HasPrefix(r.Key, "l/tok/"):
+				tokens++
 			case r.Key != fmt.Sprintf("l/new/%04d", newSeen):
 				t.Fatalf("List under writes returned %s without the keys created before it (got %d earlier ones): not a consistent snapshot", r.Key, newSeen)
 			default:
@@ -686,6 +726,9 @@ func testListUnderWrites(t *testing.T, s storage.Store) {
 		}
 		if fixedSeen != fixed {
 			t.Fatalf("List under writes saw %d of the %d always-present keys", fixedSeen, fixed)
+		}
+		if tokens == 0 {
+			t.Fatalf("List under writes saw neither token key, but one always exists: not a consistent snapshot")
 		}
 	}
 	wg.Wait()
