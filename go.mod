@@ -3,16 +3,22 @@ module github.com/bmckit/bmckit
 go 1.26.8
 
 require (
-	github.com/bmc-toolbox/bmclib/v2 v2.3.5 // indirect
-	github.com/bougou/go-ipmi v0.9.0 // indirect
+	github.com/bmc-toolbox/bmclib/v2 v2.3.5
+	github.com/bougou/go-ipmi v0.9.0
+	github.com/go-logr/logr v1.4.3
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/stmcginnis/gofish v0.26.0
+	github.com/stretchr/testify v1.11.1
+	go.etcd.io/bbolt v1.4.3
+)
+
+require (
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/fatih/color v1.15.0 // indirect
-	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-ole/go-ole v1.3.0 // indirect
 	github.com/google/uuid v1.1.2 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/jacobweinstock/registrar v0.4.7 // indirect
 	github.com/kr/pretty v0.3.0 // indirect
@@ -27,9 +33,6 @@ require (
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/rivo/uniseg v0.2.0 // indirect
 	github.com/rogpeppe/go-internal v1.6.1 // indirect
-	github.com/stmcginnis/gofish v0.26.0 // indirect
-	github.com/stretchr/testify v1.11.1 // indirect
-	go.etcd.io/bbolt v1.4.3 // indirect
 	golang.org/x/net v0.43.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.35.0 // indirect
