@@ -512,10 +512,13 @@ func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, 
 	}
 	j.Status.ObservedGeneration = j.Generation
 	conditions.MarkCompleted(&j.Status.Conditions, j.Generation, result, reason, msg, now)
+	// Close the BMC session before the completion is written, so whoever sees
+	// Completed=True also sees the session gone. If the write fails, the next
+	// step dials again.
+	_ = r.s.pool.Release(ctx, r.ep)
 	if err := r.persist(ctx, j); err != nil {
 		return StepResult{}, err
 	}
-	_ = r.s.pool.Release(ctx, r.ep)
 	r.log.Info("job completed", "result", string(result), "reason", reason, "message", msg)
 	return StepResult{Done: true}, nil
 }
