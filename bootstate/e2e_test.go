@@ -131,6 +131,7 @@ func TestEndToEndFleetOverLoopback(t *testing.T) {
 		bootEr error
 	}
 	outcomes := make(chan outcome, fleet)
+	silentFetched := make(chan struct{}) // closed once the silent server fetched both
 	var wg sync.WaitGroup
 	for i := range fleet {
 		u := fmt.Sprintf("4c4c4544-0042-4a10-8031-%012x", 0xb2c04f4e0000+i)
@@ -143,7 +144,13 @@ func TestEndToEndFleetOverLoopback(t *testing.T) {
 				return
 			}
 			bootErr := make(chan error, 1)
-			go func() { bootErr <- simulatedServer(ctx, base, u, i == silentIdx) }()
+			go func() {
+				err := simulatedServer(ctx, base, u, i == silentIdx)
+				if i == silentIdx {
+					close(silentFetched)
+				}
+				bootErr <- err
+			}()
 			rec, err := e.tr.Wait(ctx, u, attempt)
 			outcomes <- outcome{uuid: u, rec: rec, err: err, bootEr: <-bootErr}
 		})
@@ -170,7 +177,14 @@ func TestEndToEndFleetOverLoopback(t *testing.T) {
 			}
 		}
 	}
-	// The silent server times out once the configured 15 minutes pass.
+	// The silent server fetched its iPXE script and Ignition config (its
+	// fetches are answered before its OS "fails to come up"); then it times
+	// out once the configured 15 minutes pass.
+	select {
+	case <-silentFetched:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the silent server never finished its fetches")
+	}
 	e.clock.Advance(14 * time.Minute)
 	select {
 	case r := <-timeouts:
