@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,4 +95,65 @@ func TestReplicasPostgres(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	testReplicas(t, s)
+}
+
+// A step that blocks in a slow BMC call for several lease durations keeps
+// its lock: the lease is renewed in the background, and a second runner
+// waiting on the same store never takes the job over.
+func TestLeaseRenewedDuringLongStep(t *testing.T) {
+	store := memstore.New()
+	fleet := fake.NewFleet()
+	url := "redfish://10.3.1.1/redfish/v1/Systems/1"
+	b, err := fleet.AddNew(url, fake.Options{Power: bmc.PowerOn})
+	require.NoError(t, err)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	b.SetHook(fake.MethodSetBootOverride, func(ctx context.Context, c fake.Call) error {
+		once.Do(func() { close(entered) })
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	const lease = 150 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var runners []*job.Runner
+	for i := 0; i < 2; i++ {
+		r, err := job.NewRunner(job.Config{Store: store, Dialer: fleet, Credentials: labCreds, LeaseDuration: lease,
+			ScanInterval: 10 * time.Millisecond, PollInterval: time.Millisecond, Owner: fmt.Sprintf("r%d", i)})
+		require.NoError(t, err)
+		runners = append(runners, r)
+		go func() { _ = r.Start(ctx) }()
+	}
+	_, err = runners[0].Submit(context.Background(), "long", netboot(url))
+	require.NoError(t, err)
+	recv(t, entered)
+
+	// Watch the lock's revision move: each move is a renewal while the
+	// step is still blocked. Five renewals span more than 1.5 leases.
+	lockKey := "bmckit/locks/10.3.1.1:443"
+	first, err := store.Get(context.Background(), lockKey)
+	require.NoError(t, err)
+	seen, renewals := first.Revision, 0
+	deadline := time.Now().Add(20 * time.Second)
+	for renewals < 5 {
+		require.False(t, time.Now().After(deadline), "lock not renewed while the step blocked")
+		rec, err := store.Get(context.Background(), lockKey)
+		require.NoError(t, err, "lock released or lost while its job was running")
+		if rec.Revision != seen {
+			seen = rec.Revision
+			renewals++
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	j := wait(t, runners[0], "long")
+	assertCompleted(t, j, conditions.ResultSucceeded)
+	s := b.Sessions()
+	assert.Equal(t, 1, s.Logins, "the second runner never took the job over")
+	assert.Equal(t, 1, s.MaxOpen)
+	assert.Len(t, b.CallsTo(fake.MethodSetBootOverride), 1)
 }

@@ -453,14 +453,67 @@ func (r *Runner) acquire(ctx context.Context, ep bmc.Endpoint, job string) (int6
 	return 0, false, nil
 }
 
-// renew extends the lock; false means it was lost.
-func (r *Runner) renew(ctx context.Context, ep bmc.Endpoint, job string, rev int64) (int64, bool) {
+// renew extends the lock held at revision rev and returns the new revision.
+// ErrConflict or ErrNotFound mean the lock was lost.
+func (r *Runner) renew(ctx context.Context, ep bmc.Endpoint, job string, rev int64) (int64, error) {
 	data, _ := json.Marshal(lock{Owner: r.cfg.Owner, Job: job, Expires: r.cfg.Clock.Now().Add(r.cfg.LeaseDuration)})
-	n, err := r.cfg.Store.Update(ctx, r.lockKey(ep), data, rev)
-	if err != nil {
-		return rev, false
-	}
-	return n, true
+	return r.cfg.Store.Update(ctx, r.lockKey(ep), data, rev)
+}
+
+// leaseKeeper renews a BMC lock every LeaseDuration/3 while its job runs,
+// however long a step blocks in a BMC call, and cancels the job when the
+// lock is lost to another runner.
+type leaseKeeper struct {
+	mu   sync.Mutex
+	rev  int64
+	lost bool
+	done chan struct{}
+}
+
+func (r *Runner) keepLease(ctx context.Context, cancel context.CancelFunc, ep bmc.Endpoint, job string, rev int64, log logr.Logger) *leaseKeeper {
+	k := &leaseKeeper{rev: rev, done: make(chan struct{})}
+	go func() {
+		defer close(k.done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.cfg.Clock.After(r.cfg.LeaseDuration / 3):
+			}
+			k.mu.Lock()
+			cur := k.rev
+			k.mu.Unlock()
+			n, err := r.renew(ctx, ep, job, cur)
+			switch {
+			case err == nil:
+				k.mu.Lock()
+				k.rev = n
+				k.mu.Unlock()
+			case ctx.Err() != nil:
+				return
+			case errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound):
+				log.Info("lost the BMC lock; another runner owns this job now")
+				k.mu.Lock()
+				k.lost = true
+				k.mu.Unlock()
+				cancel()
+				return
+			default:
+				// The lease still has two thirds to run: try again.
+				log.Error(err, "renewing the BMC lock failed; will retry")
+			}
+		}
+	}()
+	return k
+}
+
+// stop ends renewal and returns the lock's revision, or false if it was lost.
+func (k *leaseKeeper) stop(cancel context.CancelFunc) (int64, bool) {
+	cancel()
+	<-k.done
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.rev, !k.lost
 }
 
 func (r *Runner) release(ctx context.Context, ep bmc.Endpoint, rev int64) {
@@ -472,13 +525,17 @@ func (r *Runner) release(ctx context.Context, ep bmc.Endpoint, rev int64) {
 }
 
 // work runs one job until it completes, the lock is lost, or ctx is done.
+// The lock is renewed in the background (leaseKeeper), not between steps, so
+// a step that blocks in a slow BMC call cannot let the lease lapse.
 func (r *Runner) work(ctx context.Context, name string, ep bmc.Endpoint, lockRev int64) {
 	log := r.log.WithValues("job", name, "bmc", ep.String())
-	renewAt := r.cfg.Clock.Now().Add(r.cfg.LeaseDuration / 3)
-	release := true
+	parent := ctx
+	ctx, cancel := context.WithCancel(parent)
+	keeper := r.keepLease(ctx, cancel, ep, name, lockRev, log)
 	defer func() {
-		if release && !(r.abandonOnStop && ctx.Err() != nil) {
-			r.release(ctx, ep, lockRev)
+		rev, held := keeper.stop(cancel)
+		if held && !(r.abandonOnStop && parent.Err() != nil) {
+			r.release(parent, ep, rev)
 		}
 	}()
 	stepCtx := logr.NewContext(ctx, log)
@@ -548,19 +605,6 @@ func (r *Runner) work(ctx context.Context, name string, ep bmc.Endpoint, lockRev
 		}
 		if res.Done {
 			return
-		}
-		if now := r.cfg.Clock.Now(); !now.Before(renewAt) {
-			n, ok := r.renew(ctx, ep, name, lockRev)
-			if !ok {
-				log.Info("lost the BMC lock; another runner owns this job now")
-				release = false
-				return
-			}
-			lockRev = n
-			renewAt = now.Add(r.cfg.LeaseDuration / 3)
-		}
-		if max := r.cfg.LeaseDuration / 3; wait > max {
-			wait = max
 		}
 		if wait > 0 {
 			select {
