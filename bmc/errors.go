@@ -16,6 +16,13 @@ var ErrNotSupported = errors.New("not supported by this BMC")
 // permanent: retrying with the same credentials will not help.
 var ErrUnauthorized = errors.New("the BMC rejected the credentials")
 
+// ErrSessionExpired reports that the connection's BMC session is gone and
+// the driver could not (or does not) log in again by itself. It is transient
+// for the operation, but the connection is spent: the job runner closes it and
+// dials again. Drivers that re-login transparently (the Redfish driver does)
+// return it only when that failed too.
+var ErrSessionExpired = errors.New("the BMC session expired")
+
 // OpError is the error drivers return: what was attempted (Op), on which BMC
 // (Endpoint, a URL without credentials), and why (Err).
 type OpError struct {

@@ -407,3 +407,23 @@ func recv(t *testing.T, ch <-chan struct{}) {
 		t.Fatal("timed out waiting for the BMC call")
 	}
 }
+
+// A session that expires mid-job (and a driver that does not log in again by
+// itself) costs one retry and a new login, not the job.
+func TestRunnerRedialsAfterSessionExpired(t *testing.T) {
+	e := newEnv(t, job.Config{})
+	url := "redfish://10.0.9.1"
+	b := e.addBMC(t, url, fake.Options{Power: bmc.PowerOn})
+	var once sync.Once
+	b.SetHook(fake.MethodSetBootOverride, func(ctx context.Context, c fake.Call) error {
+		once.Do(b.ExpireSessions) // the session dies under the job
+		return nil
+	})
+	e.start(t)
+	_, err := e.runner.Submit(context.Background(), "expire", netboot(url))
+	require.NoError(t, err)
+	j := wait(t, e.runner, "expire")
+	assertCompleted(t, j, conditions.ResultSucceeded)
+	assert.Equal(t, 2, b.Sessions().Logins, "dialed again after the session expired")
+	assert.Equal(t, 0, b.Sessions().Open)
+}

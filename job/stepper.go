@@ -419,7 +419,8 @@ func (r *stepRun) handleErr(ctx context.Context, i int, err error, dialing bool)
 		}
 		return r.failTask(ctx, i, reason, err.Error())
 	}
-	if dialing {
+	if dialing || errors.Is(err, bmc.ErrSessionExpired) {
+		// The connection is spent: the next attempt dials (logs in) again.
 		_ = r.s.pool.Release(ctx, r.ep)
 	}
 	ts.LastError = err.Error()

@@ -19,7 +19,7 @@ var ErrUnreachable = errors.New("fake: BMC unreachable (restarting)")
 
 // ErrSessionExpired is returned (wrapped, and marked transient) by calls on a
 // session that [BMC.ExpireSessions] ended; dial again to continue.
-var ErrSessionExpired = errors.New("fake: session expired")
+var ErrSessionExpired = fmt.Errorf("fake: %w", bmc.ErrSessionExpired)
 
 // BMC is the server-side state of one simulated BMC and the server it
 // manages: power (with delayed, typed transitions), boot override, virtual
