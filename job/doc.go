@@ -43,7 +43,9 @@
 //   - Errors: transient BMC errors (bmc.IsTransient) are retried with
 //     exponential backoff and jitter within the task's timeout; permanent ones
 //     (bad credentials, unsupported action, validation) fail the task at once
-//     with reason Unauthorized, NotSupported or BMCError.
+//     with reason Unauthorized, NotSupported or BMCError. An error wrapping
+//     bmc.ErrSessionExpired also closes the pooled connection, so the retry
+//     logs in again.
 //   - One session per job: connections live in a [ConnPool] keyed by endpoint
 //     and a hash of the credentials, so a controller that reconciles twenty
 //     times still uses one BMC session; the connection is closed when the job
