@@ -135,7 +135,7 @@ func (r *stepRun) check(ctx context.Context, drv bmc.Driver, i int, afterSend bo
 		if r.s.cfg.Boot == nil {
 			return false, "", &taskFailure{conditions.ReasonNotSupported, "no BootTracker configured"}
 		}
-		done, result, msg, err := r.s.cfg.Boot.BootResult(ctx, r.systemUUID(i), BootAttemptID(r.j))
+		done, result, msg, err := r.s.cfg.Boot.BootResult(ctx, r.systemUUID(i), BootAttemptID(r.j, i))
 		if err != nil {
 			return false, "", bmc.Transient(fmt.Errorf("reading boot state: %w", err))
 		}

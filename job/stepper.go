@@ -138,11 +138,16 @@ func (s *Stepper) Close(ctx context.Context) error { return s.pool.Close(ctx) }
 // Pool exposes the connection pool (for hosts that want CloseIdle on a ticker).
 func (s *Stepper) Pool() *ConnPool { return s.pool }
 
-// BootAttemptID is the boot attempt a job registers for its wait-for-boot
-// tasks. Hosts that embed boot tokens in the iPXE script or Ignition they
+// BootAttemptID is the boot attempt that wait-for-boot task taskIndex of j
+// waits for. Hosts that embed boot tokens in the iPXE script or Ignition they
 // serve compute the token from it (see package bootstate).
-func BootAttemptID(j *Job) string {
-	return fmt.Sprintf("%s.%d.%d", j.Name, j.CreatedAt.UnixNano(), j.Generation)
+//
+// Each wait-for-boot task has its own attempt, opened when the job starts
+// (the first) or when the previous wait-for-boot task completed (the next),
+// before the tasks that power the server on, so a callback from an earlier
+// boot cannot complete a later wait.
+func BootAttemptID(j *Job, taskIndex int) string {
+	return fmt.Sprintf("%s.%d.%d.%d", j.Name, j.CreatedAt.UnixNano(), j.Generation, taskIndex)
 }
 
 // Step advances j by one bounded step: at most one BMC action and one read
@@ -229,6 +234,9 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 		// resume after a crash is counted here.
 		if ts.NextAttemptTime == nil {
 			ts.Attempts++
+			if err := r.persist(ctx, j); err != nil { // the new attempt before the BMC
+				return StepResult{}, err
+			}
 		}
 		ts.NextAttemptTime = nil
 		return r.act(ctx, i, true)
@@ -269,25 +277,34 @@ func (r *stepRun) initialize(ctx context.Context) (StepResult, error) {
 		conditions.MarkPending(&j.Status.Tasks[i].Conditions, j.Generation, now)
 	}
 	for i := range j.Spec.Tasks {
-		if j.Spec.Tasks[i].WaitForBoot == nil {
-			continue
-		}
-		if r.s.cfg.Boot == nil {
+		if j.Spec.Tasks[i].WaitForBoot != nil && r.s.cfg.Boot == nil {
 			return r.finish(ctx, conditions.ResultFailed, conditions.ReasonNotSupported,
 				fmt.Sprintf("task %d (%s): no BootTracker configured for wait-for-boot tasks", i+1, j.Spec.Tasks[i].Describe()), "Skipped")
 		}
-		if err := r.s.cfg.Boot.StartBoot(ctx, r.systemUUID(i), BootAttemptID(j), r.taskTimeout(i)); err != nil {
-			// Not persisted: the next step retries initialization.
-			r.log.Info("registering boot attempt failed; will retry", "error", err.Error())
-			j.Status = Status{}
-			return StepResult{RequeueAfter: r.s.cfg.Retry.Delay(1)}, nil
-		}
+	}
+	if err := r.openNextBoot(ctx, 0); err != nil {
+		// Not persisted: the next step retries initialization.
+		r.log.Info("registering boot attempt failed; will retry", "error", err.Error())
+		j.Status = Status{}
+		return StepResult{RequeueAfter: r.s.cfg.Retry.Delay(1)}, nil
 	}
 	conditions.MarkRunning(&j.Status.Conditions, j.Generation, fmt.Sprintf("starting %d tasks", len(j.Spec.Tasks)), now)
 	if err := r.persist(ctx, j); err != nil {
 		return StepResult{}, err
 	}
 	return StepResult{}, nil
+}
+
+// openNextBoot opens the boot attempt of the first wait-for-boot task at or
+// after index from, if any. Its deadline is that task's timeout, counted from
+// now: the boot it waits for starts with the tasks before it.
+func (r *stepRun) openNextBoot(ctx context.Context, from int) error {
+	for i := from; i < len(r.j.Spec.Tasks); i++ {
+		if r.j.Spec.Tasks[i].WaitForBoot != nil {
+			return r.s.cfg.Boot.StartBoot(ctx, r.systemUUID(i), BootAttemptID(r.j, i), r.taskTimeout(i))
+		}
+	}
+	return nil
 }
 
 func (r *stepRun) systemUUID(i int) string {
@@ -300,7 +317,11 @@ func (r *stepRun) systemUUID(i int) string {
 func (r *stepRun) driver(ctx context.Context) (bmc.Driver, error) {
 	creds, err := r.s.cfg.Credentials.Resolve(ctx, r.j.Spec.CredentialsRef)
 	if err != nil {
-		return nil, bmc.Permanent(fmt.Errorf("resolving credentials %q: %w", r.j.Spec.CredentialsRef, err))
+		err = fmt.Errorf("resolving credentials %q: %w", r.j.Spec.CredentialsRef, err)
+		if bmc.IsTransient(err) { // e.g. a resolver that marked an apiserver timeout
+			return nil, err
+		}
+		return nil, bmc.Permanent(err)
 	}
 	return r.s.pool.Get(ctx, r.ep, creds)
 }
@@ -316,7 +337,9 @@ func (r *stepRun) act(ctx context.Context, i int, recheck bool) (StepResult, err
 	if err != nil {
 		return r.handleErr(ctx, i, err, true)
 	}
-	if recheck {
+	// A cycle or reset ends where it started (On), so reading the state
+	// cannot tell whether it happened: it is sent again instead.
+	if recheck && !endsWhereItStarted(spec) {
 		ok, _, err := r.check(ctx, drv, i, false)
 		if err != nil {
 			return r.handleErr(ctx, i, err, false)
@@ -329,6 +352,10 @@ func (r *stepRun) act(ctx context.Context, i int, recheck bool) (StepResult, err
 		return r.handleErr(ctx, i, err, false)
 	}
 	return r.requested(ctx, i)
+}
+
+func endsWhereItStarted(spec *task.Spec) bool {
+	return spec.Power != nil && (spec.Power.Op == task.PowerCycle || spec.Power.Op == task.PowerReset)
 }
 
 func (r *stepRun) requested(ctx context.Context, i int) (StepResult, error) {
@@ -446,6 +473,14 @@ func (r *stepRun) succeedTask(ctx context.Context, i int, observed string) (Step
 	j := r.j
 	ts := &j.Status.Tasks[i]
 	now := r.now
+	if j.Spec.Tasks[i].WaitForBoot != nil {
+		// Open the next wait's attempt before any later task powers the
+		// server on again; on failure this task stays unfinished and the
+		// next step (which finds the boot done again) retries.
+		if err := r.openNextBoot(ctx, i+1); err != nil {
+			return r.handleErr(ctx, i, bmc.Transient(fmt.Errorf("opening the next boot attempt: %w", err)), false)
+		}
+	}
 	ts.Phase = task.PhaseDone
 	ts.Result = conditions.ResultSucceeded
 	ts.Reason = conditions.ReasonSucceeded

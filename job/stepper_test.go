@@ -13,9 +13,11 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/fake"
+	"github.com/bmckit/bmckit/bootstate"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/internal/clock"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/storage/memstore"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -337,7 +339,7 @@ func TestStepWaitForBoot(t *testing.T) {
 			}
 			require.False(t, res.Done, "waits while the tracker has no result")
 			boot.mu.Lock()
-			assert.Equal(t, time.Minute, boot.started[j.Spec.SystemUUID+"/"+job.BootAttemptID(j)], "attempt registered at job start with the task timeout")
+			assert.Equal(t, time.Minute, boot.started[j.Spec.SystemUUID+"/"+job.BootAttemptID(j, 1)], "attempt registered at job start with the task timeout")
 			boot.done, boot.result = true, tc.result
 			boot.mu.Unlock()
 			got, _ := e.reconcile(t, e.crd.load(t), 5)
@@ -374,4 +376,92 @@ func TestConnPoolCredentialsChangeAndIdle(t *testing.T) {
 	p.CloseIdle(ctx)
 	assert.Equal(t, 0, b.Sessions().Open, "idle connection closed")
 	assert.Equal(t, 0, p.Len())
+}
+
+// A cycle whose first request failed transiently is sent again: the server
+// being On proves nothing about a cycle, so there is no "already present".
+func TestStepCycleRetriedAfterTransientErrorReallyCycles(t *testing.T) {
+	e := newStepEnv(t, fake.Options{Power: bmc.PowerOn, PowerTransition: 5 * time.Second}, job.StepperConfig{})
+	e.bmc.FailNext(fake.MethodSetPower, 1, bmc.Transient(errors.New("503 Service Unavailable")))
+	j, _ := e.reconcile(t, newJob(task.Spec{Power: &task.PowerAction{Op: task.PowerCycle}}), 100)
+	assertCompleted(t, j, conditions.ResultSucceeded)
+	assert.Equal(t, 1, e.bmc.State().Boots, "the server went through one power cycle")
+	assert.Equal(t, 2, j.Status.Tasks[0].Attempts)
+}
+
+// After a crash between intent and answer, a cycle is sent again rather than
+// taken as done because the server is On.
+func TestStepResumedCycleIsResent(t *testing.T) {
+	e := newStepEnv(t, fake.Options{Power: bmc.PowerOn}, job.StepperConfig{})
+	j := newJob(task.Spec{Power: &task.PowerAction{Op: task.PowerCycle}})
+	_, err := e.stepper.Step(context.Background(), j, e.crd.persist) // initialize
+	require.NoError(t, err)
+	j.Status.Tasks[0].Phase = task.PhaseStarted // died after persisting the intent
+	j.Status.Tasks[0].Attempts = 1
+	now := t0
+	j.Status.Tasks[0].StartTime = &now
+	got, _ := e.reconcile(t, j, 20)
+	assertCompleted(t, got, conditions.ResultSucceeded)
+	assert.Len(t, e.bmc.CallsTo(fake.MethodSetPower), 1)
+	assert.Equal(t, 2, got.Status.Tasks[0].Attempts)
+}
+
+// Two wait-for-boot tasks in one job wait for two different boots: a
+// callback for the first boot does not complete the second wait.
+func TestStepEachWaitForBootHasItsOwnAttempt(t *testing.T) {
+	e := newStepEnv(t, fake.Options{Power: bmc.PowerOff}, job.StepperConfig{})
+	tr, err := bootstate.NewTracker(bootstate.Config{Store: memstore.New(), Clock: e.clk, InsecureSkipAuth: true})
+	require.NoError(t, err)
+	e.stepper, err = job.NewStepper(job.StepperConfig{Dialer: e.bmc, Clock: e.clk, Boot: tr})
+	require.NoError(t, err)
+	const uuid = "4c4c4544-0042-4a10-8031-b2c04f4e4a31"
+	wfb := task.Spec{WaitForBoot: &task.WaitForBootAction{}}
+	jb := newJob(pxeOnce, powerOn, wfb, powerOff, powerOn, wfb)
+	jb.Spec.SystemUUID = uuid
+	require.NoError(t, e.crd.persist(context.Background(), jb))
+	signals := 0
+	step := func() job.StepResult {
+		cur := e.crd.load(t)
+		res, err := e.stepper.Step(context.Background(), cur, e.crd.persist)
+		require.NoError(t, err)
+		e.clk.Advance(res.RequeueAfter)
+		return res
+	}
+	for n := 0; n < 200 && e.crd.load(t).Status.CurrentTask < 3; n++ {
+		if e.crd.load(t).Status.CurrentTask == 2 && signals == 0 {
+			_, err := tr.RecordSignal(context.Background(), uuid, "", bootstate.SignalBootStateReceived, "first boot")
+			require.NoError(t, err)
+			signals++
+		}
+		step()
+	}
+	require.Equal(t, 3, e.crd.load(t).Status.CurrentTask, "first wait completed on the first boot")
+	for n := 0; n < 50; n++ {
+		require.False(t, step().Done)
+	}
+	j := e.crd.load(t)
+	require.Equal(t, 5, j.Status.CurrentTask, "the second wait does not pass on the first boot's signal")
+	_, err = tr.RecordSignal(context.Background(), uuid, "", bootstate.SignalBootStateReceived, "second boot")
+	require.NoError(t, err)
+	got, _ := e.reconcile(t, e.crd.load(t), 20)
+	assertCompleted(t, got, conditions.ResultSucceeded)
+	assert.Equal(t, 2, e.bmc.State().Boots)
+}
+
+func TestStepTransientCredentialsErrorIsRetried(t *testing.T) {
+	calls := 0
+	var mu sync.Mutex
+	res := job.CredentialsFunc(func(ctx context.Context, ref string) (bmc.Credentials, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if calls++; calls == 1 {
+			return bmc.Credentials{}, bmc.Transient(errors.New("apiserver timeout"))
+		}
+		return bmc.Credentials{Username: "u", Password: "p"}, nil
+	})
+	e := newStepEnv(t, fake.Options{Power: bmc.PowerOn}, job.StepperConfig{Credentials: res})
+	j := newJob(powerOff)
+	j.Spec.CredentialsRef = "lab"
+	got, _ := e.reconcile(t, j, 50)
+	assertCompleted(t, got, conditions.ResultSucceeded)
 }

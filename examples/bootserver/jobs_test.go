@@ -110,7 +110,7 @@ func TestJobsCompleteOnBoot(t *testing.T) {
 			if j.Status.Result != conditions.ResultFailed || j.Status.Reason != conditions.ReasonTimedOut {
 				t.Fatalf("silent server's job: %s %s: %s", j.Status.Result, j.Status.Reason, j.Status.Message)
 			}
-			rec, err := tr.Wait(ctx, j.Spec.SystemUUID, job.BootAttemptID(j))
+			rec, err := tr.Wait(ctx, j.Spec.SystemUUID, job.BootAttemptID(j, 3))
 			if err != nil || rec.Result != conditions.ResultTimedOut || !strings.Contains(rec.Message(), "received IPXEScriptFetched, IgnitionDataFetched") {
 				t.Fatalf("silent server's boot record: %+v %v", rec, err)
 			}
@@ -120,7 +120,7 @@ func TestJobsCompleteOnBoot(t *testing.T) {
 			t.Fatalf("job %d: %s %s: %s", i, j.Status.Result, j.Status.Reason, j.Status.Message)
 		}
 		rec, err := tr.Get(ctx, j.Spec.SystemUUID)
-		if err != nil || rec.Result != conditions.ResultSucceeded || rec.AttemptID != job.BootAttemptID(j) {
+		if err != nil || rec.Result != conditions.ResultSucceeded || rec.AttemptID != job.BootAttemptID(j, 3) {
 			t.Fatalf("boot record of job %d: %+v %v", i, rec, err)
 		}
 	}
