@@ -2,8 +2,10 @@ package job_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/bmckit/bmckit/storage/memstore"
 	"github.com/bmckit/bmckit/storage/sqlstore"
 	"github.com/bmckit/bmckit/storage/sqlstore/postgres"
+	"github.com/bmckit/bmckit/task"
 )
 
 // Three live runners share one store: every job runs exactly once (no task
@@ -156,4 +159,77 @@ func TestLeaseRenewedDuringLongStep(t *testing.T) {
 	assert.Equal(t, 1, s.Logins, "the second runner never took the job over")
 	assert.Equal(t, 1, s.MaxOpen)
 	assert.Len(t, b.CallsTo(fake.MethodSetBootOverride), 1)
+}
+
+// lockWritesFail fails every write to BMC locks as a store whose connection
+// timed out would, while job writes still work.
+type lockWritesFail struct{ *memstore.Store }
+
+func (s lockWritesFail) Update(ctx context.Context, k string, v []byte, rev int64) (int64, error) {
+	if strings.Contains(k, "/locks/") {
+		return 0, errors.New("dial tcp 127.0.0.1:5432: i/o timeout")
+	}
+	return s.Store.Update(ctx, k, v, rev)
+}
+
+// A runner that cannot renew its lease (store errors, not conflicts) stops
+// touching the BMC before the lease runs out, so the runner that takes the
+// job over is alone on the BMC.
+func TestLapsedLeaseStopsTheWork(t *testing.T) {
+	store, fleet := memstore.New(), fake.NewFleet()
+	url := "redfish://10.3.9.1/redfish/v1/Systems/1"
+	b, err := fleet.AddNew(url, fake.Options{Power: bmc.PowerOn})
+	require.NoError(t, err)
+	entered, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	var once sync.Once
+	b.SetHook(fake.MethodSetBootOverride, func(ctx context.Context, c fake.Call) error {
+		first := false
+		once.Do(func() { first = true; close(entered) })
+		if first { // runner a's call hangs until its context ends
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mk := func(s storage.Store, owner string) *job.Runner {
+		r, err := job.NewRunner(job.Config{Store: s, Dialer: fleet, Credentials: labCreds, LeaseDuration: 300 * time.Millisecond,
+			ScanInterval: 10 * time.Millisecond, PollInterval: time.Millisecond, Owner: owner})
+		require.NoError(t, err)
+		go func() { _ = r.Start(ctx) }()
+		return r
+	}
+	a := mk(lockWritesFail{store}, "a")
+	_, err = a.Submit(context.Background(), "j", netboot(url))
+	require.NoError(t, err)
+	recv(t, entered)
+	r2 := mk(store, "b")
+	j := wait(t, r2, "j")
+	assertCompleted(t, j, conditions.ResultSucceeded)
+	assert.Equal(t, 1, b.Sessions().MaxOpen, "runner a left the BMC before runner b took over")
+	assert.Equal(t, 2, b.Sessions().Logins)
+}
+
+// A BMC call that hangs is cut off at the task's deadline and the job fails
+// as timed out, instead of holding the BMC forever.
+func TestHungBMCCallEndsAtTaskTimeout(t *testing.T) {
+	e := newEnv(t, job.Config{})
+	url := "redfish://10.9.0.1/redfish/v1/Systems/1"
+	b := e.addBMC(t, url, fake.Options{Power: bmc.PowerOn})
+	b.SetHook(fake.MethodSetPower, func(ctx context.Context, c fake.Call) error { <-ctx.Done(); return ctx.Err() })
+	e.start(t)
+	spec := netboot(url)
+	spec.Tasks = spec.Tasks[:1]
+	spec.Tasks[0].Timeout = task.Duration{Duration: 200 * time.Millisecond}
+	_, err := e.runner.Submit(context.Background(), "hung", spec)
+	require.NoError(t, err)
+	j := wait(t, e.runner, "hung")
+	assertCompleted(t, j, conditions.ResultFailed)
+	assert.Equal(t, conditions.ReasonTimedOut, j.Status.Reason)
+	assert.Contains(t, j.Status.Message, "timed out after 200ms")
 }

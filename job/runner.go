@@ -472,8 +472,16 @@ type leaseKeeper struct {
 
 func (r *Runner) keepLease(ctx context.Context, cancel context.CancelFunc, ep bmc.Endpoint, job string, rev int64, log logr.Logger) *leaseKeeper {
 	k := &leaseKeeper{rev: rev, done: make(chan struct{})}
+	lastOK := r.cfg.Clock.Now()
 	go func() {
 		defer close(k.done)
+		lose := func(why string) {
+			log.Info("lost the BMC lock; stopping the job here", "why", why)
+			k.mu.Lock()
+			k.lost = true
+			k.mu.Unlock()
+			cancel()
+		}
 		for {
 			select {
 			case <-ctx.Done():
@@ -486,20 +494,21 @@ func (r *Runner) keepLease(ctx context.Context, cancel context.CancelFunc, ep bm
 			n, err := r.renew(ctx, ep, job, cur)
 			switch {
 			case err == nil:
+				lastOK = r.cfg.Clock.Now()
 				k.mu.Lock()
 				k.rev = n
 				k.mu.Unlock()
 			case ctx.Err() != nil:
 				return
 			case errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound):
-				log.Info("lost the BMC lock; another runner owns this job now")
-				k.mu.Lock()
-				k.lost = true
-				k.mu.Unlock()
-				cancel()
+				lose("another runner took the lock over")
+				return
+			case !r.cfg.Clock.Now().Before(lastOK.Add(r.cfg.LeaseDuration * 2 / 3)):
+				// The next try would come after the lease ran out: another
+				// runner may take the job over, so stop touching the BMC.
+				lose("could not renew the lease before it expired: " + err.Error())
 				return
 			default:
-				// The lease still has two thirds to run: try again.
 				log.Error(err, "renewing the BMC lock failed; will retry")
 			}
 		}
@@ -534,7 +543,13 @@ func (r *Runner) work(ctx context.Context, name string, ep bmc.Endpoint, lockRev
 	keeper := r.keepLease(ctx, cancel, ep, name, lockRev, log)
 	defer func() {
 		rev, held := keeper.stop(cancel)
-		if held && !(r.abandonOnStop && parent.Err() != nil) {
+		if r.abandonOnStop && parent.Err() != nil {
+			return // a simulated crash leaves everything as it is
+		}
+		// Whatever ended the work, this runner is done with the BMC: close
+		// the session before another runner may open one.
+		_ = r.stepper.pool.Release(parent, ep)
+		if held {
 			r.release(parent, ep, rev)
 		}
 	}()

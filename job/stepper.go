@@ -196,7 +196,7 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 	if j.CancelRequested {
 		return r.finish(ctx, conditions.ResultCanceled, conditions.ReasonCanceled, "canceled on request", conditions.ReasonCanceled)
 	}
-	if to := j.Spec.Timeout.Duration; to > 0 && r.now.Sub(*j.Status.StartTime) > to {
+	if to := j.Spec.Timeout.Duration; to > 0 && r.now.Sub(*j.Status.StartTime) >= to {
 		i := j.Status.CurrentTask
 		return r.failTask(ctx, i, conditions.ReasonTimedOut, fmt.Sprintf("job timed out after %s%s", to, lastErrSuffix(&j.Status.Tasks[i])))
 	}
@@ -209,12 +209,26 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 	if j.Spec.Tasks[i].WaitForBoot != nil {
 		limit += 2*r.s.cfg.BootPollInterval + 5*time.Second
 	}
-	if ts.StartTime != nil && r.now.Sub(*ts.StartTime) > limit {
+	if ts.StartTime != nil && r.now.Sub(*ts.StartTime) >= limit {
 		return r.failTask(ctx, i, conditions.ReasonTimedOut, fmt.Sprintf("timed out after %s%s", r.taskTimeout(i), lastErrSuffix(ts)))
 	}
 	if ts.NextAttemptTime != nil && r.now.Before(*ts.NextAttemptTime) {
 		return StepResult{RequeueAfter: ts.NextAttemptTime.Sub(r.now)}, nil
 	}
+	// A BMC call that hangs must not outlive the task's (or the job's)
+	// deadline: bound this step's calls by what is left of it. The next
+	// step then fails the task as timed out.
+	left := limit
+	if ts.StartTime != nil {
+		left -= r.now.Sub(*ts.StartTime)
+	}
+	if to := j.Spec.Timeout.Duration; to > 0 {
+		if jl := to - r.now.Sub(*j.Status.StartTime); jl < left {
+			left = jl
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, left)
+	defer cancel()
 	switch ts.Phase {
 	case task.PhasePending:
 		now := r.now
