@@ -328,10 +328,10 @@ func (h *jobHead) completed() bool {
 // that changed, not every job every time.
 func (r *Runner) scan(ctx context.Context, sem chan struct{}, wg *sync.WaitGroup) {
 	events, err := r.follower.Next(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			r.log.Error(err, "reading job changes failed; will retry")
-		}
+	if err != nil && ctx.Err() == nil {
+		r.log.Error(err, "reading job changes failed; will retry")
+	}
+	if err != nil && len(events) == 0 {
 		return
 	}
 	for _, ev := range events {

@@ -123,7 +123,9 @@ func NewFollower(s Store, prefix string) *Follower {
 // Next returns the changes since the previous call, sorted by revision
 // (empty when nothing changed). It does not block waiting for changes: call
 // it when woken by a timer. With a ChangeFeed each call costs one feed read;
-// without one, a List of the prefix.
+// without one, a List of the prefix. When an error ends a call that already
+// took in some changes, Next returns those with a nil error, and the next call
+// continues after them: an event is never taken in without being reported.
 func (f *Follower) Next(ctx context.Context) ([]Event, error) {
 	feed, ok := f.store.(ChangeFeed)
 	if !ok || !f.synced {
@@ -134,10 +136,21 @@ func (f *Follower) Next(ctx context.Context) ([]Event, error) {
 		ch, err := feed.Changes(ctx, f.prefix, f.cursor, 0)
 		if ce := (*CompactedError)(nil); errors.As(err, &ce) {
 			more, err := f.resync(ctx, feed, ce.Compacted)
+			if err != nil && len(out) > 0 {
+				// Report what was applied; the failed resync is retried
+				// (the feed answers ErrCompacted again) on the next call.
+				return out, nil
+			}
 			return append(out, more...), err
 		}
 		if err != nil {
-			return out, fmt.Errorf("follow changes under %q: %w", f.prefix, err)
+			if len(out) > 0 {
+				// Earlier pages were applied and the cursor moved past them:
+				// report them now (they would never be reported again) and
+				// let the next call continue from the cursor.
+				return out, nil
+			}
+			return nil, fmt.Errorf("follow changes under %q: %w", f.prefix, err)
 		}
 		for _, ev := range ch.Events {
 			if e, ok := f.apply(ev); ok {
