@@ -37,9 +37,13 @@
 //     virtual media is read back as inserted with the requested image.
 //   - Crash safety: a resumed task in phase Started is first re-checked
 //     (read the BMC) and re-sent only if its effect is missing; finished tasks
-//     are never re-run. Cycle and reset cannot be observed after the fact, so
-//     if a crash hits between their intent and the BMC's answer they are sent
-//     again on resume.
+//     are never re-run. Cycle and reset end where they started (On), so the
+//     state cannot tell whether they happened: after a crash or a failed
+//     request they are sent again, and they count as done once the BMC
+//     accepted them and reports On (follow them with a wait-for-boot task to
+//     verify the reboot itself).
+//   - Deadlines: BMC calls of a step are bounded by what is left of the
+//     task's and the job's timeouts, so a hung call cannot hold a BMC.
 //   - Errors: transient BMC errors (bmc.IsTransient) are retried with
 //     exponential backoff and jitter within the task's timeout; permanent ones
 //     (bad credentials, unsupported action, validation) fail the task at once
@@ -60,6 +64,11 @@
 // # Wait for boot
 //
 // A wait-for-boot task completes when the host's [BootTracker] (package
-// bootstate) reports the boot attempt done. The job registers the attempt
-// ([BootAttemptID]) when it starts, before any task powers the server on.
+// bootstate) reports its boot attempt done. Each wait-for-boot task has its
+// own attempt ([BootAttemptID]): the first is opened when the job starts, each
+// later one when the previous wait completed — always before the tasks that
+// power the server on — so a fast callback is not lost and a callback from an
+// earlier boot cannot complete a later wait. The task's Timeout is the boot's
+// deadline counted from when its attempt was opened (the boot starts with the
+// power tasks before the wait).
 package job
