@@ -300,12 +300,14 @@ func (r *Runner) Start(ctx context.Context) error {
 // jobHead is the part of a stored job the scheduler needs; decoding only it
 // skips most of the record's allocations.
 type jobHead struct {
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"createdAt"`
-	Spec      struct {
+	Name            string    `json:"name"`
+	CreatedAt       time.Time `json:"createdAt"`
+	CancelRequested bool      `json:"cancelRequested"`
+	Spec            struct {
 		BMC string `json:"bmc"`
 	} `json:"spec"`
 	Status struct {
+		StartTime  *time.Time `json:"startTime"`
 		Conditions []struct {
 			Type   string `json:"type"`
 			Status string `json:"status"`
@@ -379,6 +381,12 @@ func (r *Runner) scan(ctx context.Context, sem chan struct{}, wg *sync.WaitGroup
 		r.mu.Lock()
 		skip := r.active[j.Name] || r.busy[ep.Key()]
 		r.mu.Unlock()
+		if skip && j.CancelRequested && j.Status.StartTime == nil {
+			// Queued behind another job on its BMC and canceled: it needs
+			// no BMC, so finish it now instead of after the other job.
+			r.cancelQueued(ctx, j.Name)
+			continue
+		}
 		if skip {
 			continue
 		}
@@ -410,6 +418,31 @@ func (r *Runner) scan(ctx context.Context, sem chan struct{}, wg *sync.WaitGroup
 			r.mu.Unlock()
 			r.poke() // the BMC may have more jobs waiting
 		}(j.Name, ep, lockRev)
+	}
+}
+
+// cancelQueued completes a canceled job that never started, without its BMC
+// lock: the step takes the cancel path and touches no BMC. A concurrent
+// writer makes the compare-and-swap fail and the job is looked at again on a
+// later scan.
+func (r *Runner) cancelQueued(ctx context.Context, name string) {
+	j, rev, err := r.load(ctx, name)
+	if err != nil || j.Completed() || !j.CancelRequested || j.Status.StartTime != nil {
+		return
+	}
+	_, err = r.stepper.Step(ctx, j, func(ctx context.Context, j *Job) error {
+		data, err := json.Marshal(j)
+		if err != nil {
+			return err
+		}
+		if _, err := r.cfg.Store.Update(ctx, r.jobKey(name), data, rev); err != nil {
+			return err
+		}
+		r.notify()
+		return nil
+	})
+	if err != nil && ctx.Err() == nil && !errors.Is(err, storage.ErrConflict) {
+		r.log.Error(err, "completing a canceled queued job failed; will retry", "job", name)
 	}
 }
 

@@ -427,3 +427,38 @@ func TestRunnerRedialsAfterSessionExpired(t *testing.T) {
 	assert.Equal(t, 2, b.Sessions().Logins, "dialed again after the session expired")
 	assert.Equal(t, 0, b.Sessions().Open)
 }
+
+// A job queued behind another on the same BMC completes as Canceled as soon
+// as it is canceled, not after the job in front of it.
+func TestRunnerCancelQueuedJob(t *testing.T) {
+	e := newEnv(t, job.Config{Workers: 4})
+	url := "redfish://10.0.8.9/redfish/v1/Systems/1"
+	b := e.addBMC(t, url, fake.Options{Power: bmc.PowerOn})
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	b.SetHook(fake.MethodSetBootOverride, func(ctx context.Context, c fake.Call) error {
+		once.Do(func() { close(entered) })
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	e.start(t)
+	_, err := e.runner.Submit(context.Background(), "first", netboot(url))
+	require.NoError(t, err)
+	recv(t, entered)
+	_, err = e.runner.Submit(context.Background(), "queued", netboot(url))
+	require.NoError(t, err)
+	require.NoError(t, e.runner.Cancel(context.Background(), "queued"))
+	j := wait(t, e.runner, "queued") // while "first" is still blocked
+	assertCompleted(t, j, conditions.ResultCanceled)
+	assert.Contains(t, j.Status.Message, "before it started")
+	first, err := e.runner.Get(context.Background(), "first")
+	require.NoError(t, err)
+	assert.False(t, first.Completed(), "the first job is still running")
+	close(release)
+	assertCompleted(t, wait(t, e.runner, "first"), conditions.ResultSucceeded)
+	assert.Equal(t, 1, b.Sessions().Logins, "the canceled job never touched the BMC")
+}

@@ -190,7 +190,14 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 		}
 		return StepResult{Done: true}, nil
 	}
-	if j.Status.StartTime == nil || j.Status.ObservedGeneration != j.Generation || len(j.Status.Tasks) != len(j.Spec.Tasks) {
+	fresh := j.Status.StartTime == nil || j.Status.ObservedGeneration != j.Generation || len(j.Status.Tasks) != len(j.Spec.Tasks)
+	if fresh && j.CancelRequested {
+		// Canceled before it started: nothing to touch on the BMC.
+		now := r.now
+		j.Status = Status{ObservedGeneration: j.Generation, StartTime: &now, Tasks: make([]task.Status, len(j.Spec.Tasks))}
+		return r.finish(ctx, conditions.ResultCanceled, conditions.ReasonCanceled, "canceled on request before it started", conditions.ReasonCanceled)
+	}
+	if fresh {
 		return r.initialize(ctx)
 	}
 	if j.CancelRequested {
@@ -537,6 +544,12 @@ func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, 
 	if skipReason == "" {
 		skipReason = "Skipped"
 	}
+	// Only a job that started a task can own a pooled connection; one that
+	// never did must not close the connection of another job on its BMC.
+	started := false
+	for k := range j.Status.Tasks {
+		started = started || j.Status.Tasks[k].StartTime != nil
+	}
 	for k := range j.Status.Tasks {
 		ts := &j.Status.Tasks[k]
 		if ts.Phase == task.PhaseDone {
@@ -565,7 +578,9 @@ func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, 
 	// Close the BMC session before the completion is written, so whoever sees
 	// Completed=True also sees the session gone. If the write fails, the next
 	// step dials again.
-	_ = r.s.pool.Release(ctx, r.ep)
+	if started {
+		_ = r.s.pool.Release(ctx, r.ep)
+	}
 	if err := r.persist(ctx, j); err != nil {
 		return StepResult{}, err
 	}
