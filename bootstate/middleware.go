@@ -111,8 +111,19 @@ func (t *Tracker) recordFetch(w http.ResponseWriter, r *http.Request, cfg FetchC
 		attempt := id.AttemptID
 		if attempt == "" {
 			rec, err := t.Get(r.Context(), u)
-			if err != nil {
-				return t.fetchFailed(w, cfg, u, err)
+			switch {
+			case errors.Is(err, ErrUnknownSystem):
+				// No attempt, so no token can be valid: refuse, as with a
+				// named attempt, rather than serve.
+				writeError(w, http.StatusUnauthorized, "no boot attempt is open for this system, so no token is valid")
+				return false
+			case err != nil:
+				// The token cannot be checked: never serve (FailOpen covers
+				// recording, not authentication).
+				t.log.Error(err, "fetch token not checked: boot state store unavailable", "systemUUID", u, "signal", cfg.Signal)
+				w.Header().Set("Retry-After", "1")
+				writeError(w, http.StatusServiceUnavailable, "boot state store unavailable; retry")
+				return false
 			}
 			attempt = rec.AttemptID
 		}

@@ -207,3 +207,28 @@ func TestFetchMiddlewareTokenInPathNeverStoredOrLogged(t *testing.T) {
 		t.Fatal("a token carried in the path reached the store or the logs")
 	}
 }
+
+// With RequireToken, a fetch whose token cannot be checked is never served:
+// not when the store is down (even with FailOpen, which covers recording
+// only), and not for a system with no open attempt.
+func TestRequireTokenNeverServesUnchecked(t *testing.T) {
+	fs := &failingStore{Store: memstore.New()}
+	e := newEnv(t, func(c *bootstate.Config) { c.Store = fs })
+	mustStart(t, e.tr, bootstate.StartOptions{SystemUUID: uuidA, AttemptID: "a"})
+	host := &ipxeHandler{}
+	mw := e.tr.FetchMiddleware(bootstate.FetchConfig{Signal: bootstate.SignalIgnitionDataFetched, RequireToken: true, FailOpen: true})(host)
+	fs.broken.Store(true)
+	if rr := serve(mw, "/ignition/"+uuidA+".ign"); rr.Code != http.StatusServiceUnavailable {
+		t.Fatalf("store down: status %d, want 503", rr.Code)
+	}
+	fs.broken.Store(false)
+	if rr := serve(mw, "/ignition/"+uuidB+".ign"); rr.Code != http.StatusUnauthorized {
+		t.Fatalf("unknown system without attempt: status %d, want 401", rr.Code)
+	}
+	if rr := serve(mw, "/ignition/"+uuidB+".ign?attempt=x"); rr.Code != http.StatusUnauthorized {
+		t.Fatalf("unknown system with attempt: status %d, want 401", rr.Code)
+	}
+	if n := host.calls.Load(); n != 0 {
+		t.Fatalf("the host's handler served %d unchecked fetches", n)
+	}
+}

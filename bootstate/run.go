@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/bmckit/bmckit/storage"
 )
@@ -36,8 +37,13 @@ func (t *Tracker) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if _, err := t.expire(ctx, d.systemUUID, d.attemptID); err != nil && !errors.Is(err, ErrUnknownSystem) {
-				t.log.Error(err, "boot deadline check failed; retrying at the next resync", "systemUUID", d.systemUUID, "attemptID", d.attemptID)
+			if _, err := t.expire(ctx, d.systemUUID, d.attemptID); err != nil && !errors.Is(err, ErrUnknownSystem) && ctx.Err() == nil {
+				// Keep the deadline: the record did not change, so no
+				// resync would bring it back.
+				retry := min(t.resync, 5*time.Second)
+				t.log.Error(err, "boot deadline check failed; will retry", "systemUUID", d.systemUUID, "attemptID", d.attemptID, "in", retry.String())
+				d.at = now.Add(retry)
+				t.deadlines.add(d)
 			}
 		}
 		wake := nextResync
@@ -58,7 +64,7 @@ func (t *Tracker) Run(ctx context.Context) error {
 func (t *Tracker) resyncDeadlines(ctx context.Context, follow *storage.Follower) error {
 	events, err := follow.Next(ctx)
 	if err != nil {
-		return fmt.Errorf("bootstate: follow records under %q: %w: %w", t.prefix, ErrStore, err)
+		err = fmt.Errorf("bootstate: follow records under %q: %w: %w", t.prefix, ErrStore, err)
 	}
 	for _, ev := range events {
 		if ev.Type != storage.EventPut {
@@ -73,5 +79,5 @@ func (t *Tracker) resyncDeadlines(ctx context.Context, follow *storage.Follower)
 			t.deadlines.add(deadline{at: rec.Deadline, systemUUID: rec.SystemUUID, attemptID: rec.AttemptID})
 		}
 	}
-	return nil
+	return err
 }
