@@ -21,6 +21,11 @@ var (
 	ErrInvalidKey = errors.New("storage: invalid key")
 	// ErrValueTooLarge: the value exceeds [MaxValueSize].
 	ErrValueTooLarge = errors.New("storage: value too large")
+	// ErrOutcomeUnknown: the write reached the backend but its answer was
+	// lost (the ctx ended or the connection broke around the commit), so it
+	// may or may not have been applied. Re-read before retrying; a
+	// compare-and-swap retry of an applied write fails with ErrConflict.
+	ErrOutcomeUnknown = errors.New("storage: write outcome unknown (it may have been applied); re-read before retrying")
 )
 
 // MaxKeyLen is the longest key a Store must accept, in bytes.

@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"fmt"
 
 	"github.com/bmckit/bmckit/internal/groupcommit"
+	"github.com/bmckit/bmckit/storage"
 )
 
 // querier runs a statement on the pool or in a transaction.
@@ -29,7 +31,8 @@ type writeFn func(q querier) (reject, fatal error)
 // commit, so in PostgreSQL writes to one store never share a WAL flush;
 // running a batch in one transaction lets them share it. A lone write runs
 // as one autocommit statement. If the shared transaction fails, each write
-// runs alone so that each gets its own outcome.
+// runs alone so that each gets its own outcome; if the COMMIT itself fails,
+// every write's outcome is unknown (storage.ErrOutcomeUnknown).
 func (s *Store) commitBatch(batch []*groupcommit.Op[writeFn]) {
 	if len(batch) == 1 {
 		reject, fatal := batch[0].Fn(s.db)
@@ -49,7 +52,19 @@ func (s *Store) commitBatch(batch []*groupcommit.Op[writeFn]) {
 			}
 			o.Err = reject
 		}
-		if ok && tx.Commit() == nil {
+		if ok {
+			err := tx.Commit()
+			if err == nil {
+				return
+			}
+			// COMMIT was sent and its answer is an error: the batch may have
+			// committed (a connection lost after the server committed looks
+			// the same). Running the writes again could apply them twice
+			// (an unconditional delete of a key re-created meanwhile), so
+			// every write gets "outcome unknown" instead.
+			for _, o := range batch {
+				o.Err = fmt.Errorf("sqlstore: commit: %w: %v", storage.ErrOutcomeUnknown, err)
+			}
 			return
 		}
 		_ = tx.Rollback()

@@ -171,9 +171,16 @@ func prefixEnd(prefix string) (end string, ok bool) {
 
 // fail wraps err for op on key, preferring the context's error when the
 // context ended (drivers report cancellation in their own words).
+// fail wraps an error from a statement that was sent. If the caller's ctx
+// ended meanwhile, PostgreSQL may still have committed it (an autocommit
+// statement commits on the server whatever the client does next), so the
+// error says the outcome is unknown rather than "canceled, not written".
 func fail(ctx context.Context, op, key string, err error) error {
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		err = fmt.Errorf("%w (%v)", cerr, err)
+	if cerr := ctx.Err(); cerr != nil {
+		if !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w (%v)", cerr, err)
+		}
+		err = fmt.Errorf("%w: %w", storage.ErrOutcomeUnknown, err)
 	}
 	return fmt.Errorf("sqlstore: %s %q: %w", op, key, err)
 }
