@@ -18,7 +18,8 @@
 // BMC reset are optional interfaces found by type assertion:
 // [BootOverrideSetter], [BootOverrideGetter], [VirtualMedia], [BMCResetter],
 // [StatsReporter]. A driver that implements an interface but whose BMC lacks
-// the feature returns an error wrapping [ErrNotSupported].
+// the feature returns an error wrapping [ErrNotSupported]; [Capability] names
+// such features for the fake BMC and the conformance suite.
 //
 // # Errors
 //

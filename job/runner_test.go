@@ -197,7 +197,7 @@ func TestRunnerPermanentFailureNamesTaskAndError(t *testing.T) {
 func TestRunnerSkipsTasksAfterFailure(t *testing.T) {
 	e := newEnv(t, job.Config{})
 	url := "redfish://10.0.2.9"
-	e.addBMC(t, url, fake.Options{Unsupported: []fake.Capability{fake.CapabilityBootOverride}})
+	e.addBMC(t, url, fake.Options{Unsupported: []fake.Capability{bmc.CapabilityBootOverride}})
 	e.start(t)
 	_, err := e.runner.Submit(context.Background(), "nob", netboot(url))
 	require.NoError(t, err)

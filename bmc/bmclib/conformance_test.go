@@ -57,7 +57,7 @@ func TestConformanceIPMIToolOpenIPMI(t *testing.T) {
 	d := ipmitoolDialer(t, bmclib.IPMIToolOptions{CipherSuite: 3})
 	sim := ipmitest.StartOpenIPMI(t, ipmitest.OpenIPMIOptions{})
 	bmctest.Run(t, bmctest.Options{
-		Unsupported:   []bmctest.Capability{bmctest.CapabilityBMCReset},
+		Unsupported:   []bmctest.Capability{bmc.CapabilityBMCReset},
 		SettleTimeout: 30 * time.Second,
 		PollInterval:  50 * time.Millisecond,
 	}, factory(d, sim.Endpoint, sim.Credentials))

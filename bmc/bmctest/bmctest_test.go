@@ -124,7 +124,7 @@ var bugs = []struct {
 	{"ignores-ctx", "Context/Canceled/PowerState", nil},
 	{"untyped-state", "Power/On", nil},
 	{"plain-errors", "Power/InvalidAction", nil},
-	{"not-supported-unwrapped", "Unsupported/power-cycle", []fake.Capability{fake.CapabilityPowerCycle}},
+	{"not-supported-unwrapped", "Unsupported/power-cycle", []fake.Capability{bmc.CapabilityPowerCycle}},
 	{"boot-persistence-lost", "BootOverride/pxe-persistent-unchanged", nil},
 	{"media-keeps-first-image", "VirtualMedia/cd/InsertReplaces", nil},
 	{"eject-empty-fails", "VirtualMedia/usb/EjectEmpty", nil},
@@ -159,9 +159,7 @@ func TestBrokenDriver(t *testing.T) {
 		PollInterval:  time.Millisecond,
 		SettleTimeout: 200 * time.Millisecond,
 		CallTimeout:   200 * time.Millisecond,
-	}
-	for _, c := range unsupported {
-		opts.Unsupported = append(opts.Unsupported, bmctest.Capability(c))
+		Unsupported:   unsupported, // one list configures the fake and the suite
 	}
 	creds := bmc.Credentials{Username: "admin", Password: testPassword}
 	bmctest.Run(t, opts, func(t *testing.T) bmctest.Target {

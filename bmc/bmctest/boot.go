@@ -49,8 +49,8 @@ func (tc *tcase) bootSetter() bmc.BootOverrideSetter {
 	if !ok {
 		tc.Skipf("%T does not implement bmc.BootOverrideSetter", tc.drv)
 	}
-	if tc.opts.lacks(CapabilityBootOverride) {
-		tc.Skipf("the peer lacks %s (Options.Unsupported); Unsupported/%s checks the error", CapabilityBootOverride, CapabilityBootOverride)
+	if tc.opts.lacks(bmc.CapabilityBootOverride) {
+		tc.Skipf("the peer lacks %s (Options.Unsupported); Unsupported/%s checks the error", bmc.CapabilityBootOverride, bmc.CapabilityBootOverride)
 	}
 	return setter
 }
@@ -59,8 +59,8 @@ func (tc *tcase) bootSetter() bmc.BootOverrideSetter {
 // driver and the peer can.
 func (tc *tcase) setBootOverride(want bmc.BootOverride) {
 	setter := tc.bootSetter()
-	if want.Mode != bmc.BootModeUnchanged && tc.opts.lacks(CapabilityBootMode) {
-		tc.Skipf("the peer lacks %s (Options.Unsupported)", CapabilityBootMode)
+	if want.Mode != bmc.BootModeUnchanged && tc.opts.lacks(bmc.CapabilityBootMode) {
+		tc.Skipf("the peer lacks %s (Options.Unsupported)", bmc.CapabilityBootMode)
 	}
 	for i := 1; i <= 2; i++ {
 		tc.noErr(fmt.Sprintf("SetBootOverride(%+v) #%d", want, i), setter.SetBootOverride(tc.ctx(), want))
@@ -70,8 +70,8 @@ func (tc *tcase) setBootOverride(want bmc.BootOverride) {
 		tc.Logf("%T does not implement bmc.BootOverrideGetter: set without read-back", tc.drv)
 		return
 	}
-	if tc.opts.lacks(CapabilityBootOverrideReadBack) {
-		tc.Logf("the peer lacks %s: set without read-back", CapabilityBootOverrideReadBack)
+	if tc.opts.lacks(bmc.CapabilityBootOverrideReadBack) {
+		tc.Logf("the peer lacks %s: set without read-back", bmc.CapabilityBootOverrideReadBack)
 		return
 	}
 	got, err := getter.BootOverride(tc.ctx())

@@ -19,9 +19,9 @@ const (
 func (s *suite) concurrency(t *testing.T, path string) {
 	s.run(t, path, "Reads", func(tc *tcase) {
 		getter, hasGetter := tc.drv.(bmc.BootOverrideGetter)
-		hasGetter = hasGetter && !tc.opts.lacks(CapabilityBootOverride) && !tc.opts.lacks(CapabilityBootOverrideReadBack)
+		hasGetter = hasGetter && !tc.opts.lacks(bmc.CapabilityBootOverride) && !tc.opts.lacks(bmc.CapabilityBootOverrideReadBack)
 		vm, hasMedia := tc.drv.(bmc.VirtualMedia)
-		hasMedia = hasMedia && !tc.opts.lacks(CapabilityVirtualMediaCD)
+		hasMedia = hasMedia && !tc.opts.lacks(bmc.CapabilityVirtualMediaCD)
 
 		errs := make(chan error, concurrentReaders*readsEach*3)
 		var wg sync.WaitGroup

@@ -28,14 +28,14 @@ func methods(opts Options) []method {
 		{"SetPower", "", func(ctx context.Context, d bmc.Driver) (bool, error) {
 			return true, d.SetPower(ctx, bmc.PowerActionOn)
 		}},
-		{"SetBootOverride", CapabilityBootOverride, func(ctx context.Context, d bmc.Driver) (bool, error) {
+		{"SetBootOverride", bmc.CapabilityBootOverride, func(ctx context.Context, d bmc.Driver) (bool, error) {
 			s, ok := d.(bmc.BootOverrideSetter)
 			if !ok {
 				return false, nil
 			}
 			return true, s.SetBootOverride(ctx, bmc.BootOverride{Device: bmc.BootDevicePXE})
 		}},
-		{"BootOverride", CapabilityBootOverrideReadBack, func(ctx context.Context, d bmc.Driver) (bool, error) {
+		{"BootOverride", bmc.CapabilityBootOverrideReadBack, func(ctx context.Context, d bmc.Driver) (bool, error) {
 			g, ok := d.(bmc.BootOverrideGetter)
 			if !ok {
 				return false, nil
@@ -43,21 +43,21 @@ func methods(opts Options) []method {
 			_, err := g.BootOverride(ctx)
 			return true, err
 		}},
-		{"InsertMedia", CapabilityVirtualMediaCD, func(ctx context.Context, d bmc.Driver) (bool, error) {
+		{"InsertMedia", bmc.CapabilityVirtualMediaCD, func(ctx context.Context, d bmc.Driver) (bool, error) {
 			vm, ok := d.(bmc.VirtualMedia)
 			if !ok {
 				return false, nil
 			}
 			return true, vm.InsertMedia(ctx, bmc.MediaCD, opts.MediaImages[0])
 		}},
-		{"EjectMedia", CapabilityVirtualMediaCD, func(ctx context.Context, d bmc.Driver) (bool, error) {
+		{"EjectMedia", bmc.CapabilityVirtualMediaCD, func(ctx context.Context, d bmc.Driver) (bool, error) {
 			vm, ok := d.(bmc.VirtualMedia)
 			if !ok {
 				return false, nil
 			}
 			return true, vm.EjectMedia(ctx, bmc.MediaCD)
 		}},
-		{"MediaStatus", CapabilityVirtualMediaCD, func(ctx context.Context, d bmc.Driver) (bool, error) {
+		{"MediaStatus", bmc.CapabilityVirtualMediaCD, func(ctx context.Context, d bmc.Driver) (bool, error) {
 			vm, ok := d.(bmc.VirtualMedia)
 			if !ok {
 				return false, nil
@@ -65,7 +65,7 @@ func methods(opts Options) []method {
 			_, err := vm.MediaStatus(ctx, bmc.MediaCD)
 			return true, err
 		}},
-		{"ResetBMC", CapabilityBMCReset, func(ctx context.Context, d bmc.Driver) (bool, error) {
+		{"ResetBMC", bmc.CapabilityBMCReset, func(ctx context.Context, d bmc.Driver) (bool, error) {
 			r, ok := d.(bmc.BMCResetter)
 			if !ok {
 				return false, nil
@@ -123,7 +123,7 @@ func (s *suite) context(t *testing.T, path string) {
 						tc.Fatalf("%s succeeded; want an error wrapping %v", what, k.want)
 					}
 					accepted := []error{k.want}
-					if m.needs != "" && tc.opts.lacks(m.needs) || m.needs == CapabilityBootOverrideReadBack && tc.opts.lacks(CapabilityBootOverride) {
+					if m.needs != "" && tc.opts.lacks(m.needs) || m.needs == bmc.CapabilityBootOverrideReadBack && tc.opts.lacks(bmc.CapabilityBootOverride) {
 						accepted = append(accepted, bmc.ErrNotSupported)
 					}
 					if !errIs(r.err, accepted...) {

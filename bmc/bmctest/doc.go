@@ -8,7 +8,7 @@
 //
 //	func TestConformance(t *testing.T) {
 //		bmctest.Run(t, bmctest.Options{
-//			Unsupported: []bmctest.Capability{bmctest.CapabilityVirtualMediaUSB},
+//			Unsupported: []bmctest.Capability{bmc.CapabilityVirtualMediaUSB},
 //		}, func(t *testing.T) bmctest.Target {
 //			sim := startSimulator(t)        // a peer per subtest, or a shared one
 //			drv, err := mydriver.Dial(t.Context(), sim.Endpoint(), sim.Credentials())

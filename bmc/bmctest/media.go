@@ -9,9 +9,9 @@ import (
 
 func mediaCapability(k bmc.MediaKind) Capability {
 	if k == bmc.MediaUSB {
-		return CapabilityVirtualMediaUSB
+		return bmc.CapabilityVirtualMediaUSB
 	}
-	return CapabilityVirtualMediaCD
+	return bmc.CapabilityVirtualMediaCD
 }
 
 func (s *suite) virtualMedia(t *testing.T, path string) {

@@ -8,46 +8,9 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 )
 
-// Capability names a feature a BMC may lack although its driver implements
-// the interface for it. List the peer's missing ones in
-// [Options.Unsupported]: the suite then expects an error wrapping
-// [bmc.ErrNotSupported] from them (subtests Unsupported/<capability>) and
-// skips the subtests that need them.
-type Capability string
-
-// Capabilities a peer may lack. The values match package fake's.
-const (
-	// CapabilityBootOverride: SetBootOverride (and BootOverride) fail.
-	CapabilityBootOverride Capability = "boot-override"
-	// CapabilityBootOverrideReadBack: BootOverride (the read-back) fails.
-	CapabilityBootOverrideReadBack Capability = "boot-override-read-back"
-	// CapabilityBootMode: setting a UEFI or legacy mode fails.
-	CapabilityBootMode Capability = "boot-mode"
-	// CapabilityVirtualMediaCD: the CD virtual media device is missing.
-	CapabilityVirtualMediaCD Capability = "virtual-media-cd"
-	// CapabilityVirtualMediaUSB: the USB virtual media device is missing.
-	CapabilityVirtualMediaUSB Capability = "virtual-media-usb"
-	// CapabilityBMCReset: ResetBMC fails.
-	CapabilityBMCReset Capability = "bmc-reset"
-	// CapabilityPowerSoftOff: SetPower(PowerActionSoftOff) fails on a server
-	// that is on.
-	CapabilityPowerSoftOff Capability = "power-soft-off"
-	// CapabilityPowerCycle: SetPower(PowerActionCycle) fails on a server that
-	// is on.
-	CapabilityPowerCycle Capability = "power-cycle"
-	// CapabilityPowerReset: SetPower(PowerActionReset) fails on a server that
-	// is on.
-	CapabilityPowerReset Capability = "power-reset"
-)
-
-// Capabilities lists every [Capability], in the order the suite checks them.
-func Capabilities() []Capability {
-	return []Capability{
-		CapabilityBootOverride, CapabilityBootOverrideReadBack, CapabilityBootMode,
-		CapabilityVirtualMediaCD, CapabilityVirtualMediaUSB, CapabilityBMCReset,
-		CapabilityPowerSoftOff, CapabilityPowerCycle, CapabilityPowerReset,
-	}
-}
+// Capability is [bmc.Capability]: the names of features a BMC may lack,
+// shared by packages fake and bmctest.
+type Capability = bmc.Capability
 
 // Options describes the peer the driver talks to. The zero value describes a
 // peer with every capability, whose power changes land within a minute.
@@ -74,7 +37,7 @@ type Options struct {
 
 	// BootModes are the modes BootOverride/... sets. Defaults to
 	// unchanged, uefi and legacy (only unchanged when the peer lacks
-	// CapabilityBootMode).
+	// bmc.CapabilityBootMode).
 	BootModes []bmc.BootMode
 
 	// MediaImages are two image URLs VirtualMedia/... inserts. The peer
@@ -107,7 +70,7 @@ func (o Options) withDefaults() Options {
 	}
 	if len(o.BootModes) == 0 {
 		o.BootModes = []bmc.BootMode{bmc.BootModeUnchanged, bmc.BootModeUEFI, bmc.BootModeLegacy}
-		if o.lacks(CapabilityBootMode) {
+		if o.lacks(bmc.CapabilityBootMode) {
 			o.BootModes = o.BootModes[:1]
 		}
 	}

@@ -12,11 +12,11 @@ import (
 func powerCapability(a bmc.PowerAction) Capability {
 	switch a {
 	case bmc.PowerActionSoftOff:
-		return CapabilityPowerSoftOff
+		return bmc.CapabilityPowerSoftOff
 	case bmc.PowerActionCycle:
-		return CapabilityPowerCycle
+		return bmc.CapabilityPowerCycle
 	case bmc.PowerActionReset:
-		return CapabilityPowerReset
+		return bmc.CapabilityPowerReset
 	}
 	return ""
 }
@@ -84,8 +84,8 @@ func (s *suite) resetBMC(t *testing.T, path string) {
 			if !ok {
 				tc.Skipf("%T does not implement bmc.BMCResetter", tc.drv)
 			}
-			if tc.opts.lacks(CapabilityBMCReset) {
-				tc.Skipf("the peer lacks %s (Options.Unsupported); Unsupported/%s checks the error", CapabilityBMCReset, CapabilityBMCReset)
+			if tc.opts.lacks(bmc.CapabilityBMCReset) {
+				tc.Skipf("the peer lacks %s (Options.Unsupported); Unsupported/%s checks the error", bmc.CapabilityBMCReset, bmc.CapabilityBMCReset)
 			}
 			tc.noErr(fmt.Sprintf("ResetBMC(%s)", rt), r.ResetBMC(tc.ctx(), rt))
 			// The BMC must answer again (transient errors while it restarts

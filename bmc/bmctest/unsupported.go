@@ -8,7 +8,7 @@ import (
 )
 
 func (s *suite) unsupported(t *testing.T, path string) {
-	for _, c := range Capabilities() {
+	for _, c := range bmc.Capabilities() {
 		s.run(t, path, string(c), func(tc *tcase) {
 			if !tc.opts.lacks(c) {
 				tc.Skipf("the peer has %s (not in Options.Unsupported)", c)
@@ -22,7 +22,7 @@ func (tc *tcase) checkUnsupported(c Capability) {
 	tc.Helper()
 	ctx := tc.ctx()
 	switch c {
-	case CapabilityBootOverride:
+	case bmc.CapabilityBootOverride:
 		setter, ok := tc.drv.(bmc.BootOverrideSetter)
 		if !ok {
 			tc.Skipf("%T does not implement bmc.BootOverrideSetter", tc.drv)
@@ -32,14 +32,14 @@ func (tc *tcase) checkUnsupported(c Capability) {
 			_, err := getter.BootOverride(ctx)
 			tc.requireNotSupported("BootOverride", err)
 		}
-	case CapabilityBootOverrideReadBack:
+	case bmc.CapabilityBootOverrideReadBack:
 		getter, ok := tc.drv.(bmc.BootOverrideGetter)
 		if !ok {
 			tc.Skipf("%T does not implement bmc.BootOverrideGetter (which already says it cannot read back)", tc.drv)
 		}
 		_, err := getter.BootOverride(ctx)
 		tc.requireNotSupported("BootOverride", err)
-	case CapabilityBootMode:
+	case bmc.CapabilityBootMode:
 		setter, ok := tc.drv.(bmc.BootOverrideSetter)
 		if !ok {
 			tc.Skipf("%T does not implement bmc.BootOverrideSetter", tc.drv)
@@ -48,30 +48,30 @@ func (tc *tcase) checkUnsupported(c Capability) {
 			o := bmc.BootOverride{Device: bmc.BootDevicePXE, Mode: m}
 			tc.requireNotSupported(fmt.Sprintf("SetBootOverride(%+v)", o), setter.SetBootOverride(ctx, o))
 		}
-	case CapabilityVirtualMediaCD, CapabilityVirtualMediaUSB:
+	case bmc.CapabilityVirtualMediaCD, bmc.CapabilityVirtualMediaUSB:
 		vm, ok := tc.drv.(bmc.VirtualMedia)
 		if !ok {
 			tc.Skipf("%T does not implement bmc.VirtualMedia", tc.drv)
 		}
 		kind := bmc.MediaCD
-		if c == CapabilityVirtualMediaUSB {
+		if c == bmc.CapabilityVirtualMediaUSB {
 			kind = bmc.MediaUSB
 		}
 		tc.requireNotSupported(fmt.Sprintf("InsertMedia(%s)", kind), vm.InsertMedia(ctx, kind, tc.opts.MediaImages[0]))
 		tc.requireNotSupported(fmt.Sprintf("EjectMedia(%s)", kind), vm.EjectMedia(ctx, kind))
 		_, err := vm.MediaStatus(ctx, kind)
 		tc.requireNotSupported(fmt.Sprintf("MediaStatus(%s)", kind), err)
-	case CapabilityBMCReset:
+	case bmc.CapabilityBMCReset:
 		r, ok := tc.drv.(bmc.BMCResetter)
 		if !ok {
 			tc.Skipf("%T does not implement bmc.BMCResetter", tc.drv)
 		}
 		tc.requireNotSupported("ResetBMC(warm)", r.ResetBMC(ctx, bmc.BMCResetWarm))
-	case CapabilityPowerSoftOff, CapabilityPowerCycle, CapabilityPowerReset:
+	case bmc.CapabilityPowerSoftOff, bmc.CapabilityPowerCycle, bmc.CapabilityPowerReset:
 		action := map[Capability]bmc.PowerAction{
-			CapabilityPowerSoftOff: bmc.PowerActionSoftOff,
-			CapabilityPowerCycle:   bmc.PowerActionCycle,
-			CapabilityPowerReset:   bmc.PowerActionReset,
+			bmc.CapabilityPowerSoftOff: bmc.PowerActionSoftOff,
+			bmc.CapabilityPowerCycle:   bmc.PowerActionCycle,
+			bmc.CapabilityPowerReset:   bmc.PowerActionReset,
 		}[c]
 		// On a server that is off these are no-ops or mean "on", so ask
 		// with the server on.

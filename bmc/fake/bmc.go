@@ -147,9 +147,9 @@ func New(opts Options) *BMC {
 func (b *BMC) hasMedia(k bmc.MediaKind) bool {
 	switch k {
 	case bmc.MediaCD:
-		return !b.lacks[CapabilityVirtualMediaCD]
+		return !b.lacks[bmc.CapabilityVirtualMediaCD]
 	case bmc.MediaUSB:
-		return !b.lacks[CapabilityVirtualMediaUSB]
+		return !b.lacks[bmc.CapabilityVirtualMediaUSB]
 	}
 	return false
 }

@@ -62,25 +62,16 @@ func TestConformance(t *testing.T) {
 	})
 
 	t.Run("NothingSupported", func(t *testing.T) {
-		caps := make([]bmctest.Capability, 0, len(fake.Capabilities()))
-		for _, c := range fake.Capabilities() {
-			caps = append(caps, bmctest.Capability(c))
-		}
-		bmctest.Run(t, bmctest.Options{PollInterval: time.Millisecond, Unsupported: caps}, func(t *testing.T) bmctest.Target {
-			_, drv := dialTarget(t, fake.Options{Unsupported: fake.Capabilities()})
+		bmctest.Run(t, bmctest.Options{PollInterval: time.Millisecond, Unsupported: bmc.Capabilities()}, func(t *testing.T) bmctest.Target {
+			_, drv := dialTarget(t, fake.Options{Unsupported: bmc.Capabilities()})
 			return bmctest.Target{Driver: drv}
 		})
 	})
 
 	t.Run("PartlySupported", func(t *testing.T) {
-		opts := bmctest.Options{
-			PollInterval: time.Millisecond,
-			Unsupported:  []bmctest.Capability{bmctest.CapabilityBootOverrideReadBack, bmctest.CapabilityBootMode, bmctest.CapabilityVirtualMediaUSB, bmctest.CapabilityPowerCycle},
-		}
-		bmctest.Run(t, opts, func(t *testing.T) bmctest.Target {
-			_, drv := dialTarget(t, fake.Options{Unsupported: []fake.Capability{
-				fake.CapabilityBootOverrideReadBack, fake.CapabilityBootMode, fake.CapabilityVirtualMediaUSB, fake.CapabilityPowerCycle,
-			}})
+		lacks := []bmc.Capability{bmc.CapabilityBootOverrideReadBack, bmc.CapabilityBootMode, bmc.CapabilityVirtualMediaUSB, bmc.CapabilityPowerCycle}
+		bmctest.Run(t, bmctest.Options{PollInterval: time.Millisecond, Unsupported: lacks}, func(t *testing.T) bmctest.Target {
+			_, drv := dialTarget(t, fake.Options{Unsupported: lacks})
 			return bmctest.Target{Driver: drv}
 		})
 	})

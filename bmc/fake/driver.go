@@ -188,7 +188,7 @@ func (d *Driver) SetPower(ctx context.Context, action bmc.PowerAction) error {
 func (d *Driver) SetBootOverride(ctx context.Context, o bmc.BootOverride) error {
 	return d.do(ctx, MethodSetBootOverride, []any{o}, func() error {
 		b := d.bmc
-		if b.lacks[CapabilityBootOverride] {
+		if b.lacks[bmc.CapabilityBootOverride] {
 			return fmt.Errorf("boot override: %w", bmc.ErrNotSupported)
 		}
 		switch o.Device {
@@ -199,7 +199,7 @@ func (d *Driver) SetBootOverride(ctx context.Context, o bmc.BootOverride) error 
 		switch o.Mode {
 		case bmc.BootModeUnchanged:
 		case bmc.BootModeUEFI, bmc.BootModeLegacy:
-			if b.lacks[CapabilityBootMode] {
+			if b.lacks[bmc.CapabilityBootMode] {
 				return fmt.Errorf("boot mode %q: %w", o.Mode, bmc.ErrNotSupported)
 			}
 		default:
@@ -223,7 +223,7 @@ func (d *Driver) BootOverride(ctx context.Context) (bmc.BootOverride, error) {
 	var o bmc.BootOverride
 	err := d.do(ctx, MethodBootOverride, nil, func() error {
 		b := d.bmc
-		if b.lacks[CapabilityBootOverride] || b.lacks[CapabilityBootOverrideReadBack] {
+		if b.lacks[bmc.CapabilityBootOverride] || b.lacks[bmc.CapabilityBootOverrideReadBack] {
 			return fmt.Errorf("reading the boot override: %w", bmc.ErrNotSupported)
 		}
 		b.settle()
@@ -278,7 +278,7 @@ func (d *Driver) MediaStatus(ctx context.Context, kind bmc.MediaKind) (bmc.Media
 func (d *Driver) ResetBMC(ctx context.Context, t bmc.BMCResetType) error {
 	return d.do(ctx, MethodResetBMC, []any{t}, func() error {
 		b := d.bmc
-		if b.lacks[CapabilityBMCReset] {
+		if b.lacks[bmc.CapabilityBMCReset] {
 			return fmt.Errorf("BMC reset: %w", bmc.ErrNotSupported)
 		}
 		if t != bmc.BMCResetWarm && t != bmc.BMCResetCold {

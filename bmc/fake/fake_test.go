@@ -464,7 +464,7 @@ func TestCallLog(t *testing.T) {
 }
 
 func TestUnsupported(t *testing.T) {
-	srv := fake.New(fake.Options{Power: bmc.PowerOn, Unsupported: fake.Capabilities()})
+	srv := fake.New(fake.Options{Power: bmc.PowerOn, Unsupported: bmc.Capabilities()})
 	d := dial(t, srv)
 	ctx := context.Background()
 	_, errGet := d.BootOverride(ctx)

@@ -22,54 +22,9 @@ type realClock struct{}
 func (realClock) Now() time.Time                         { return time.Now() }
 func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
-// Capability names a feature a real BMC may lack. List the ones to remove
-// in [Options.Unsupported]; the fake then returns an error wrapping
-// [bmc.ErrNotSupported] for them, so users can test those paths. The values
-// match the capability names of package bmctest.
-type Capability string
-
-// Capabilities the fake can be told to lack.
-const (
-	// CapabilityBootOverride: SetBootOverride and BootOverride fail.
-	CapabilityBootOverride Capability = "boot-override"
-	// CapabilityBootOverrideReadBack: SetBootOverride works, BootOverride
-	// (the read-back) fails, as on BMCs that cannot report the override.
-	CapabilityBootOverrideReadBack Capability = "boot-override-read-back"
-	// CapabilityBootMode: setting a BootOverride with a Mode other than
-	// bmc.BootModeUnchanged fails.
-	CapabilityBootMode Capability = "boot-mode"
-	// CapabilityVirtualMediaCD: the CD device is missing.
-	CapabilityVirtualMediaCD Capability = "virtual-media-cd"
-	// CapabilityVirtualMediaUSB: the USB device is missing.
-	CapabilityVirtualMediaUSB Capability = "virtual-media-usb"
-	// CapabilityBMCReset: ResetBMC fails.
-	CapabilityBMCReset Capability = "bmc-reset"
-	// CapabilityPowerSoftOff: SetPower(PowerActionSoftOff) fails.
-	CapabilityPowerSoftOff Capability = "power-soft-off"
-	// CapabilityPowerCycle: SetPower(PowerActionCycle) fails (a BMC that
-	// advertises PowerCycle and then refuses it with 501).
-	CapabilityPowerCycle Capability = "power-cycle"
-	// CapabilityPowerReset: SetPower(PowerActionReset) fails.
-	CapabilityPowerReset Capability = "power-reset"
-)
-
-// Capabilities lists every [Capability], in a stable order.
-func Capabilities() []Capability {
-	return []Capability{
-		CapabilityBootOverride, CapabilityBootOverrideReadBack, CapabilityBootMode,
-		CapabilityVirtualMediaCD, CapabilityVirtualMediaUSB, CapabilityBMCReset,
-		CapabilityPowerSoftOff, CapabilityPowerCycle, CapabilityPowerReset,
-	}
-}
-
-func (c Capability) valid() bool {
-	for _, k := range Capabilities() {
-		if c == k {
-			return true
-		}
-	}
-	return false
-}
+// Capability is [bmc.Capability]: the names of features a BMC may lack,
+// shared by packages fake and bmctest.
+type Capability = bmc.Capability
 
 // Hook runs before the fake performs a call (after its latency). A non-nil
 // error fails the call with that error (wrapped in a [*bmc.OpError]) and
@@ -170,7 +125,7 @@ func (o Options) validate() error {
 		return fmt.Errorf("fake: Options.MaxSessions %d: must not be negative", o.MaxSessions)
 	}
 	for _, c := range o.Unsupported {
-		if !c.valid() {
+		if !c.Valid() {
 			return fmt.Errorf("fake: Options.Unsupported: unknown capability %q", c)
 		}
 	}

@@ -82,11 +82,11 @@ func (b *BMC) setPower(a bmc.PowerAction) error {
 	switch a {
 	case bmc.PowerActionOn, bmc.PowerActionOff:
 	case bmc.PowerActionSoftOff:
-		lacks = CapabilityPowerSoftOff
+		lacks = bmc.CapabilityPowerSoftOff
 	case bmc.PowerActionCycle:
-		lacks = CapabilityPowerCycle
+		lacks = bmc.CapabilityPowerCycle
 	case bmc.PowerActionReset:
-		lacks = CapabilityPowerReset
+		lacks = bmc.CapabilityPowerReset
 	default:
 		return bmc.Permanent(fmt.Errorf("invalid power action %q: want on, off, soft-off, cycle or reset", a))
 	}

@@ -63,7 +63,7 @@ func TestConformanceOpenIPMI(t *testing.T) {
 	t.Parallel()
 	sim := ipmitest.StartOpenIPMI(t, ipmitest.OpenIPMIOptions{})
 	bmctest.Run(t, bmctest.Options{
-		Unsupported:   []bmctest.Capability{bmctest.CapabilityBMCReset, bmctest.CapabilityBootOverrideReadBack},
+		Unsupported:   []bmctest.Capability{bmc.CapabilityBMCReset, bmc.CapabilityBootOverrideReadBack},
 		SettleTimeout: 20 * time.Second,
 		PollInterval:  50 * time.Millisecond,
 	}, factory(dialer(t, sim.DialOptions()), sim.Endpoint, sim.Credentials))

@@ -121,7 +121,7 @@ func TestConformance(t *testing.T) {
 		// and media are ErrNotSupported, cycle and reset use ForceOff+On.
 		{name: "MinimalBMC", cfg: redfishtest.Config{ResetTypes: []string{"On", "ForceOff"}, Media: redfishtest.MediaNone},
 			suite: bmctest.Options{Unsupported: []bmctest.Capability{
-				bmctest.CapabilityPowerSoftOff, bmctest.CapabilityVirtualMediaCD, bmctest.CapabilityVirtualMediaUSB}}},
+				bmc.CapabilityPowerSoftOff, bmc.CapabilityVirtualMediaCD, bmc.CapabilityVirtualMediaUSB}}},
 		{name: "BootOnceIgnored", cfg: redfishtest.Config{BootOnce: redfishtest.BootOnceIgnored},
 			suite: bmctest.Options{Skip: onceSubtests()}},
 		{name: "BootOnceRevertedAtOnce", cfg: redfishtest.Config{BootOnce: redfishtest.BootOnceReverted},

@@ -1,0 +1,55 @@
+package bmc
+
+// Capability names a feature a BMC may lack although its driver implements
+// the interface for it (a Redfish BMC without virtual media, an IPMI BMC that
+// cannot report its boot flags). It is the shared vocabulary of package fake
+// (Options.Unsupported removes capabilities from a fake BMC) and package
+// bmctest (Options.Unsupported tells the suite what a peer lacks), so one
+// list configures both.
+type Capability string
+
+// Capabilities a BMC may lack.
+const (
+	// CapabilityBootOverride: SetBootOverride (and BootOverride) fail.
+	CapabilityBootOverride Capability = "boot-override"
+	// CapabilityBootOverrideReadBack: SetBootOverride works, BootOverride
+	// (the read-back) fails, as on BMCs that cannot report the override.
+	CapabilityBootOverrideReadBack Capability = "boot-override-read-back"
+	// CapabilityBootMode: setting a BootOverride with a Mode other than
+	// BootModeUnchanged fails.
+	CapabilityBootMode Capability = "boot-mode"
+	// CapabilityVirtualMediaCD: the CD virtual media device is missing.
+	CapabilityVirtualMediaCD Capability = "virtual-media-cd"
+	// CapabilityVirtualMediaUSB: the USB virtual media device is missing.
+	CapabilityVirtualMediaUSB Capability = "virtual-media-usb"
+	// CapabilityBMCReset: ResetBMC fails.
+	CapabilityBMCReset Capability = "bmc-reset"
+	// CapabilityPowerSoftOff: SetPower(PowerActionSoftOff) fails on a server
+	// that is on.
+	CapabilityPowerSoftOff Capability = "power-soft-off"
+	// CapabilityPowerCycle: SetPower(PowerActionCycle) fails on a server
+	// that is on (a BMC that advertises PowerCycle and then refuses it).
+	CapabilityPowerCycle Capability = "power-cycle"
+	// CapabilityPowerReset: SetPower(PowerActionReset) fails on a server
+	// that is on.
+	CapabilityPowerReset Capability = "power-reset"
+)
+
+// Capabilities lists every Capability, in a stable order.
+func Capabilities() []Capability {
+	return []Capability{
+		CapabilityBootOverride, CapabilityBootOverrideReadBack, CapabilityBootMode,
+		CapabilityVirtualMediaCD, CapabilityVirtualMediaUSB, CapabilityBMCReset,
+		CapabilityPowerSoftOff, CapabilityPowerCycle, CapabilityPowerReset,
+	}
+}
+
+// Valid reports whether c is one of the defined capabilities.
+func (c Capability) Valid() bool {
+	for _, k := range Capabilities() {
+		if c == k {
+			return true
+		}
+	}
+	return false
+}
