@@ -1,16 +1,14 @@
 package ipmi_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/ipmi/ipmitest"
 	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/internal/jobtest"
 	"github.com/bmckit/bmckit/job"
-	"github.com/bmckit/bmckit/storage/memstore"
-	"github.com/bmckit/bmckit/task"
 )
 
 // TestNetbootJobOpenIPMI runs a netboot job (power off, PXE once, power on)
@@ -21,39 +19,8 @@ func TestNetbootJobOpenIPMI(t *testing.T) {
 	sim := ipmitest.StartOpenIPMI(t, ipmitest.OpenIPMIOptions{PoweredOn: true})
 	var dialers bmc.SchemeDialer
 	dialers.Register("ipmi", dialer(t, sim.DialOptions()))
-	r, err := job.NewRunner(job.Config{
-		Store:        memstore.New(),
-		Dialer:       &dialers,
-		Credentials:  job.StaticCredentials{"lab": sim.Credentials},
-		PollInterval: 20 * time.Millisecond,
-		ScanInterval: 50 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	spec := job.Spec{
-		BMC:            sim.Endpoint.String(),
-		CredentialsRef: "lab",
-		Tasks: []task.Spec{
-			{Power: &task.PowerAction{Op: task.PowerOff}},
-			{BootDevice: &task.BootDeviceAction{Device: task.BootPXE}},
-			{Power: &task.PowerAction{Op: task.PowerOn}},
-		},
-	}
-	if _, err := r.Submit(ctx, "netboot", spec); err != nil {
-		t.Fatal(err)
-	}
-	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
-	defer wcancel()
-	j, err := r.Wait(wctx, "netboot")
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := jobtest.Run(t, job.Config{Dialer: &dialers, PollInterval: 20 * time.Millisecond, ScanInterval: 50 * time.Millisecond},
+		sim.Credentials, jobtest.Netboot(sim.Endpoint.String(), "", 0), time.Minute)
 	if !conditions.IsTrue(j.Status.Conditions, conditions.TypeCompleted) || j.Status.Result != conditions.ResultSucceeded {
 		t.Fatalf("job ended %s (%s): %s", j.Status.Result, j.Status.Reason, j.Status.Message)
 	}

@@ -1,7 +1,6 @@
 package redfish_test
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -12,21 +11,13 @@ import (
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/internal/backoff"
+	"github.com/bmckit/bmckit/internal/jobtest"
 	"github.com/bmckit/bmckit/job"
-	"github.com/bmckit/bmckit/storage/memstore"
 	"github.com/bmckit/bmckit/task"
 )
 
 func netbootSpec(addr string) job.Spec {
-	return job.Spec{
-		BMC:            addr,
-		CredentialsRef: "lab",
-		Tasks: []task.Spec{
-			{Power: &task.PowerAction{Op: task.PowerOff}, Timeout: task.Duration{Duration: 20 * time.Second}},
-			{BootDevice: &task.BootDeviceAction{Device: task.BootPXE, Mode: task.BootModeUEFI}, Timeout: task.Duration{Duration: 20 * time.Second}},
-			{Power: &task.PowerAction{Op: task.PowerOn}, Timeout: task.Duration{Duration: 20 * time.Second}},
-		},
-	}
+	return jobtest.Netboot(addr, task.BootModeUEFI, 20*time.Second)
 }
 
 // runJob runs one job through a Runner with the Redfish dialer and returns
@@ -35,51 +26,13 @@ func runJob(t *testing.T, spec job.Spec, creds bmc.Credentials, opts redfish.Opt
 	t.Helper()
 	var dialer bmc.SchemeDialer
 	dialer.Register("redfish", redfish.NewDialer(opts))
-	store := memstore.New()
-	r, err := job.NewRunner(job.Config{
-		Store:        store,
+	return jobtest.Run(t, job.Config{
 		Dialer:       &dialer,
-		Credentials:  job.StaticCredentials{"lab": creds},
 		PollInterval: 5 * time.Millisecond,
 		ScanInterval: 20 * time.Millisecond,
 		Retry:        backoff.Policy{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond, Jitter: 0.2},
 		Logger:       opts.Logger,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Start(ctx) }()
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			<-done
-		}
-	}
-	defer stop()
-	if _, err := r.Submit(ctx, "netboot", spec); err != nil {
-		t.Fatal(err)
-	}
-	wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer wcancel()
-	j, err := r.Wait(wctx, "netboot")
-	if err != nil {
-		t.Fatalf("waiting for the job: %v", err)
-	}
-	stop() // the runner closes the job's connection by the time Start returns
-	recs, err := store.List(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, rec := range recs {
-		if creds.Password != "" && strings.Contains(string(rec.Value), creds.Password) {
-			t.Fatalf("stored record %s holds the password", rec.Key)
-		}
-	}
-	return j
+	}, creds, spec, 2*time.Minute)
 }
 
 func TestNetbootJobThroughRunner(t *testing.T) {

@@ -1,0 +1,81 @@
+// Package jobtest runs one job through a real job.Runner for the driver
+// packages' end-to-end tests (a netboot job against a simulator or a real
+// peer), so each driver's test states only what differs: its dialer and what
+// it checks afterwards.
+package jobtest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/task"
+)
+
+// Netboot is the netboot job the driver tests run: power off, one-time PXE
+// boot in mode (empty: leave the mode), power on, each with taskTimeout
+// (zero: the runner's default). Credentials are referenced as "lab".
+func Netboot(addr string, mode task.BootMode, taskTimeout time.Duration) job.Spec {
+	d := task.Duration{Duration: taskTimeout}
+	return job.Spec{
+		BMC:            addr,
+		CredentialsRef: "lab",
+		Tasks: []task.Spec{
+			{Power: &task.PowerAction{Op: task.PowerOff}, Timeout: d},
+			{BootDevice: &task.BootDeviceAction{Device: task.BootPXE, Mode: mode}, Timeout: d},
+			{Power: &task.PowerAction{Op: task.PowerOn}, Timeout: d},
+		},
+	}
+}
+
+// Run runs spec as the only job of a job.Runner configured by cfg on a fresh
+// memstore, with creds resolved for the reference "lab", and returns the job
+// once it completed and the runner stopped (so its BMC session is closed).
+// It fails the test if the job does not complete within wait, or if any
+// stored record holds the password.
+func Run(t testing.TB, cfg job.Config, creds bmc.Credentials, spec job.Spec, wait time.Duration) *job.Job {
+	t.Helper()
+	store := memstore.New()
+	cfg.Store = store
+	cfg.Credentials = job.StaticCredentials{"lab": creds}
+	r, err := job.NewRunner(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Start(ctx) }()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			<-done
+		}
+	}
+	defer stop()
+	if _, err := r.Submit(ctx, "netboot", spec); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, wait)
+	defer wcancel()
+	j, err := r.Wait(wctx, "netboot")
+	if err != nil {
+		t.Fatalf("waiting for the job: %v", err)
+	}
+	stop()
+	recs, err := store.List(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
+		if creds.Password != "" && strings.Contains(string(rec.Value), creds.Password) {
+			t.Fatalf("stored record %s holds the password", rec.Key)
+		}
+	}
+	return j
+}
