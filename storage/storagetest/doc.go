@@ -22,6 +22,12 @@
 // conditional and unconditional deletes, values up to [storage.MaxValueSize],
 // invalid keys, cancelled contexts and value aliasing.
 //
+// # Benchmarks
+//
+// [BenchUpdate], [BenchUpdateParallel] and [BenchGet] are the store-side
+// loops of bmckit's own storage benchmarks (docs/benchmarks.md); call them
+// from a Benchmark function to measure a Store of your own the same way.
+//
 // # Optional capabilities
 //
 // Subtests under ChangeFeed/ run when the store implements

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+
+	"github.com/bmckit/bmckit/storage/storagetest"
 )
 
 // Benchmarks for docs/benchmarks.md. Each store benchmark has a "Bare"
@@ -12,28 +14,12 @@ import (
 // physical ceiling (one autocommit single-row UPDATE, or SELECT, per
 // operation).
 
-var value = make([]byte, 512)
-
-func perSec(b *testing.B, unit string) {
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), unit)
-}
+var value = storagetest.BenchValue
 
 // BenchmarkUpdate: committed compare-and-swap updates of one key.
 func BenchmarkUpdate(b *testing.B) {
 	dsn := testDSN(b)
-	s := openStore(b, dsn, newSchema(b, dsn))
-	ctx := context.Background()
-	rev, err := s.Create(ctx, "jobs/bench", value)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	for b.Loop() {
-		if rev, err = s.Update(ctx, "jobs/bench", value, rev); err != nil {
-			b.Fatal(err)
-		}
-	}
-	perSec(b, "writes/s")
+	storagetest.BenchUpdate(b, openStore(b, dsn, newSchema(b, dsn)))
 }
 
 // BenchmarkBareUpdate: an autocommit single-row UPDATE per iteration.
@@ -53,30 +39,14 @@ func BenchmarkBareUpdate(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	perSec(b, "writes/s")
+	storagetest.PerSec(b, "writes/s")
 }
 
 // BenchmarkUpdateParallel: 8 goroutines, each updating its own key. Writes
 // to one store are serialized by the revision counter row.
 func BenchmarkUpdateParallel(b *testing.B) {
 	dsn := testDSN(b)
-	s := openStore(b, dsn, newSchema(b, dsn))
-	ctx := context.Background()
-	var next atomic.Int64
-	b.SetParallelism(4) // 4 x GOMAXPROCS(2) = 8 writers
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		key := "jobs/" + strconv.FormatInt(next.Add(1), 10)
-		rev, err := s.Create(ctx, key, value)
-		for pb.Next() {
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			rev, err = s.Update(ctx, key, value, rev)
-		}
-	})
-	perSec(b, "writes/s")
+	storagetest.BenchUpdateParallel(b, openStore(b, dsn, newSchema(b, dsn)))
 }
 
 // BenchmarkBareUpdateParallel: 8 goroutines, each an autocommit UPDATE of
@@ -103,31 +73,13 @@ func BenchmarkBareUpdateParallel(b *testing.B) {
 			}
 		}
 	})
-	perSec(b, "writes/s")
+	storagetest.PerSec(b, "writes/s")
 }
 
 // BenchmarkGet: parallel Gets of 1000 keys.
 func BenchmarkGet(b *testing.B) {
 	dsn := testDSN(b)
-	s := openStore(b, dsn, newSchema(b, dsn))
-	ctx := context.Background()
-	for i := range 1000 {
-		if _, err := s.Create(ctx, "jobs/"+strconv.Itoa(i), value); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		i := 0
-		for pb.Next() {
-			if _, err := s.Get(ctx, "jobs/"+strconv.Itoa(i%1000)); err != nil {
-				b.Error(err)
-				return
-			}
-			i++
-		}
-	})
-	perSec(b, "reads/s")
+	storagetest.BenchGet(b, openStore(b, dsn, newSchema(b, dsn)))
 }
 
 // BenchmarkBareGet: parallel single-row SELECTs by primary key.
@@ -153,5 +105,5 @@ func BenchmarkBareGet(b *testing.B) {
 			i++
 		}
 	})
-	perSec(b, "reads/s")
+	storagetest.PerSec(b, "reads/s")
 }
