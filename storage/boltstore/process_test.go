@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,29 +29,7 @@ func TestCrashDurability(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "crash.db")
 	child := childtest.Start(t, "TestCrashDurability", "bolt-writer", envPath+"="+path)
-	acked := map[string]int64{}
-	parse := func(l string) {
-		var key string
-		var rev int64
-		if _, err := fmt.Sscanf(l, "ack %s %d", &key, &rev); err == nil {
-			acked[key] = rev
-		}
-	}
-	deadline := time.After(2 * time.Minute)
-	for len(acked) < 150 {
-		select {
-		case l, ok := <-child.Lines():
-			if !ok {
-				t.Fatalf("child exited after %d acknowledgements", len(acked))
-			}
-			parse(l)
-		case <-deadline:
-			t.Fatalf("child acknowledged only %d writes in 2 minutes", len(acked))
-		}
-	}
-	for _, l := range child.Kill() {
-		parse(l)
-	}
+	acked := child.KillAfterAcks(t, 150)
 	s := open(t, path) // the dead child's lock is gone
 	ctx := context.Background()
 	for key, rev := range acked {
@@ -68,25 +45,13 @@ func TestCrashDurability(t *testing.T) {
 }
 
 // writerChild creates records until killed, acknowledging each on stdout.
-// It also rewrites a counter key so updates are in the stream.
 func writerChild(path string) {
 	s, err := boltstore.Open(path, boltstore.Options{})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	ctx := context.Background()
-	deadline := time.Now().Add(time.Minute) // safety net if nobody kills us
-	for i := 0; time.Now().Before(deadline); i++ {
-		key := "rec/" + strconv.Itoa(i)
-		rev, err := s.Create(ctx, key, []byte(key+" payload"))
-		if err != nil {
-			fmt.Println("error", err)
-			os.Exit(1)
-		}
-		fmt.Printf("ack %s %d\n", key, rev)
-	}
-	os.Exit(0)
+	childtest.WriteAcked(s)
 }
 
 // TestSecondProcessLocked opens the file in a child process and checks that

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -38,49 +37,14 @@ func childStore() *sqlstore.Store {
 // again and finds every acknowledged record.
 func TestCrashDurability(t *testing.T) {
 	if childtest.IsChild("sql-writer") {
-		s := childStore()
-		ctx := context.Background()
-		deadline := time.Now().Add(time.Minute) // safety net if nobody kills us
-		for i := 0; time.Now().Before(deadline); i++ {
-			key := "rec/" + strconv.Itoa(i)
-			rev, err := s.Create(ctx, key, []byte(key+" payload"))
-			if err != nil {
-				fmt.Println("error", err)
-				os.Exit(1)
-			}
-			fmt.Printf("ack %s %d\n", key, rev)
-		}
-		os.Exit(0)
+		childtest.WriteAcked(childStore())
+		return
 	}
 	dsn := testDSN(t)
 	schema := newSchema(t, dsn)
 	openStore(t, dsn, schema) // migrate before the child starts
 	child := childtest.Start(t, "TestCrashDurability", "sql-writer", envSchema+"="+schema)
-	acked := map[string]int64{}
-	parse := func(l string) {
-		var key string
-		var rev int64
-		if _, err := fmt.Sscanf(l, "ack %s %d", &key, &rev); err == nil {
-			acked[key] = rev
-		} else if strings.HasPrefix(l, "error") {
-			t.Fatalf("child: %s", l)
-		}
-	}
-	deadline := time.After(2 * time.Minute)
-	for len(acked) < 100 {
-		select {
-		case l, ok := <-child.Lines():
-			if !ok {
-				t.Fatalf("child exited after %d acknowledgements", len(acked))
-			}
-			parse(l)
-		case <-deadline:
-			t.Fatalf("child acknowledged only %d writes in 2 minutes", len(acked))
-		}
-	}
-	for _, l := range child.Kill() {
-		parse(l)
-	}
+	acked := child.KillAfterAcks(t, 100)
 	s := openStore(t, dsn, schema)
 	ctx := context.Background()
 	for key, rev := range acked {
