@@ -64,6 +64,22 @@ type BMCResetter interface {
 	ResetBMC(ctx context.Context, t BMCResetType) error
 }
 
+// SystemOpener is implemented by drivers whose session can serve every
+// system behind their endpoint (a chassis manager, a blade enclosure, a
+// multi-node Redfish service, an emulator serving many VMs), so jobs on those
+// systems share one login instead of one each.
+type SystemOpener interface {
+	// OpenSystem returns a Driver for the system that ep names, sharing this
+	// driver's session and connections. ep must have the same protocol,
+	// transport, host and port as the endpoint this driver was dialed for;
+	// otherwise OpenSystem fails with an error wrapping ErrNotSupported.
+	// The returned driver's Close releases only its own state, never the
+	// shared session; closing the driver that owns the session ends the
+	// session for every system opened from it, after which their calls fail.
+	// Safe for concurrent use.
+	OpenSystem(ctx context.Context, ep Endpoint) (Driver, error)
+}
+
 // StatsReporter is implemented by drivers that count their wire traffic.
 type StatsReporter interface {
 	Stats() Stats

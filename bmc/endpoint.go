@@ -155,6 +155,20 @@ func (e Endpoint) Key() string {
 	return strings.ToLower(net.JoinHostPort(e.Host, strconv.Itoa(e.EffectivePort())))
 }
 
+// SystemKey identifies the system a job acts on: [Endpoint.Key] (the BMC's
+// lower-case host and effective port) followed by the Redfish system path
+// ("10.0.0.5:443/redfish/v1/Systems/1"), or Key alone for protocols whose
+// endpoint manages one system (IPMI). It is the one identity bmckit schedules
+// by: at most one job acts on a SystemKey at a time, and connection pools
+// share one session among the systems whose keys start with the same Key.
+//
+// An address that names no system path ("redfish://host") gets a key of its
+// own, distinct from the key of the same system named by its path: address a
+// system the same way in every job.
+func (e Endpoint) SystemKey() string {
+	return e.Key() + e.Path
+}
+
 // SystemID is the last segment of a Redfish system path, or "".
 func (e Endpoint) SystemID() string {
 	if e.Path == "" {
