@@ -163,6 +163,14 @@ type Config struct {
 	// Faults injects failures. Defaults to none.
 	Faults Faults
 
+	// OnStateChange, when set, is called once for every accepted
+	// state-changing request (reset action, boot override PATCH, virtual
+	// media insert or eject), after the server applied it, from the request's
+	// goroutine before the answer is flushed, without the server's lock held.
+	// It must be safe for concurrent use; order calls by StateChange.Seq.
+	// Defaults to nil (not reported; [Server.Requests] still logs them).
+	OnStateChange func(StateChange)
+
 	// Clock is the time source for power delays, session expiry and boot
 	// override reverts. Defaults to the wall clock.
 	Clock Clock

@@ -30,6 +30,9 @@
 // [Server.Requests] is the request log (session bodies, which carry the
 // password, are never recorded); [Server.Connections] and [Server.Logins]
 // count TCP connections and sessions; [Server.System] and [Server.Media]
-// snapshot the simulated state. A [Config.Clock] makes delays and expiry
-// run on a clock the test advances.
+// snapshot the simulated state. [Config.OnStateChange] reports every accepted
+// reset, boot override PATCH and media action as it is applied, numbered in
+// order and tagged with the caller's X-Bmckit-Call header ([StateChange]),
+// so a test can check which client changed what, when. A [Config.Clock]
+// makes delays and expiry run on a clock the test advances.
 package redfishtest

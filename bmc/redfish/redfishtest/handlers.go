@@ -42,7 +42,10 @@ func (r *recorder) Write(b []byte) (int, error) {
 }
 
 // entry is the log entry being built for the current request.
-type entry struct{ req *Request }
+type entry struct {
+	req    *Request
+	change *StateChange // set by stateChanged
+}
 
 func contextWith(r *http.Request, e *entry) context.Context {
 	return context.WithValue(r.Context(), ctxKey{}, e)
@@ -132,6 +135,7 @@ func (s *Server) faults(next http.Handler) http.Handler {
 		}
 		e := &entry{req: &req}
 		next.ServeHTTP(rec, r.WithContext(contextWith(r, e)))
+		s.reportStateChange(e)
 	})
 }
 
@@ -403,6 +407,7 @@ func (s *Server) patchSystem(w http.ResponseWriter, r *http.Request) {
 		mode = v
 	}
 	w.WriteHeader(http.StatusNoContent)
+	s.stateChanged(r, sys.id, "boot:"+target+"/"+enabled)
 	if enabled == "Once" && s.cfg.BootOnce == BootOnceIgnored {
 		noteOf(r, "ignored")
 		return
@@ -437,6 +442,7 @@ func (s *Server) resetSystem(w http.ResponseWriter, r *http.Request) {
 		redfishError(w, http.StatusNotImplemented, "Base.1.8.ActionNotSupported", "ResetType "+rt+" is not implemented")
 		return
 	}
+	s.stateChanged(r, sys.id, "reset:"+rt)
 	if sys.pending != nil && s.cfg.DropDuringTransition {
 		sys.dropped++
 		noteOf(r, "dropped")
@@ -597,12 +603,14 @@ func (s *Server) mediaAction(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		m.image, m.inserted = body.Image, body.Inserted == nil || *body.Inserted
+		s.stateChanged(r, r.PathValue("id"), "media:insert "+m.id+" "+body.Image)
 	case "VirtualMedia.EjectMedia":
 		if !m.inserted {
 			redfishError(w, http.StatusBadRequest, "Base.1.8.ActionNotSupported", "no media inserted")
 			return
 		}
 		m.image, m.inserted = "", false
+		s.stateChanged(r, r.PathValue("id"), "media:eject "+m.id)
 	default:
 		redfishError(w, http.StatusNotFound, "Base.1.8.ActionNotSupported", "no action "+r.PathValue("action"))
 		return

@@ -42,6 +42,7 @@ type Server struct {
 	faultRate float64
 	bmcResets int
 	changes   []PowerChange
+	changeSeq int64 // last StateChange.Seq
 }
 
 // PowerChange is one accepted power change, for measuring how soon a client
