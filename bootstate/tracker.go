@@ -346,7 +346,7 @@ func (t *Tracker) Get(ctx context.Context, systemUUID string) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("bootstate: %w", err)
 	}
-	rec, _, err := t.read(ctx, u)
+	rec, err := t.read(ctx, u)
 	return rec, err
 }
 
@@ -496,68 +496,80 @@ func (t *Tracker) RecordSignal(ctx context.Context, systemUUID, attemptID, signa
 	return rec, nil
 }
 
-// maxCASRetries bounds the compare-and-swap loop; conflicts on one system's
-// record are rare (a handful of signals per boot), so hitting it means
-// something rewrites the record in a loop.
-const maxCASRetries = 32
-
-// update reads the record of u, applies fn and writes the result with
-// compare-and-swap, retrying on conflicts. fn reports whether it changed
-// the record; exists is false only when create is set and there is no
-// record (fn then fills a new one). Without create, a missing record is
-// ErrUnknownSystem. It returns the record as stored and whether it wrote.
+// update reads the record of u, applies fn and writes the result through
+// [storage.Modify], which retries on conflicts until ctx ends. fn reports
+// whether it changed the record; exists is false only when create is set
+// and there is no record (fn then fills a new one). Without create, a
+// missing record is ErrUnknownSystem. It returns the record as stored and
+// whether it wrote.
 func (t *Tracker) update(ctx context.Context, u string, create bool, fn func(rec *Record, exists bool) (bool, error)) (Record, bool, error) {
 	key := t.key(u)
-	for range maxCASRetries {
-		rec, rev, err := t.read(ctx, u)
-		exists := err == nil
-		if err != nil && !(create && errors.Is(err, ErrUnknownSystem)) {
-			return Record{}, false, err
+	var (
+		rec     Record
+		changed bool
+	)
+	stored, err := storage.Modify(ctx, t.store, key, func(cur *storage.Record) ([]byte, error) {
+		rec, changed = Record{}, false
+		if cur == nil && !create {
+			return nil, &ownError{fmt.Errorf("bootstate: system %s: %w", u, ErrUnknownSystem)}
 		}
-		changed, err := fn(&rec, exists)
-		if err != nil {
-			return Record{}, false, err
+		if cur != nil {
+			var err error
+			if rec, err = decode(*cur); err != nil {
+				return nil, &ownError{err}
+			}
+		}
+		var err error
+		if changed, err = fn(&rec, cur != nil); err != nil {
+			return nil, &ownError{err}
 		}
 		if !changed {
-			rec.Revision = rev
-			return rec, false, nil
+			return nil, storage.ErrNoChange
 		}
 		val, err := json.Marshal(&rec)
 		if err != nil {
-			return Record{}, false, fmt.Errorf("bootstate: encode record of system %s: %w", u, err)
+			return nil, &ownError{fmt.Errorf("bootstate: encode record of system %s: %w", u, err)}
 		}
-		if exists {
-			rev, err = t.store.Update(ctx, key, val, rev)
-		} else {
-			rev, err = t.store.Create(ctx, key, val)
-		}
-		switch {
-		case err == nil:
-			rec.Revision = rev
-			t.notify.notify(key)
-			return rec, true, nil
-		case errors.Is(err, storage.ErrConflict), errors.Is(err, storage.ErrExists), errors.Is(err, storage.ErrNotFound):
-			continue // someone else wrote first (or deleted): re-read
-		default:
-			return Record{}, false, fmt.Errorf("bootstate: write record of system %s: %w: %w", u, ErrStore, err)
-		}
-	}
-	return Record{}, false, fmt.Errorf("bootstate: write record of system %s: %w: gave up after %d revision conflicts", u, ErrStore, maxCASRetries)
-}
-
-// read returns the record of u and its revision.
-func (t *Tracker) read(ctx context.Context, u string) (Record, int64, error) {
-	r, err := t.store.Get(ctx, t.key(u))
-	if errors.Is(err, storage.ErrNotFound) {
-		return Record{}, 0, fmt.Errorf("bootstate: system %s: %w", u, ErrUnknownSystem)
+		return val, nil
+	})
+	var own *ownError
+	if errors.As(err, &own) {
+		return Record{}, false, own.err
 	}
 	if err != nil {
-		return Record{}, 0, fmt.Errorf("bootstate: read record of system %s: %w: %w", u, ErrStore, err)
+		return Record{}, false, fmt.Errorf("bootstate: update record of system %s: %w: %w", u, ErrStore, err)
 	}
+	rec.Revision = stored.Revision
+	if changed {
+		t.notify.notify(key)
+	}
+	return rec, changed, nil
+}
+
+// ownError carries an error of update's own (not the store's) through
+// storage.Modify, which returns it as is.
+type ownError struct{ err error }
+
+func (e *ownError) Error() string { return e.err.Error() }
+
+// read returns the record of u.
+func (t *Tracker) read(ctx context.Context, u string) (Record, error) {
+	r, err := t.store.Get(ctx, t.key(u))
+	if errors.Is(err, storage.ErrNotFound) {
+		return Record{}, fmt.Errorf("bootstate: system %s: %w", u, ErrUnknownSystem)
+	}
+	if err != nil {
+		return Record{}, fmt.Errorf("bootstate: read record of system %s: %w: %w", u, ErrStore, err)
+	}
+	return decode(r)
+}
+
+// decode parses a stored boot record.
+func decode(r storage.Record) (Record, error) {
 	var rec Record
 	if err := json.Unmarshal(r.Value, &rec); err != nil {
-		return Record{}, 0, fmt.Errorf("bootstate: decode record %q: %w", r.Key, err)
+		return Record{}, fmt.Errorf("bootstate: decode record %q: %w", r.Key, err)
 	}
 	rec.Revision = r.Revision
-	return rec, r.Revision, nil
+	return rec, nil
 }
