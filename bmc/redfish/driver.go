@@ -58,23 +58,29 @@ var (
 
 func dial(ctx context.Context, opts Options, tlsCfg *tls.Config, log logr.Logger, ep bmc.Endpoint, creds bmc.Credentials) (*Driver, error) {
 	w := newWire(tlsCfg, opts.ConnectTimeout)
+	var rt http.RoundTripper = w
+	if opts.WrapTransport != nil {
+		if wrapped := opts.WrapTransport(w); wrapped != nil {
+			rt = wrapped // outside the wire, which counts what it passes on
+		}
+	}
 	d := &Driver{
 		opts: opts, log: log, ep: ep, epStr: ep.String(), creds: creds, wire: w,
-		hc:        &http.Client{Transport: w},
+		hc:        &http.Client{Transport: rt},
 		refused:   map[string]bool{},
 		mediaURIs: map[string]string{},
 	}
 	if err := d.connect(ctx); err != nil {
-		d.hc.CloseIdleConnections()
+		d.wire.CloseIdleConnections()
 		return nil, d.opErr("dial", err)
 	}
 	if err := d.login(ctx); err != nil {
-		d.hc.CloseIdleConnections()
+		d.wire.CloseIdleConnections()
 		return nil, d.opErr("login", err)
 	}
 	if err := d.selectSystem(ctx); err != nil {
 		d.logout(ctx)
-		d.hc.CloseIdleConnections()
+		d.wire.CloseIdleConnections()
 		op := "select system"
 		if d.basic && errors.Is(err, bmc.ErrUnauthorized) {
 			op = "login (basic auth, no SessionService)" // the first authenticated request
@@ -228,7 +234,7 @@ func (d *Driver) Close(ctx context.Context) error {
 	}
 	d.closed = true
 	d.logout(ctx)
-	d.hc.CloseIdleConnections()
+	d.wire.CloseIdleConnections()
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -55,6 +56,13 @@ type Options struct {
 	// when it has to emulate a refused PowerCycle as ForceOff then On.
 	// Defaults to 2m.
 	SettleTimeout time.Duration
+
+	// WrapTransport wraps the driver's HTTP transport, e.g. for tracing
+	// (otelhttp.NewTransport) or to add headers. It sees every request,
+	// logins and logouts included, with the ctx of the call that made it
+	// (req.Context() carries that ctx's values), before the driver adds the
+	// auth header. It is called once per Dial. Defaults to none.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 
 	// Logger receives connection-level events (login, re-login, fallbacks).
 	// A logger in the Dial ctx (logr.NewContext) takes precedence. Defaults

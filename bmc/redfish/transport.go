@@ -83,6 +83,11 @@ func (w *wire) serviceRoot() []byte {
 	return w.rootBody
 }
 
+// CloseIdleConnections closes the kept-alive connections. It is called on
+// the wire itself, not through the http.Client, whose transport may be
+// wrapped (Options.WrapTransport) by one that does not pass it on.
+func (w *wire) CloseIdleConnections() { w.base.CloseIdleConnections() }
+
 // RoundTrip implements http.RoundTripper.
 func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 	w.mu.Lock()
