@@ -3,7 +3,6 @@ package job
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
@@ -96,13 +95,14 @@ func (s *Spec) Validate() error {
 	for i := range s.Tasks {
 		t := &s.Tasks[i]
 		if err := t.Validate(); err != nil {
-			msg := strings.TrimPrefix(err.Error(), task.ErrInvalid.Error()+": ")
-			// Field errors start with a JSON path ("power.op: ..."); the
-			// one-of errors ("no action set: ...") do not.
-			if path, _, ok := strings.Cut(msg, ": "); ok && !strings.Contains(path, " ") {
-				return fmt.Errorf("%w: tasks[%d].%s", ErrInvalidSpec, i, msg)
+			var fe *task.FieldError
+			if !errors.As(err, &fe) {
+				return fmt.Errorf("%w: tasks[%d]: %w", ErrInvalidSpec, i, err)
 			}
-			return fmt.Errorf("%w: tasks[%d]: %s", ErrInvalidSpec, i, msg)
+			if fe.Path == "" {
+				return fmt.Errorf("%w: tasks[%d]: %s", ErrInvalidSpec, i, fe.Msg)
+			}
+			return fmt.Errorf("%w: tasks[%d].%s: %s", ErrInvalidSpec, i, fe.Path, fe.Msg)
 		}
 		if t.WaitForBoot != nil && t.WaitForBoot.SystemUUID == "" && s.SystemUUID == "" {
 			return fmt.Errorf("%w: tasks[%d].waitForBoot.systemUUID: empty, and the job has no systemUUID", ErrInvalidSpec, i)

@@ -104,6 +104,31 @@ type WaitForBootAction struct {
 // ErrInvalid is wrapped by every validation error.
 var ErrInvalid = errors.New("invalid task")
 
+// FieldError is a validation error for one field, named by its JSON path
+// relative to the task spec (e.g. "power.op"); Path is empty for errors
+// about the spec as a whole (e.g. no action set). It matches ErrInvalid with
+// errors.Is. Callers embedding a task spec prefix Path with their own path
+// (package job writes "tasks[1].power.op").
+type FieldError struct {
+	// Path is the field's JSON path, e.g. "power.op" or "virtualMedia";
+	// empty when the error is about the spec as a whole.
+	Path string
+	// Msg says what is wrong and what to set instead.
+	Msg string
+}
+
+// Error returns "invalid task: <path>: <msg>", or "invalid task: <msg>"
+// when Path is empty.
+func (e *FieldError) Error() string {
+	if e.Path == "" {
+		return ErrInvalid.Error() + ": " + e.Msg
+	}
+	return ErrInvalid.Error() + ": " + e.Path + ": " + e.Msg
+}
+
+// Unwrap returns ErrInvalid.
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
 // Action names which action field is set: "power", "bootDevice",
 // "virtualMedia", "waitForBoot", or "" when none is.
 func (s *Spec) Action() string {
@@ -160,11 +185,12 @@ func (v *VirtualMediaAction) kind() MediaKind {
 func (v *VirtualMediaAction) MediaKindOrDefault() MediaKind { return v.kind() }
 
 // Validate checks that exactly one action is set and that its fields are
-// valid. Errors wrap ErrInvalid and name the field by its JSON path, e.g.
+// valid. Errors are a *[FieldError] (which wraps ErrInvalid) naming the
+// field by its JSON path, e.g.
 // `power.op: "of" is not one of on, off, soft-off, cycle, reset`.
 func (s *Spec) Validate() error {
 	bad := func(field, format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
+		return &FieldError{Path: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	var set []string
 	for name, ok := range map[string]bool{"power": s.Power != nil, "bootDevice": s.BootDevice != nil, "virtualMedia": s.VirtualMedia != nil, "waitForBoot": s.WaitForBoot != nil} {
@@ -173,11 +199,11 @@ func (s *Spec) Validate() error {
 		}
 	}
 	if len(set) == 0 {
-		return fmt.Errorf("%w: no action set: set exactly one of power, bootDevice, virtualMedia, waitForBoot", ErrInvalid)
+		return &FieldError{Msg: "no action set: set exactly one of power, bootDevice, virtualMedia, waitForBoot"}
 	}
 	if len(set) > 1 {
 		sort.Strings(set)
-		return fmt.Errorf("%w: %s are all set: set exactly one action", ErrInvalid, strings.Join(set, " and "))
+		return &FieldError{Msg: strings.Join(set, " and ") + " are all set: set exactly one action"}
 	}
 	if s.Timeout.Duration < 0 {
 		return bad("timeout", "%s is negative", s.Timeout.Duration)
@@ -240,11 +266,12 @@ func (s *Spec) Validate() error {
 }
 
 // Decode parses a JSON task spec strictly (unknown fields are errors) and
-// validates it.
+// validates it. Errors are a *[FieldError]; one about the JSON itself has
+// an empty Path.
 func Decode(data []byte) (Spec, error) {
 	var s Spec
 	if err := strictjson.Decode(data, &s); err != nil {
-		return Spec{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return Spec{}, &FieldError{Msg: err.Error()}
 	}
 	if err := s.Validate(); err != nil {
 		return Spec{}, err

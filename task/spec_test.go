@@ -101,6 +101,54 @@ func TestValidateNamesTheWrongField(t *testing.T) {
 	}
 }
 
+func TestValidateReturnsFieldError(t *testing.T) {
+	tests := []struct {
+		name     string
+		spec     task.Spec
+		path     string
+		msg      string
+		errorStr string
+	}{
+		{"bad power op", task.Spec{Power: &task.PowerAction{Op: "of"}}, "power.op",
+			`"of" is not one of on, off, soft-off, cycle, reset`,
+			`invalid task: power.op: "of" is not one of on, off, soft-off, cycle, reset`},
+		{"bad boot mode", task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootPXE, Mode: "efi"}}, "bootDevice.mode",
+			`"efi" is not one of uefi, legacy (or empty to leave unchanged)`,
+			`invalid task: bootDevice.mode: "efi" is not one of uefi, legacy (or empty to leave unchanged)`},
+		{"insert and eject", task.Spec{VirtualMedia: &task.VirtualMediaAction{ImageURL: "http://h/x.iso", Eject: true}}, "virtualMedia",
+			"imageURL and eject are both set: set one",
+			"invalid task: virtualMedia: imageURL and eject are both set: set one"},
+		{"negative timeout", task.Spec{Power: &task.PowerAction{Op: task.PowerOn}, Timeout: task.Duration{Duration: -time.Second}}, "timeout",
+			"-1s is negative",
+			"invalid task: timeout: -1s is negative"},
+		{"none set", task.Spec{}, "",
+			"no action set: set exactly one of power, bootDevice, virtualMedia, waitForBoot",
+			"invalid task: no action set: set exactly one of power, bootDevice, virtualMedia, waitForBoot"},
+		{"two set", task.Spec{Power: &task.PowerAction{Op: task.PowerOn}, BootDevice: &task.BootDeviceAction{Device: task.BootPXE}}, "",
+			"bootDevice and power are all set: set exactly one action",
+			"invalid task: bootDevice and power are all set: set exactly one action"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.spec.Validate()
+			var fe *task.FieldError
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, tt.path, fe.Path)
+			assert.Equal(t, tt.msg, fe.Msg)
+			assert.Equal(t, tt.errorStr, err.Error())
+			assert.ErrorIs(t, err, task.ErrInvalid)
+		})
+	}
+
+	// Decode's own JSON errors are FieldErrors about the whole spec.
+	_, err := task.Decode([]byte(`{"power":{"op":"on"},"retries":3}`))
+	var fe *task.FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Empty(t, fe.Path)
+	assert.Contains(t, fe.Msg, `unknown field "retries"`)
+	assert.Equal(t, "invalid task: "+fe.Msg, err.Error())
+}
+
 func TestValidateBoundaries(t *testing.T) {
 	ok := []task.Spec{
 		{Power: &task.PowerAction{Op: task.PowerOn}, Timeout: task.Duration{Duration: 7 * 24 * time.Hour}},
