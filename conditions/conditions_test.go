@@ -187,10 +187,10 @@ func TestMarkLifecycleKeepsInvariants(t *testing.T) {
 
 	// An explicit reason wins over the result name.
 	c := append([]conditions.Condition(nil), conds...)
-	conditions.MarkCompleted(&c, 1, conditions.ResultFailed, conditions.ReasonTaskFailed, "x", t1)
-	assert.Equal(t, conditions.ReasonTaskFailed, conditions.Get(c, conditions.TypeCompleted).Reason)
-	assert.Equal(t, conditions.ReasonTaskFailed, conditions.Get(c, conditions.TypeRunning).Reason)
-	assert.False(t, conditions.MarkCompleted(&c, 1, conditions.ResultFailed, conditions.ReasonTaskFailed, "x", t1.Add(time.Hour)), "repeat is no change")
+	conditions.MarkCompleted(&c, 1, conditions.ResultFailed, conditions.ReasonBMCError, "x", t1)
+	assert.Equal(t, conditions.ReasonBMCError, conditions.Get(c, conditions.TypeCompleted).Reason)
+	assert.Equal(t, conditions.ReasonBMCError, conditions.Get(c, conditions.TypeRunning).Reason)
+	assert.False(t, conditions.MarkCompleted(&c, 1, conditions.ResultFailed, conditions.ReasonBMCError, "x", t1.Add(time.Hour)), "repeat is no change")
 }
 
 // MarkCompleted straight from Pending (a job that fails validation) still

@@ -19,7 +19,7 @@ func Example() {
 	// The outcome goes into the object's Result field; the conditions only
 	// say the object finished.
 	result := conditions.ResultFailed
-	conditions.MarkCompleted(&conds, 1, result, conditions.ReasonTaskFailed,
+	conditions.MarkCompleted(&conds, 1, result, conditions.ReasonBMCError,
 		"task 0 (power off): bmc set power on redfish://10.0.0.5: connection refused", start.Add(90*time.Second+500*time.Millisecond))
 
 	for _, c := range conds {
@@ -28,7 +28,7 @@ func Example() {
 	fmt.Println("completed:", conditions.IsTrue(conds, conditions.TypeCompleted), "result:", result)
 	// Output:
 	// repeat changed anything: false
-	// Completed=True reason=TaskFailed since=10:01:30
-	// Running=False reason=TaskFailed since=10:01:30
+	// Completed=True reason=BMCError since=10:01:30
+	// Running=False reason=BMCError since=10:01:30
 	// completed: true result: Failed
 }

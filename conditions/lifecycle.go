@@ -35,8 +35,11 @@ const (
 	ReasonFailed    = "Failed"
 	ReasonCanceled  = "Canceled"
 	ReasonTimedOut  = "TimedOut"
-	// ReasonTaskFailed: a job failed because one of its tasks failed.
-	ReasonTaskFailed = "TaskFailed"
+	// ReasonSkipped: a task never ran (or was interrupted) because an earlier
+	// task failed or the job was canceled; its result is Canceled.
+	ReasonSkipped = "Skipped"
+	// ReasonWaiting: a job waits for its system, held by another job.
+	ReasonWaiting = "Waiting"
 	// ReasonBMCError: the BMC answered with an error, or could not be reached.
 	ReasonBMCError = "BMCError"
 	// ReasonInvalidSpec: the spec did not validate.

@@ -39,7 +39,7 @@ type Status struct {
 	Conditions []conditions.Condition `json:"conditions,omitempty"`
 	// Result is empty until Completed=True, then Succeeded, Failed or Canceled.
 	Result conditions.Result `json:"result,omitempty"`
-	// Reason is a CamelCase cause (e.g. TaskFailed, Unauthorized).
+	// Reason is a CamelCase cause (the failed task's reason, e.g. Unauthorized, TimedOut).
 	Reason string `json:"reason,omitempty"`
 	// Message says what happened; for a failed job it names the failing task
 	// and the BMC's error.

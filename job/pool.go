@@ -4,30 +4,54 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
 )
 
-// ConnPool keeps BMC connections open across steps, keyed by endpoint and a
-// hash of the credentials, so a controller that reconciles a job twenty times
-// uses one BMC session, not twenty. A connection is closed when its job
-// completes (Release), when the credentials for its endpoint change, or after
-// it was idle for IdleTimeout. Safe for concurrent use.
+// ConnPool keeps BMC connections open across steps, so a controller that
+// reconciles a job twenty times uses one BMC session, not twenty.
+//
+// Connections are kept per system ([bmc.Endpoint.SystemKey], the identity
+// locks use too). Systems behind one endpoint share one session per
+// credentials version when the driver implements [bmc.SystemOpener]: the first
+// system dials (logs in), the others open views on that session, so fifty
+// jobs on fifty systems of one chassis manager cost one login. A system's
+// connection is closed when its job completes (Release), when the credentials
+// for it change, or after it was idle for IdleTimeout; a session is logged out
+// when no system uses it any more. Safe for concurrent use; concurrent Gets
+// that need the same new session wait for one dial.
 type ConnPool struct {
 	dialer      bmc.Dialer
 	idleTimeout time.Duration
 	now         func() time.Time
 
-	mu    sync.Mutex
-	conns map[string]*pooledConn // by endpoint string
+	mu        sync.Mutex
+	systems   map[string]*sysConn  // by SystemKey
+	sessions  map[string]*session  // shareable sessions by sessionKey
+	nextSweep time.Time
 }
 
-type pooledConn struct {
+// session is one dialed driver (one login). owner is the driver the dialer
+// returned, for the system ownerSys; other systems use views opened from it.
+type session struct {
+	key      string // sessionKey; "" for a session that is not shared
+	owner    bmc.Driver
+	ownerSys string
+	refs     int           // systems using it
+	ready    chan struct{} // closed once the dial ended
+	err      error         // the dial's error
+	dead     bool          // closed, or being closed
+}
+
+type sysConn struct {
+	sess      *session
+	drv       bmc.Driver // a view, or sess.owner for the owner's system
 	credsHash string
-	drv       bmc.Driver
 	lastUsed  time.Time
+	user      string // the job that last got it
 }
 
 // NewConnPool returns a pool that dials with d. idleTimeout defaults to 2
@@ -39,7 +63,7 @@ func NewConnPool(d bmc.Dialer, idleTimeout time.Duration, now func() time.Time) 
 	if now == nil {
 		now = time.Now
 	}
-	return &ConnPool{dialer: d, idleTimeout: idleTimeout, now: now, conns: map[string]*pooledConn{}}
+	return &ConnPool{dialer: d, idleTimeout: idleTimeout, now: now, systems: map[string]*sysConn{}, sessions: map[string]*session{}}
 }
 
 func credsHash(c bmc.Credentials) string {
@@ -47,102 +71,255 @@ func credsHash(c bmc.Credentials) string {
 	return hex.EncodeToString(h[:])
 }
 
-// Get returns the open driver for ep, dialing if there is none or if the
-// credentials changed (the old connection is closed first).
+// sessionKey: systems with equal keys may share a session.
+func sessionKey(ep bmc.Endpoint, credsHash string) string {
+	return ep.Protocol + "|" + ep.Transport + "|" + ep.Key() + "|" + credsHash
+}
+
+// Get returns the open driver for ep's system, dialing (or opening a view on
+// the endpoint's session) if there is none, and closing the old connection
+// first if the credentials changed.
 func (p *ConnPool) Get(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (bmc.Driver, error) {
-	key := ep.String()
+	return p.getFor(ctx, ep, creds, "")
+}
+
+// getFor is Get on behalf of job user, recorded so that releaseFor by a job
+// that no longer uses the system cannot close the connection of the job that
+// does.
+func (p *ConnPool) getFor(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials, user string) (bmc.Driver, error) {
+	sys := ep.SystemKey()
 	h := credsHash(creds)
 	now := p.now()
 	p.mu.Lock()
-	stale := p.takeIdleLocked(now, key)
-	c, ok := p.conns[key]
-	if ok && c.credsHash != h {
-		stale = append(stale, c.drv)
-		delete(p.conns, key)
-		ok = false
+	stale := p.sweepLocked(now)
+	if c := p.systems[sys]; c != nil {
+		if c.credsHash == h && !c.sess.dead {
+			c.lastUsed, c.user = now, user
+			p.mu.Unlock()
+			closeAll(ctx, stale)
+			return c.drv, nil
+		}
+		stale = append(stale, p.dropLocked(sys)...)
 	}
-	if ok {
-		c.lastUsed = now
+	skey := sessionKey(ep, h)
+	for {
+		s := p.sessions[skey]
+		if s == nil {
+			// Dial a new session; concurrent Gets for this endpoint wait.
+			s = &session{key: skey, ready: make(chan struct{})}
+			p.sessions[skey] = s
+			p.mu.Unlock()
+			closeAll(ctx, stale)
+			return p.dial(ctx, s, ep, creds, h, user)
+		}
+		select {
+		case <-s.ready:
+		default:
+			p.mu.Unlock()
+			closeAll(ctx, stale)
+			stale = nil
+			select {
+			case <-s.ready:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			p.mu.Lock()
+			continue
+		}
+		if s.dead || s.err != nil {
+			if p.sessions[skey] == s {
+				delete(p.sessions, skey)
+			}
+			continue
+		}
+		if s.ownerSys == sys {
+			s.refs++
+			p.systems[sys] = &sysConn{sess: s, drv: s.owner, credsHash: h, lastUsed: now, user: user}
+			p.mu.Unlock()
+			closeAll(ctx, stale)
+			return s.owner, nil
+		}
+		opener, ok := s.owner.(bmc.SystemOpener)
+		if !ok {
+			// This driver has one session per system: dial one of its own,
+			// not shared.
+			p.mu.Unlock()
+			closeAll(ctx, stale)
+			return p.dial(ctx, &session{ready: make(chan struct{})}, ep, creds, h, user)
+		}
+		s.refs++ // keeps the session open while the view is opened
 		p.mu.Unlock()
 		closeAll(ctx, stale)
-		return c.drv, nil
+		view, err := opener.OpenSystem(ctx, ep)
+		p.mu.Lock()
+		if err != nil {
+			stale = p.unrefLocked(s)
+			p.mu.Unlock()
+			closeAll(ctx, stale)
+			if errors.Is(err, bmc.ErrNotSupported) {
+				return p.dial(ctx, &session{ready: make(chan struct{})}, ep, creds, h, user)
+			}
+			return nil, err
+		}
+		if s.dead {
+			p.mu.Unlock()
+			closeAll(ctx, []bmc.Driver{view})
+			return nil, bmc.Transient(errors.New("the BMC session was closed while opening the system; retry"))
+		}
+		if old := p.systems[sys]; old != nil {
+			stale = p.dropLocked(sys) // a concurrent Get for the same system
+		}
+		p.systems[sys] = &sysConn{sess: s, drv: view, credsHash: h, lastUsed: now, user: user}
+		p.mu.Unlock()
+		closeAll(ctx, stale)
+		return view, nil
 	}
-	p.mu.Unlock()
-	closeAll(ctx, stale)
+}
 
+// dial fills in session s (registered in p.sessions under s.key when it is
+// shared) and installs it as ep's system connection.
+func (p *ConnPool) dial(ctx context.Context, s *session, ep bmc.Endpoint, creds bmc.Credentials, h, user string) (bmc.Driver, error) {
 	drv, err := p.dialer.Dial(ctx, ep, creds)
+	p.mu.Lock()
+	defer close(s.ready)
 	if err != nil {
+		s.err = err
+		if s.key != "" && p.sessions[s.key] == s {
+			delete(p.sessions, s.key)
+		}
+		p.mu.Unlock()
 		return nil, err
 	}
-	p.mu.Lock()
-	if other, ok := p.conns[key]; ok {
-		// Someone dialed concurrently; keep theirs. (The runner never runs two
-		// jobs on one BMC, so this only happens with hosts that do.)
-		p.mu.Unlock()
-		_ = drv.Close(context.WithoutCancel(ctx))
-		return other.drv, nil
+	sys := ep.SystemKey()
+	s.owner, s.ownerSys, s.refs = drv, sys, 1
+	var stale []bmc.Driver
+	if p.systems[sys] != nil {
+		stale = p.dropLocked(sys) // a concurrent Get for the same system
 	}
-	p.conns[key] = &pooledConn{credsHash: h, drv: drv, lastUsed: now}
+	p.systems[sys] = &sysConn{sess: s, drv: drv, credsHash: h, lastUsed: p.now(), user: user}
 	p.mu.Unlock()
+	closeAll(ctx, stale)
 	return drv, nil
 }
 
-// Release closes and forgets the connection for ep, if any.
+// Release closes and forgets the connection for ep's system, if any; the
+// endpoint's session is logged out when no other system uses it.
 func (p *ConnPool) Release(ctx context.Context, ep bmc.Endpoint) error {
+	p.releaseFor(ctx, ep, "")
+	return nil
+}
+
+// releaseFor is Release, but only if job user (or anyone, for "") was the
+// last to get the connection.
+func (p *ConnPool) releaseFor(ctx context.Context, ep bmc.Endpoint, user string) {
+	sys := ep.SystemKey()
 	p.mu.Lock()
-	c, ok := p.conns[ep.String()]
-	delete(p.conns, ep.String())
+	c := p.systems[sys]
+	if c == nil || (user != "" && c.user != "" && c.user != user) {
+		p.mu.Unlock()
+		return
+	}
+	stale := p.dropLocked(sys)
 	p.mu.Unlock()
-	if !ok {
+	closeAll(ctx, stale)
+}
+
+// Invalidate closes the whole session ep's system uses, for every system
+// sharing it: the session is spent (expired, or its login failed), so the
+// next Get dials again.
+func (p *ConnPool) Invalidate(ctx context.Context, ep bmc.Endpoint) {
+	p.mu.Lock()
+	c := p.systems[ep.SystemKey()]
+	if c == nil {
+		p.mu.Unlock()
+		return
+	}
+	s := c.sess
+	var stale []bmc.Driver
+	for k, o := range p.systems {
+		if o.sess == s {
+			stale = append(stale, p.dropLocked(k)...)
+		}
+	}
+	p.mu.Unlock()
+	closeAll(ctx, stale)
+}
+
+// dropLocked forgets sys's connection and returns the drivers to close: its
+// view, and the session's owner when no system uses the session any more.
+func (p *ConnPool) dropLocked(sys string) []bmc.Driver {
+	c := p.systems[sys]
+	if c == nil {
 		return nil
 	}
-	// Log out even when the job's ctx is already done (a stopping runner),
-	// or the BMC keeps the session until it times out; but bounded.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	return c.drv.Close(ctx)
+	delete(p.systems, sys)
+	var out []bmc.Driver
+	if c.drv != c.sess.owner {
+		out = append(out, c.drv)
+	}
+	return append(out, p.unrefLocked(c.sess)...)
+}
+
+func (p *ConnPool) unrefLocked(s *session) []bmc.Driver {
+	s.refs--
+	if s.refs > 0 {
+		return nil
+	}
+	s.dead = true
+	if s.key != "" && p.sessions[s.key] == s {
+		delete(p.sessions, s.key)
+	}
+	return []bmc.Driver{s.owner}
 }
 
 // CloseIdle closes connections idle for longer than the idle timeout.
-// Get does this too; call it from a ticker if the pool may go unused.
+// Get does this too (at most twice per idle timeout, so Get stays cheap with
+// many connections); call it from a ticker if the pool may go unused.
 func (p *ConnPool) CloseIdle(ctx context.Context) {
 	p.mu.Lock()
-	stale := p.takeIdleLocked(p.now(), "")
+	p.nextSweep = time.Time{}
+	stale := p.sweepLocked(p.now())
 	p.mu.Unlock()
 	closeAll(ctx, stale)
+}
+
+func (p *ConnPool) sweepLocked(now time.Time) []bmc.Driver {
+	if now.Before(p.nextSweep) {
+		return nil
+	}
+	p.nextSweep = now.Add(p.idleTimeout / 2)
+	var stale []bmc.Driver
+	for k, c := range p.systems {
+		if now.Sub(c.lastUsed) > p.idleTimeout {
+			stale = append(stale, p.dropLocked(k)...)
+		}
+	}
+	return stale
 }
 
 // Close closes every connection.
 func (p *ConnPool) Close(ctx context.Context) error {
 	p.mu.Lock()
 	var all []bmc.Driver
-	for k, c := range p.conns {
-		all = append(all, c.drv)
-		delete(p.conns, k)
+	for k := range p.systems {
+		all = append(all, p.dropLocked(k)...)
 	}
 	p.mu.Unlock()
 	closeAll(ctx, all)
 	return nil
 }
 
-// Len is the number of open connections.
+// Len is the number of systems with an open connection.
 func (p *ConnPool) Len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.conns)
+	return len(p.systems)
 }
 
-func (p *ConnPool) takeIdleLocked(now time.Time, except string) []bmc.Driver {
-	var stale []bmc.Driver
-	for k, c := range p.conns {
-		if k != except && now.Sub(c.lastUsed) > p.idleTimeout {
-			stale = append(stale, c.drv)
-			delete(p.conns, k)
-		}
-	}
-	return stale
-}
-
+// closeAll closes drivers, views before the sessions they share (callers
+// list them in that order). Logouts are attempted even when ctx is done (a
+// stopping runner), or the BMC keeps the session until it times out, but
+// bounded.
 func closeAll(ctx context.Context, ds []bmc.Driver) {
 	if len(ds) == 0 {
 		return
@@ -150,6 +327,8 @@ func closeAll(ctx context.Context, ds []bmc.Driver) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	for _, d := range ds {
-		_ = d.Close(ctx)
+		if d != nil {
+			_ = d.Close(ctx)
+		}
 	}
 }

@@ -78,7 +78,7 @@ func testReplicas(t *testing.T, store storage.Store) {
 	// Locks are released right after a job's last write, so poll for that.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		locks, err := store.List(context.Background(), "bmckit/locks/")
+		locks, err := store.List(context.Background(), "bmckit/systems/")
 		require.NoError(t, err)
 		if len(locks) == 0 {
 			break
@@ -137,7 +137,7 @@ func TestLeaseRenewedDuringLongStep(t *testing.T) {
 
 	// Watch the lock's revision move: each move is a renewal while the
 	// step is still blocked. Five renewals span more than 1.5 leases.
-	lockKey := "bmckit/locks/10.3.1.1:443"
+	lockKey := "bmckit/systems/10.3.1.1:443%2Fredfish%2Fv1%2FSystems%2F1"
 	first, err := store.Get(context.Background(), lockKey)
 	require.NoError(t, err)
 	seen, renewals := first.Revision, 0
@@ -161,12 +161,12 @@ func TestLeaseRenewedDuringLongStep(t *testing.T) {
 	assert.Len(t, b.CallsTo(fake.MethodSetBootOverride), 1)
 }
 
-// lockWritesFail fails every write to BMC locks as a store whose connection
+// lockWritesFail fails every write to system locks as a store whose connection
 // timed out would, while job writes still work.
 type lockWritesFail struct{ *memstore.Store }
 
 func (s lockWritesFail) Update(ctx context.Context, k string, v []byte, rev int64) (int64, error) {
-	if strings.Contains(k, "/locks/") {
+	if strings.Contains(k, "/systems/") {
 		return 0, errors.New("dial tcp 127.0.0.1:5432: i/o timeout")
 	}
 	return s.Store.Update(ctx, k, v, rev)

@@ -2,10 +2,12 @@ package job_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -302,29 +304,33 @@ func TestRunnerResumesAfterCrash(t *testing.T) {
 		}
 		return nil
 	})
-	cfg := job.Config{Store: store, Dialer: fleet, Credentials: labCreds, LeaseDuration: 200 * time.Millisecond, ScanInterval: 10 * time.Millisecond, PollInterval: time.Millisecond, Owner: "runner-1"}
+	cut := &cutStore{Store: store}
+	cfg := job.Config{Store: cut, Dialer: fleet, Credentials: labCreds, LeaseDuration: 200 * time.Millisecond, ScanInterval: 10 * time.Millisecond, PollInterval: time.Millisecond, Owner: "runner-1"}
 	r1, err := job.NewRunner(cfg)
 	require.NoError(t, err)
-	job.SimulateCrashOnStop(r1)
 	ctx1, cancel1 := context.WithCancel(context.Background())
 	done1 := make(chan error, 1)
 	go func() { done1 <- r1.Start(ctx1) }()
 	_, err = r1.Submit(context.Background(), "resume", netboot(url))
 	require.NoError(t, err)
 	recv(t, blocked)
+	cut.cut() // the runner dies: nothing it does reaches the store any more
 	cancel1()
 	require.NoError(t, <-done1)
 
-	j, err := r1.Get(context.Background(), "resume")
+	rec, err := store.Get(context.Background(), "bmckit/jobs/resume")
 	require.NoError(t, err)
+	var j *job.Job
+	require.NoError(t, json.Unmarshal(rec.Value, &j))
 	require.False(t, j.Completed())
 	assert.Equal(t, 2, j.Status.CurrentTask)
 	assert.Equal(t, "Started", string(j.Status.Tasks[2].Phase), "intent was persisted before the action")
-	locks, err := store.List(context.Background(), "bmckit/locks/")
+	locks, err := store.List(context.Background(), "bmckit/systems/")
 	require.NoError(t, err)
 	require.Len(t, locks, 1, "the crashed runner's lock is still there")
 
 	b.SetHook(fake.MethodSetPower, nil)
+	cfg.Store = store
 	cfg.Owner = "runner-2"
 	r2, err := job.NewRunner(cfg)
 	require.NoError(t, err)
@@ -461,4 +467,50 @@ func TestRunnerCancelQueuedJob(t *testing.T) {
 	close(release)
 	assertCompleted(t, wait(t, e.runner, "first"), conditions.ResultSucceeded)
 	assert.Equal(t, 1, b.Sessions().Logins, "the canceled job never touched the BMC")
+}
+
+// cutStore passes calls through until cut, then fails every one, as the
+// store of a runner that died would look from outside: nothing more arrives.
+type cutStore struct {
+	storage.Store
+	off atomic.Bool
+}
+
+var errCut = errors.New("runner is dead")
+
+func (s *cutStore) cut() { s.off.Store(true) }
+
+func (s *cutStore) Get(ctx context.Context, k string) (storage.Record, error) {
+	if s.off.Load() {
+		return storage.Record{}, errCut
+	}
+	return s.Store.Get(ctx, k)
+}
+
+func (s *cutStore) Create(ctx context.Context, k string, v []byte) (int64, error) {
+	if s.off.Load() {
+		return 0, errCut
+	}
+	return s.Store.Create(ctx, k, v)
+}
+
+func (s *cutStore) Update(ctx context.Context, k string, v []byte, rev int64) (int64, error) {
+	if s.off.Load() {
+		return 0, errCut
+	}
+	return s.Store.Update(ctx, k, v, rev)
+}
+
+func (s *cutStore) Delete(ctx context.Context, k string, rev int64) error {
+	if s.off.Load() {
+		return errCut
+	}
+	return s.Store.Delete(ctx, k, rev)
+}
+
+func (s *cutStore) List(ctx context.Context, p string) ([]storage.Record, error) {
+	if s.off.Load() {
+		return nil, errCut
+	}
+	return s.Store.List(ctx, p)
 }

@@ -39,6 +39,9 @@ type StepResult struct {
 	Done bool
 	// RequeueAfter is how long to wait before the next Step (0: at once).
 	RequeueAfter time.Duration
+	// Waiting is true when another job holds the job's system (see
+	// StepperConfig.Locks): the step touched neither the BMC nor the job.
+	Waiting bool
 }
 
 // StepperConfig configures a Stepper. The zero value of every field but
@@ -85,6 +88,16 @@ type StepperConfig struct {
 	// IdleTimeout closes pooled connections unused for this long. Defaults
 	// to 2 minutes.
 	IdleTimeout time.Duration
+	// Locks keeps two jobs from acting on one system at the same time on the
+	// controller path (see [SystemLocker] and [NewStoreLocker]). Step locks
+	// the job's system before it touches the BMC and unlocks it once the job
+	// completed; while another job holds the system, Step touches nothing and
+	// returns a StepResult with Waiting set. Nil means no locking: the caller
+	// guarantees one job per system (the Runner does, with its own locks).
+	Locks SystemLocker
+	// LockRetryInterval is the RequeueAfter of a Step that found its system
+	// held by another job. Defaults to 2s.
+	LockRetryInterval time.Duration
 }
 
 // Stepper advances jobs one step at a time. One Stepper serves any number of
@@ -126,6 +139,7 @@ func NewStepper(cfg StepperConfig) (*Stepper, error) {
 	def(&cfg.ResendAfter, 30*time.Second)
 	def(&cfg.BootPollInterval, time.Second)
 	def(&cfg.IdleTimeout, 2*time.Minute)
+	def(&cfg.LockRetryInterval, 2*time.Second)
 	if cfg.MaxVerifyResends <= 0 {
 		cfg.MaxVerifyResends = 2
 	}
@@ -137,6 +151,23 @@ func (s *Stepper) Close(ctx context.Context) error { return s.pool.Close(ctx) }
 
 // Pool exposes the connection pool (for hosts that want CloseIdle on a ticker).
 func (s *Stepper) Pool() *ConnPool { return s.pool }
+
+// Release is for a job that will not be stepped again here (its object was
+// deleted, or the caller stops working on it): it closes the BMC connection
+// the Stepper keeps for the job's system if this job was the last to use it
+// (the endpoint's shared session closes once no system uses it) and, with
+// Locks, unlocks the system if the job holds it. Step calls it by itself when a job completes. Idempotent.
+func (s *Stepper) Release(ctx context.Context, j *Job) error {
+	ep, err := bmc.ParseEndpoint(j.Spec.BMC)
+	if err != nil {
+		return nil // never dialed, never locked
+	}
+	s.pool.releaseFor(ctx, ep, j.Name)
+	if s.cfg.Locks != nil {
+		return s.cfg.Locks.Unlock(ctx, ep.SystemKey(), j.Name)
+	}
+	return nil
+}
 
 // BootAttemptID is the boot attempt that wait-for-boot task taskIndex of j
 // waits for. Hosts that embed boot tokens in the iPXE script or Ignition they
@@ -185,17 +216,34 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 	ep, epErr := bmc.ParseEndpoint(j.Spec.BMC)
 	r.ep = ep
 	if j.Completed() {
-		if epErr == nil {
-			_ = r.s.pool.Release(ctx, ep)
+		// Done here, or completed by a step whose unlock failed: release
+		// again (idempotent).
+		if err := r.s.Release(ctx, j); err != nil {
+			return StepResult{Done: true}, err
 		}
 		return StepResult{Done: true}, nil
 	}
 	fresh := j.Status.StartTime == nil || j.Status.ObservedGeneration != j.Generation || len(j.Status.Tasks) != len(j.Spec.Tasks)
 	if fresh && j.CancelRequested {
-		// Canceled before it started: nothing to touch on the BMC.
+		// Canceled before it started: nothing to touch on the BMC, so no
+		// need to wait for the system either.
 		now := r.now
 		j.Status = Status{ObservedGeneration: j.Generation, StartTime: &now, Tasks: make([]task.Status, len(j.Spec.Tasks))}
 		return r.finish(ctx, conditions.ResultCanceled, conditions.ReasonCanceled, "canceled on request before it started", conditions.ReasonCanceled)
+	}
+	if locks := r.s.cfg.Locks; locks != nil && epErr == nil {
+		validFor, err := locks.Lock(ctx, ep.SystemKey(), j.Name)
+		if errors.Is(err, ErrSystemBusy) {
+			r.log.V(1).Info("system held by another job; waiting", "error", err.Error())
+			return StepResult{RequeueAfter: r.s.cfg.LockRetryInterval, Waiting: true}, nil
+		}
+		if err != nil {
+			return StepResult{}, fmt.Errorf("locking system %s for job %q: %w", ep.SystemKey(), j.Name, err)
+		}
+		// Nothing this step does may outlive the lock (fencing).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, validFor)
+		defer cancel()
 	}
 	if fresh {
 		return r.initialize(ctx)
@@ -209,13 +257,7 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 	}
 	i := j.Status.CurrentTask
 	ts := &j.Status.Tasks[i]
-	// A wait-for-boot task's deadline belongs to the BootTracker (its record
-	// says which signals did arrive); the task's own timer is a backstop that
-	// fires a little later.
-	limit := r.taskTimeout(i)
-	if j.Spec.Tasks[i].WaitForBoot != nil {
-		limit += 2*r.s.cfg.BootPollInterval + 5*time.Second
-	}
+	limit := r.taskTimeout(i) + kindOf(&j.Spec.Tasks[i]).grace(&r.s.cfg)
 	if ts.StartTime != nil && r.now.Sub(*ts.StartTime) >= limit {
 		return r.failTask(ctx, i, conditions.ReasonTimedOut, fmt.Sprintf("timed out after %s%s", r.taskTimeout(i), lastErrSuffix(ts)))
 	}
@@ -279,10 +321,7 @@ func (r *stepRun) taskTimeout(i int) time.Duration {
 	if spec.Timeout.Duration > 0 {
 		return spec.Timeout.Duration
 	}
-	if spec.WaitForBoot != nil {
-		return 30 * time.Minute
-	}
-	return r.s.cfg.DefaultTaskTimeout
+	return kindOf(spec).defaultTimeout(&r.s.cfg)
 }
 
 // initialize (re)starts the job's status for the current generation and
@@ -292,15 +331,15 @@ func (r *stepRun) initialize(ctx context.Context) (StepResult, error) {
 	now := r.now
 	j.Status = Status{ObservedGeneration: j.Generation, StartTime: &now, Tasks: make([]task.Status, len(j.Spec.Tasks))}
 	if err := j.Spec.Validate(); err != nil {
-		return r.finish(ctx, conditions.ResultFailed, conditions.ReasonInvalidSpec, err.Error(), "Skipped")
+		return r.finish(ctx, conditions.ResultFailed, conditions.ReasonInvalidSpec, err.Error(), conditions.ReasonSkipped)
 	}
 	for i := range j.Status.Tasks {
 		conditions.MarkPending(&j.Status.Tasks[i].Conditions, j.Generation, now)
 	}
 	for i := range j.Spec.Tasks {
-		if j.Spec.Tasks[i].WaitForBoot != nil && r.s.cfg.Boot == nil {
+		if _, ok := kindOf(&j.Spec.Tasks[i]).(bootWaiter); ok && r.s.cfg.Boot == nil {
 			return r.finish(ctx, conditions.ResultFailed, conditions.ReasonNotSupported,
-				fmt.Sprintf("task %d (%s): no BootTracker configured for wait-for-boot tasks", i+1, j.Spec.Tasks[i].Describe()), "Skipped")
+				fmt.Sprintf("task %d (%s): no BootTracker configured for wait-for-boot tasks", i+1, j.Spec.Tasks[i].Describe()), conditions.ReasonSkipped)
 		}
 	}
 	if err := r.openNextBoot(ctx, 0); err != nil {
@@ -321,18 +360,11 @@ func (r *stepRun) initialize(ctx context.Context) (StepResult, error) {
 // now: the boot it waits for starts with the tasks before it.
 func (r *stepRun) openNextBoot(ctx context.Context, from int) error {
 	for i := from; i < len(r.j.Spec.Tasks); i++ {
-		if r.j.Spec.Tasks[i].WaitForBoot != nil {
-			return r.s.cfg.Boot.StartBoot(ctx, r.systemUUID(i), BootAttemptID(r.j, i), r.taskTimeout(i))
+		if w, ok := kindOf(&r.j.Spec.Tasks[i]).(bootWaiter); ok {
+			return r.s.cfg.Boot.StartBoot(ctx, w.systemUUID(r.j), BootAttemptID(r.j, i), r.taskTimeout(i))
 		}
 	}
 	return nil
-}
-
-func (r *stepRun) systemUUID(i int) string {
-	if u := r.j.Spec.Tasks[i].WaitForBoot.SystemUUID; u != "" {
-		return u
-	}
-	return r.j.Spec.SystemUUID
 }
 
 func (r *stepRun) driver(ctx context.Context) (bmc.Driver, error) {
@@ -344,24 +376,28 @@ func (r *stepRun) driver(ctx context.Context) (bmc.Driver, error) {
 		}
 		return nil, bmc.Permanent(err)
 	}
-	return r.s.pool.Get(ctx, r.ep, creds)
+	return r.s.pool.getFor(ctx, r.ep, creds, r.j.Name)
+}
+
+// callCtx tags ctx with the job and task a BMC call is made for.
+func (r *stepRun) callCtx(ctx context.Context, i int) context.Context {
+	return WithCall(ctx, Call{Job: r.j.Name, Task: i, Attempt: r.j.Status.Tasks[i].Attempts})
 }
 
 // act checks (when recheck) whether the task's effect is already there, and
 // otherwise sends the action, then reads back once.
 func (r *stepRun) act(ctx context.Context, i int, recheck bool) (StepResult, error) {
-	spec := &r.j.Spec.Tasks[i]
-	if spec.WaitForBoot != nil {
-		return r.requested(ctx, i)
+	k := kindOf(&r.j.Spec.Tasks[i])
+	var drv bmc.Driver
+	if k.usesBMC() {
+		var err error
+		if drv, err = r.driver(ctx); err != nil {
+			return r.handleErr(ctx, i, err, true)
+		}
 	}
-	drv, err := r.driver(ctx)
-	if err != nil {
-		return r.handleErr(ctx, i, err, true)
-	}
-	// A cycle or reset ends where it started (On), so reading the state
-	// cannot tell whether it happened: it is sent again instead.
-	if recheck && !endsWhereItStarted(spec) {
-		ok, _, err := r.check(ctx, drv, i, false)
+	cctx := r.callCtx(ctx, i)
+	if recheck && k.recheckable() {
+		ok, _, err := k.check(cctx, r, drv, false)
 		if err != nil {
 			return r.handleErr(ctx, i, err, false)
 		}
@@ -369,14 +405,10 @@ func (r *stepRun) act(ctx context.Context, i int, recheck bool) (StepResult, err
 			return r.succeedTask(ctx, i, "effect already present")
 		}
 	}
-	if err := r.send(ctx, drv, i); err != nil {
+	if err := k.send(cctx, r, drv); err != nil {
 		return r.handleErr(ctx, i, err, false)
 	}
 	return r.requested(ctx, i)
-}
-
-func endsWhereItStarted(spec *task.Spec) bool {
-	return spec.Power != nil && (spec.Power.Op == task.PowerCycle || spec.Power.Op == task.PowerReset)
 }
 
 func (r *stepRun) requested(ctx context.Context, i int) (StepResult, error) {
@@ -392,16 +424,15 @@ func (r *stepRun) requested(ctx context.Context, i int) (StepResult, error) {
 }
 
 func (r *stepRun) verify(ctx context.Context, i int) (StepResult, error) {
-	spec := &r.j.Spec.Tasks[i]
-	ts := &r.j.Status.Tasks[i]
+	k := kindOf(&r.j.Spec.Tasks[i])
 	var drv bmc.Driver
-	if spec.WaitForBoot == nil {
+	if k.usesBMC() {
 		var err error
 		if drv, err = r.driver(ctx); err != nil {
 			return r.handleErr(ctx, i, err, true)
 		}
 	}
-	ok, observed, err := r.check(ctx, drv, i, true)
+	ok, observed, err := k.check(r.callCtx(ctx, i), r, drv, true)
 	if err != nil {
 		return r.handleErr(ctx, i, err, false)
 	}
@@ -409,26 +440,7 @@ func (r *stepRun) verify(ctx context.Context, i int) (StepResult, error) {
 	if ok {
 		return r.succeedTask(ctx, i, observed)
 	}
-	sinceReq := r.now.Sub(*ts.RequestTime)
-	switch {
-	case spec.BootDevice != nil:
-		// Read back differs: the BMC ignored or reverted the override.
-		if ts.Attempts > r.s.cfg.MaxVerifyResends {
-			return r.failTask(ctx, i, conditions.ReasonVerificationFailed,
-				fmt.Sprintf("the BMC did not keep the boot override after %d attempts: it reports %s", ts.Attempts, observed))
-		}
-		return r.resend(ctx, i, "boot override read back as "+observed)
-	case spec.Power != nil && sinceReq >= r.s.cfg.ResendAfter && !bmc.PowerState(observed).Transitional():
-		return r.resend(ctx, i, fmt.Sprintf("power still %s %s after the request", observed, sinceReq.Round(time.Second)))
-	case spec.VirtualMedia != nil && sinceReq >= r.s.cfg.ResendAfter:
-		return r.resend(ctx, i, "media read back as "+observed)
-	case spec.WaitForBoot != nil:
-		return StepResult{RequeueAfter: r.s.cfg.BootPollInterval}, nil
-	}
-	if sinceReq < r.s.cfg.SlowPollAfter {
-		return StepResult{RequeueAfter: r.s.cfg.PollInterval}, nil
-	}
-	return StepResult{RequeueAfter: r.s.cfg.SlowPollInterval}, nil
+	return k.notYet(ctx, r, i, observed)
 }
 
 // resend goes back to PhaseStarted so the next step re-checks and re-sends.
@@ -468,8 +480,8 @@ func (r *stepRun) handleErr(ctx context.Context, i int, err error, dialing bool)
 		return r.failTask(ctx, i, reason, err.Error())
 	}
 	if dialing || errors.Is(err, bmc.ErrSessionExpired) {
-		// The connection is spent: the next attempt dials (logs in) again.
-		_ = r.s.pool.Release(ctx, r.ep)
+		// The session is spent: the next attempt dials (logs in) again.
+		r.s.pool.Invalidate(ctx, r.ep)
 	}
 	ts.LastError = err.Error()
 	ts.Attempts++
@@ -494,7 +506,7 @@ func (r *stepRun) succeedTask(ctx context.Context, i int, observed string) (Step
 	j := r.j
 	ts := &j.Status.Tasks[i]
 	now := r.now
-	if j.Spec.Tasks[i].WaitForBoot != nil {
+	if _, ok := kindOf(&j.Spec.Tasks[i]).(bootWaiter); ok {
 		// Open the next wait's attempt before any later task powers the
 		// server on again; on failure this task stays unfinished and the
 		// next step (which finds the boot done again) retries.
@@ -533,7 +545,7 @@ func (r *stepRun) failTask(ctx context.Context, i int, reason, msg string) (Step
 	ts.CompletionTime = &now
 	conditions.MarkCompleted(&ts.Conditions, j.Generation, conditions.ResultFailed, reason, msg, now)
 	jobMsg := fmt.Sprintf("task %d (%s) failed: %s", i+1, j.Spec.Tasks[i].Describe(), msg)
-	return r.finish(ctx, conditions.ResultFailed, reason, jobMsg, "Skipped")
+	return r.finish(ctx, conditions.ResultFailed, reason, jobMsg, conditions.ReasonSkipped)
 }
 
 // finish completes the job; tasks that never completed are marked with
@@ -542,13 +554,7 @@ func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, 
 	j := r.j
 	now := r.now
 	if skipReason == "" {
-		skipReason = "Skipped"
-	}
-	// Only a job that started a task can own a pooled connection; one that
-	// never did must not close the connection of another job on its BMC.
-	started := false
-	for k := range j.Status.Tasks {
-		started = started || j.Status.Tasks[k].StartTime != nil
+		skipReason = conditions.ReasonSkipped
 	}
 	for k := range j.Status.Tasks {
 		ts := &j.Status.Tasks[k]
@@ -575,16 +581,23 @@ func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, 
 	}
 	j.Status.ObservedGeneration = j.Generation
 	conditions.MarkCompleted(&j.Status.Conditions, j.Generation, result, reason, msg, now)
-	// Close the BMC session before the completion is written, so whoever sees
-	// Completed=True also sees the session gone. If the write fails, the next
-	// step dials again.
-	if started {
-		_ = r.s.pool.Release(ctx, r.ep)
-	}
+	// Close the job's BMC connection before the completion is written, so
+	// whoever sees Completed=True also sees it gone (connections are per
+	// system, so this never closes another job's). If the write fails, the
+	// next step dials again.
+	r.s.pool.releaseFor(ctx, r.ep, j.Name)
 	if err := r.persist(ctx, j); err != nil {
 		return StepResult{}, err
 	}
 	r.log.Info("job completed", "result", string(result), "reason", reason, "message", msg)
+	// Unlock only once the completion is stored: a job that holds its system
+	// until then cannot be overtaken by the next one. A failed unlock is
+	// retried by the next Step, which finds the job completed.
+	if locks := r.s.cfg.Locks; locks != nil && r.ep.Host != "" {
+		if err := locks.Unlock(context.WithoutCancel(ctx), r.ep.SystemKey(), j.Name); err != nil {
+			return StepResult{Done: true}, fmt.Errorf("job %q completed; unlocking its system: %w", j.Name, err)
+		}
+	}
 	return StepResult{Done: true}, nil
 }
 

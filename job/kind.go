@@ -1,0 +1,100 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/task"
+)
+
+// kind is one task kind's rules: how to act, how to read the effect back,
+// what to do when the effect is not there yet, and its timeout. The Stepper's
+// state machine (phases, intent before action, retries, completion) is the
+// same for every kind; everything that differs between kinds lives behind
+// this interface, one file per kind (kind_*.go), so a new kind is one new
+// file and one case in kindOf.
+type kind interface {
+	// defaultTimeout is the timeout of a task whose Spec has none.
+	defaultTimeout(cfg *StepperConfig) time.Duration
+
+	// grace is how long past its timeout the task's own timer waits, for
+	// kinds whose deadline belongs to someone else (the BootTracker).
+	grace(cfg *StepperConfig) time.Duration
+
+	// usesBMC says whether the kind talks to the BMC at all; if not, act and
+	// check get a nil driver.
+	usesBMC() bool
+
+	// recheckable says whether a task resumed in phase Started may be taken
+	// as done when its effect is already there. Actions that end where they
+	// started (power cycle, reset) are not: they are sent again.
+	recheckable() bool
+
+	// send performs the action.
+	send(ctx context.Context, r *stepRun, drv bmc.Driver) error
+
+	// check reads the effect back. afterSend says whether the action was
+	// sent (as opposed to a recheck after a crash); it matters where the BMC
+	// cannot report the effect. observed describes what was read.
+	check(ctx context.Context, r *stepRun, drv bmc.Driver, afterSend bool) (ok bool, observed string, err error)
+
+	// notYet decides what happens after a read-back that did not show the
+	// effect: keep polling, send again, or fail.
+	notYet(ctx context.Context, r *stepRun, i int, observed string) (StepResult, error)
+}
+
+// bootWaiter is implemented by kinds that wait for a boot (one attempt each,
+// opened before the tasks that power the server on).
+type bootWaiter interface {
+	systemUUID(j *Job) string
+}
+
+// kindOf is the one place that dispatches on the one-of task Spec.
+func kindOf(s *task.Spec) kind {
+	switch {
+	case s.Power != nil:
+		return powerKind{s.Power}
+	case s.BootDevice != nil:
+		return bootDeviceKind{s.BootDevice}
+	case s.VirtualMedia != nil:
+		return mediaKind{s.VirtualMedia}
+	case s.WaitForBoot != nil:
+		return waitForBootKind{s.WaitForBoot}
+	}
+	return invalidKind{}
+}
+
+// invalidKind is a spec with no action; validation refuses it, so only a
+// record written around Submit can hold one.
+type invalidKind struct{}
+
+func (invalidKind) defaultTimeout(cfg *StepperConfig) time.Duration { return cfg.DefaultTaskTimeout }
+func (invalidKind) grace(*StepperConfig) time.Duration              { return 0 }
+func (invalidKind) usesBMC() bool                                   { return false }
+func (invalidKind) recheckable() bool                               { return false }
+func (invalidKind) send(context.Context, *stepRun, bmc.Driver) error {
+	return &taskFailure{conditions.ReasonInvalidSpec, "task has no action"}
+}
+func (invalidKind) check(context.Context, *stepRun, bmc.Driver, bool) (bool, string, error) {
+	return false, "", &taskFailure{conditions.ReasonInvalidSpec, "task has no action"}
+}
+func (invalidKind) notYet(context.Context, *stepRun, int, string) (StepResult, error) {
+	return StepResult{}, nil
+}
+
+// pollAfterAction is the common "keep polling" answer: fast right after the
+// action, slower after SlowPollAfter.
+func (r *stepRun) pollAfterAction(i int) StepResult {
+	since := r.now.Sub(*r.j.Status.Tasks[i].RequestTime)
+	if since < r.s.cfg.SlowPollAfter {
+		return StepResult{RequeueAfter: r.s.cfg.PollInterval}
+	}
+	return StepResult{RequeueAfter: r.s.cfg.SlowPollInterval}
+}
+
+func notSupported(ep bmc.Endpoint, what string) error {
+	return &bmc.OpError{Op: what, Endpoint: ep.String(), Err: fmt.Errorf("the driver for this BMC cannot %s: %w", what, bmc.ErrNotSupported)}
+}

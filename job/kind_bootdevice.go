@@ -1,0 +1,97 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/task"
+)
+
+// bootDeviceKind sets the boot override. It is read back where the driver
+// implements bmc.BootOverrideGetter; an ignored or reverted override is set
+// again up to MaxVerifyResends times, then the task fails with
+// VerificationFailed. Without a getter the override counts as set once the
+// BMC accepted it, and the task message says it was not read back.
+type bootDeviceKind struct{ a *task.BootDeviceAction }
+
+func (k bootDeviceKind) defaultTimeout(cfg *StepperConfig) time.Duration {
+	return cfg.DefaultTaskTimeout
+}
+func (k bootDeviceKind) grace(*StepperConfig) time.Duration { return 0 }
+func (k bootDeviceKind) usesBMC() bool                      { return true }
+func (k bootDeviceKind) recheckable() bool                  { return true }
+
+func (k bootDeviceKind) override() bmc.BootOverride {
+	o := bmc.BootOverride{Persistent: k.a.Persistent}
+	switch k.a.Device {
+	case task.BootPXE:
+		o.Device = bmc.BootDevicePXE
+	case task.BootDisk:
+		o.Device = bmc.BootDeviceDisk
+	case task.BootCDROM:
+		o.Device = bmc.BootDeviceCDROM
+	case task.BootBIOS:
+		o.Device = bmc.BootDeviceBIOS
+	}
+	switch k.a.Mode {
+	case task.BootModeUEFI:
+		o.Mode = bmc.BootModeUEFI
+	case task.BootModeLegacy:
+		o.Mode = bmc.BootModeLegacy
+	}
+	return o
+}
+
+func (k bootDeviceKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) error {
+	setter, ok := drv.(bmc.BootOverrideSetter)
+	if !ok {
+		return notSupported(r.ep, "set the boot device")
+	}
+	return setter.SetBootOverride(ctx, k.override())
+}
+
+const notReadBack = "set; this BMC cannot report the boot override, so it was not read back"
+
+func (k bootDeviceKind) check(ctx context.Context, _ *stepRun, drv bmc.Driver, afterSend bool) (bool, string, error) {
+	want := k.override()
+	getter, ok := drv.(bmc.BootOverrideGetter)
+	if !ok {
+		return afterSend, notReadBack, nil
+	}
+	got, err := getter.BootOverride(ctx)
+	if errors.Is(err, bmc.ErrNotSupported) {
+		return afterSend, notReadBack, nil
+	}
+	if err != nil {
+		return false, "", err
+	}
+	match := got.Device == want.Device && got.Persistent == want.Persistent &&
+		(want.Mode == bmc.BootModeUnchanged || got.Mode == bmc.BootModeUnchanged || got.Mode == want.Mode)
+	return match, describeOverride(got), nil
+}
+
+// notYet: the read-back differs, so the BMC ignored or reverted the override.
+func (k bootDeviceKind) notYet(ctx context.Context, r *stepRun, i int, observed string) (StepResult, error) {
+	ts := &r.j.Status.Tasks[i]
+	if ts.Attempts > r.s.cfg.MaxVerifyResends {
+		return r.failTask(ctx, i, conditions.ReasonVerificationFailed,
+			fmt.Sprintf("the BMC did not keep the boot override after %d attempts: it reports %s", ts.Attempts, observed))
+	}
+	return r.resend(ctx, i, "boot override read back as "+observed)
+}
+
+func describeOverride(o bmc.BootOverride) string {
+	when := "once"
+	if o.Persistent {
+		when = "persistent"
+	}
+	s := string(o.Device) + " (" + when
+	if o.Mode != bmc.BootModeUnchanged {
+		s += ", " + string(o.Mode)
+	}
+	return s + ")"
+}

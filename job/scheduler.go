@@ -1,0 +1,303 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/storage"
+)
+
+// This file is the Runner's scheduler: per-system queues fed by the store's
+// change feed, and claiming systems through their lock records.
+
+// Start runs jobs until ctx is done, then waits for in-flight steps to stop
+// and releases its system locks (keeping each unfinished job as its system's
+// holder, so the next runner resumes it first). It returns nil after a clean
+// stop. A Runner can be started once.
+func (r *Runner) Start(ctx context.Context) error {
+	r.mu.Lock()
+	if r.started {
+		r.mu.Unlock()
+		return errors.New("job: Runner already started")
+	}
+	r.started = true
+	r.mu.Unlock()
+
+	sem := make(chan struct{}, r.cfg.Workers)
+	var wg sync.WaitGroup
+	defer func() {
+		wg.Wait()
+		_ = r.stepper.Close(context.WithoutCancel(ctx))
+	}()
+	for {
+		r.scan(ctx, sem, &wg)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.wake:
+		case <-r.cfg.Clock.After(r.cfg.ScanInterval):
+		}
+	}
+}
+
+// jobHead is the part of a stored job the scheduler needs; decoding only it
+// skips most of the record's allocations.
+type jobHead struct {
+	CancelRequested bool `json:"cancelRequested"`
+	Spec            struct {
+		BMC string `json:"bmc"`
+	} `json:"spec"`
+	Status struct {
+		StartTime  *time.Time `json:"startTime"`
+		Conditions []struct {
+			Type   string `json:"type"`
+			Status string `json:"status"`
+		} `json:"conditions"`
+	} `json:"status"`
+}
+
+func (h *jobHead) completed() bool {
+	for _, c := range h.Status.Conditions {
+		if c.Type == "Completed" {
+			return c.Status == "True"
+		}
+	}
+	return false
+}
+
+// queued is an unfinished job in its system's queue.
+type queued struct {
+	name    string
+	seq     int64 // the revision it was first seen at: its create revision if unstarted
+	ep      bmc.Endpoint
+	sys     string // ep.SystemKey(); "" when the BMC address is invalid
+	started bool
+	cancel  bool
+}
+
+// before orders a system's queue: a started job first (there is at most one
+// per system), then submission order.
+func (a *queued) before(b *queued) bool {
+	if a.started != b.started {
+		return a.started
+	}
+	if a.seq != b.seq {
+		return a.seq < b.seq
+	}
+	return a.name < b.name
+}
+
+// queue holds every unfinished job, by name and per system in order.
+type queue struct {
+	jobs  map[string]*queued
+	bySys map[string][]*queued
+}
+
+func newQueue() *queue {
+	return &queue{jobs: map[string]*queued{}, bySys: map[string][]*queued{}}
+}
+
+// put adds or updates a job seen at revision rev.
+func (q *queue) put(name string, h *jobHead, rev int64) *queued {
+	e := q.jobs[name]
+	if e == nil {
+		e = &queued{name: name, seq: rev}
+		if ep, err := bmc.ParseEndpoint(h.Spec.BMC); err == nil {
+			e.ep, e.sys = ep, ep.SystemKey()
+		}
+		q.jobs[name] = e
+	} else {
+		q.unlink(e)
+	}
+	e.started = h.Status.StartTime != nil
+	e.cancel = h.CancelRequested
+	if e.sys != "" {
+		list := q.bySys[e.sys]
+		i := sort.Search(len(list), func(i int) bool { return e.before(list[i]) })
+		list = append(list, nil)
+		copy(list[i+1:], list[i:])
+		list[i] = e
+		q.bySys[e.sys] = list
+	}
+	return e
+}
+
+func (q *queue) remove(name string) {
+	if e := q.jobs[name]; e != nil {
+		q.unlink(e)
+		delete(q.jobs, name)
+	}
+}
+
+func (q *queue) unlink(e *queued) {
+	list := q.bySys[e.sys]
+	for i, o := range list {
+		if o == e {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(q.bySys, e.sys)
+	} else {
+		q.bySys[e.sys] = list
+	}
+}
+
+// scan applies the store's changes to the queues and claims systems while
+// workers are free. A scan costs one change-feed read (or one List on stores
+// without a feed) plus decoding only the jobs that changed.
+func (r *Runner) scan(ctx context.Context, sem chan struct{}, wg *sync.WaitGroup) {
+	events, err := r.follower.Next(ctx)
+	if err != nil && ctx.Err() == nil {
+		r.log.Error(err, "reading job changes failed; will retry")
+	}
+	prefix := r.cfg.KeyPrefix + "jobs/"
+	var noBMC []string
+	for _, ev := range events {
+		name := ev.Key[len(prefix):]
+		if ev.Type == storage.EventDelete {
+			r.queue.remove(name)
+			continue
+		}
+		var h jobHead
+		if err := json.Unmarshal(ev.Value, &h); err != nil {
+			r.log.Error(err, "skipping undecodable job record", "key", ev.Key)
+			r.queue.remove(name)
+			continue
+		}
+		if h.completed() {
+			r.queue.remove(name)
+			continue
+		}
+		e := r.queue.put(name, &h, ev.Revision)
+		if (e.cancel && !e.started) || e.sys == "" {
+			noBMC = append(noBMC, name)
+		}
+	}
+	// Jobs that complete without a BMC (canceled before they started, or
+	// with an invalid address that only a record written around Submit can
+	// have) do so now instead of after the jobs ahead of them.
+	for _, name := range noBMC {
+		r.completeWithoutBMC(ctx, name)
+	}
+	for sys, list := range r.queue.bySys {
+		if ctx.Err() != nil || len(sem) == cap(sem) {
+			return
+		}
+		head := list[0]
+		epKey := head.ep.Key()
+		r.mu.Lock()
+		skip := r.running[sys] || r.perEndpoint[epKey] >= r.cfg.EndpointConcurrency
+		r.mu.Unlock()
+		if skip {
+			continue
+		}
+		name, rev, sent, ok := r.claim(ctx, sys, head.name)
+		if !ok {
+			continue
+		}
+		sem <- struct{}{}
+		r.mu.Lock()
+		r.running[sys] = true
+		r.perEndpoint[epKey]++
+		r.mu.Unlock()
+		wg.Add(1)
+		go func(name string, ep bmc.Endpoint) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r.work(ctx, name, ep, rev, sent)
+			r.mu.Lock()
+			delete(r.running, sys)
+			r.perEndpoint[epKey]--
+			if r.perEndpoint[epKey] == 0 {
+				delete(r.perEndpoint, epKey)
+			}
+			r.mu.Unlock()
+			r.poke() // the system (and endpoint) may have more jobs waiting
+		}(name, head.ep)
+	}
+}
+
+// claim takes system sys's lock for the job that must run on it next: the
+// lock's holder if it is unfinished (a started job is resumed before any
+// other), else head, the first of this runner's queue for sys. It returns
+// that job, the lock's revision and when the lock write was sent.
+func (r *Runner) claim(ctx context.Context, sys, head string) (job string, rev int64, sent time.Time, ok bool) {
+	cur, curRev, err := r.locks.read(ctx, sys)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Error(err, "reading system lock failed; will retry", "system", sys)
+		}
+		return "", 0, time.Time{}, false
+	}
+	job = head
+	if cur.Holder != "" {
+		if cur.Owner != "" && cur.Owner != r.cfg.Owner && !r.locks.expired(sys, cur, curRev) {
+			return "", 0, time.Time{}, false // another runner's live lease
+		}
+		if cur.Holder != head {
+			unfinished, err := r.unfinished(ctx, cur.Holder)
+			if err != nil {
+				if ctx.Err() == nil {
+					r.log.Error(err, "reading the lock holder's job failed; will retry", "system", sys, "job", cur.Holder)
+				}
+				return "", 0, time.Time{}, false
+			}
+			if unfinished {
+				job = cur.Holder
+			}
+		}
+	}
+	sent = r.cfg.Clock.Now()
+	rev, err = r.locks.write(ctx, sys, lockRecord{Holder: job, Owner: r.cfg.Owner}, curRev, r.cfg.LeaseDuration)
+	if err != nil {
+		if !lostRace(err) && ctx.Err() == nil {
+			r.log.Error(err, "taking system lock failed; will retry", "system", sys)
+		}
+		return "", 0, time.Time{}, false
+	}
+	if cur.Owner != "" && cur.Owner != r.cfg.Owner {
+		r.log.Info("took over an expired system lock", "system", sys, "previousOwner", cur.Owner, "job", job)
+	}
+	return job, rev, sent, true
+}
+
+// unfinished reports whether job name exists and has not completed.
+func (r *Runner) unfinished(ctx context.Context, name string) (bool, error) {
+	rec, err := r.cfg.Store.Get(ctx, r.jobKey(name))
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var h jobHead
+	if err := json.Unmarshal(rec.Value, &h); err != nil {
+		return false, nil // undecodable: it cannot be run
+	}
+	return !h.completed(), nil
+}
+
+// completeWithoutBMC completes a job whose step touches no BMC (canceled
+// before it started, or with an invalid BMC address) without its system's
+// lock. A concurrent writer makes the compare-and-swap fail and the job is
+// looked at again on a later scan.
+func (r *Runner) completeWithoutBMC(ctx context.Context, name string) {
+	j, rev, err := r.load(ctx, name)
+	if err != nil || j.Completed() {
+		return
+	}
+	if _, epErr := bmc.ParseEndpoint(j.Spec.BMC); epErr == nil && !(j.CancelRequested && j.Status.StartTime == nil) {
+		return
+	}
+	_, err = r.stepper.Step(ctx, j, r.persister(name, &rev))
+	if err != nil && ctx.Err() == nil && !errors.Is(err, storage.ErrConflict) {
+		r.log.Error(err, "completing a job that needs no BMC failed; will retry", "job", name)
+	}
+}
