@@ -25,13 +25,31 @@
 // where ID may also be the system's UUID) or the only one; with several and
 // none named, Dial fails listing them.
 //
+// # Several systems, one session
+//
+// A chassis manager, a multi-node service or an emulator serves many systems
+// behind one endpoint. [Driver.OpenSystem] (the [bmc.SystemOpener]
+// interface) returns a Driver for another system of the same service
+// (same protocol, transport, host and port) that shares the session: no
+// login, one GET of the system. Calls on one Driver are serialized; Drivers
+// sharing a session run concurrently, over at most [Options.MaxConnections]
+// connections (1 by default, so their requests take turns on the wire).
+// When the session expires, the Drivers whose requests were rejected log in
+// again once among them. Closing an opened Driver releases only its own
+// state; closing the Driver that Dial returned logs out, and calls on the
+// Drivers opened from it then fail with an error wrapping
+// [bmc.ErrSessionExpired].
+//
 // # Cost on the wire
 //
 // Dial costs three requests (service root, session, system). PowerState and
 // BootOverride are one GET of the system resource. SetPower is that GET plus
 // one POST (none when the server already is where the action leads).
-// SetBootOverride is one PATCH plus the read-back GET. [Driver.Stats]
-// counts requests, TCP connections and logins.
+// SetBootOverride is one PATCH plus the read-back GET. OpenSystem is one GET.
+// [Driver.Stats] counts requests, TCP connections and logins of the session:
+// totals over every Driver sharing it. [Options.WrapTransport] wraps the
+// HTTP transport (tracing, extra headers); it sees every request, logins and
+// logouts included, with the ctx of the call that made it.
 //
 // # Real BMCs
 //

@@ -43,6 +43,14 @@ type Options struct {
 	// Defaults to 30s.
 	RequestTimeout time.Duration
 
+	// MaxConnections bounds the TCP (and TLS) connections of one session,
+	// shared by every system opened on it with [Driver.OpenSystem];
+	// requests beyond it wait for a free connection, within their
+	// RequestTimeout. One driver sends one request at a time, so more than
+	// one helps only systems that share a session. Defaults to 1: BMCs have
+	// few connection slots.
+	MaxConnections int
+
 	// Retries is how many times an idempotent request (GET, login) is retried
 	// after a transient failure (5xx, 503, reset, timeout) before the error
 	// is returned; actions (POST, PATCH) are never retried here, the job
@@ -79,6 +87,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = 30 * time.Second
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = 1
 	}
 	if o.Retries == 0 {
 		o.Retries = 2
@@ -159,5 +170,5 @@ func (d *Dialer) DialDriver(ctx context.Context, ep bmc.Endpoint, creds bmc.Cred
 	if l, err := logr.FromContext(ctx); err == nil {
 		log = l
 	}
-	return dial(ctx, d.opts, d.tls, log.WithValues("bmc", ep.String()), ep, creds)
+	return dial(ctx, d.opts, d.tls, log, ep, creds)
 }

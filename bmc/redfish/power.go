@@ -125,13 +125,13 @@ func (d *Driver) offThenOn(ctx context.Context, target string) error {
 // waitFor polls the power state until it is want, fast at first (4/s) and
 // backing off to 1/s, for at most Options.SettleTimeout.
 func (d *Driver) waitFor(ctx context.Context, want bmc.PowerState) error {
-	deadline := d.opts.Clock.Now().Add(d.opts.SettleTimeout)
+	deadline := d.s.opts.Clock.Now().Add(d.s.opts.SettleTimeout)
 	interval := 250 * time.Millisecond
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-d.opts.Clock.After(interval):
+		case <-d.s.opts.Clock.After(interval):
 		}
 		doc, err := d.readSystem(ctx)
 		if err != nil {
@@ -140,8 +140,8 @@ func (d *Driver) waitFor(ctx context.Context, want bmc.PowerState) error {
 		if powerState(doc.PowerState) == want {
 			return nil
 		}
-		if !d.opts.Clock.Now().Before(deadline) {
-			return bmc.Transient(fmt.Errorf("the server did not reach %s within %s (it is %s)", want, d.opts.SettleTimeout, powerState(doc.PowerState)))
+		if !d.s.opts.Clock.Now().Before(deadline) {
+			return bmc.Transient(fmt.Errorf("the server did not reach %s within %s (it is %s)", want, d.s.opts.SettleTimeout, powerState(doc.PowerState)))
 		}
 		interval = min(interval*3/2, time.Second)
 	}

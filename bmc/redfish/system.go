@@ -105,12 +105,7 @@ func (d *Driver) adopt(doc systemDoc) {
 	d.resetTypes = doc.ResetAllowed
 }
 
-func (d *Driver) systemsURI() string {
-	if root, err := parseServiceRoot(d.wire.serviceRoot()); err == nil && root.Systems != "" {
-		return string(root.Systems)
-	}
-	return "/redfish/v1/Systems"
-}
+func (d *Driver) systemsURI() string { return d.s.systemsURI() }
 
 // PowerState reads the power state: one GET of the system resource.
 func (d *Driver) PowerState(ctx context.Context) (bmc.PowerState, error) {

@@ -35,7 +35,7 @@ type wire struct {
 	rootBody []byte
 }
 
-func newWire(tlsCfg *tls.Config, connectTimeout time.Duration) *wire {
+func newWire(tlsCfg *tls.Config, connectTimeout time.Duration, maxConns int) *wire {
 	w := &wire{}
 	dialer := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
 	w.base = &http.Transport{
@@ -49,10 +49,11 @@ func newWire(tlsCfg *tls.Config, connectTimeout time.Duration) *wire {
 		},
 		TLSClientConfig:     tlsCfg.Clone(),
 		TLSHandshakeTimeout: connectTimeout,
-		// One BMC, one job, requests serialized: one kept-alive connection.
-		MaxIdleConns:        1,
-		MaxIdleConnsPerHost: 1,
-		MaxConnsPerHost:     1,
+		// One BMC: Options.MaxConnections kept-alive connections (1 by
+		// default), shared by every system on the session.
+		MaxIdleConns:        maxConns,
+		MaxIdleConnsPerHost: maxConns,
+		MaxConnsPerHost:     maxConns,
 		IdleConnTimeout:     90 * time.Second,
 	}
 	return w
@@ -71,10 +72,13 @@ func (w *wire) setBasic(user, pass string) {
 	w.value = "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
 }
 
-func (w *wire) clearAuth(sessionsPath string) {
+// setLoginPath makes POSTs to sessionsPath (logins) go without auth, so a
+// re-login does not send the expired token while other systems' requests
+// still carry it.
+func (w *wire) setLoginPath(sessionsPath string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.header, w.value, w.noAuth = "", "", sessionsPath
+	w.noAuth = sessionsPath
 }
 
 func (w *wire) serviceRoot() []byte {
