@@ -12,8 +12,8 @@
 //
 // [Runner] is the standalone worker pool: it keeps jobs in a storage.Store,
 // runs up to Config.Workers at once with the same Stepper (persist is a
-// compare-and-swap on the job's record), and never runs two jobs on one BMC
-// at once. [Runner.Start] blocks until its context ends, so it fits
+// compare-and-swap on the job's record), and never runs two jobs on one
+// system at once. [Runner.Start] blocks until its context ends, so it fits
 // controller-runtime's manager.Runnable.
 //
 // # Conditions and results
@@ -50,16 +50,43 @@
 //     with reason Unauthorized, NotSupported or BMCError. An error wrapping
 //     bmc.ErrSessionExpired also closes the pooled connection, so the retry
 //     logs in again.
-//   - One session per job: connections live in a [ConnPool] keyed by endpoint
-//     and a hash of the credentials, so a controller that reconciles twenty
-//     times still uses one BMC session; the connection is closed when the job
-//     completes, after IdleTimeout, or when the credentials change.
-//   - Several runners sharing a Store: each BMC has a lock record with a lease,
-//     taken and renewed by compare-and-swap. A stopped runner releases its
-//     locks; a dead one's expire after Config.LeaseDuration and another runner
-//     resumes the job.
+//   - Sessions: connections live in a [ConnPool] keyed by system and a hash
+//     of the credentials, so a controller that reconciles twenty times still
+//     uses one BMC session; systems behind one endpoint share one session
+//     where the driver implements bmc.SystemOpener (Redfish). A job's
+//     connection is closed when it completes, after IdleTimeout, or when the
+//     credentials change; the shared session when no system uses it.
 //   - Credentials never persist: jobs carry a CredentialsRef that the host's
 //     [CredentialsResolver] resolves at run time.
+//
+// # Scheduling
+//
+// A job targets a system, bmc.Endpoint.SystemKey (host:port plus the Redfish
+// system path). At most one job acts on a system at any moment, across
+// goroutines, runners, replicas and the Stepper path, through one lock record
+// per system in the Store, written by compare-and-swap. The record names the
+// job that holds the system until that job completed (so a started job is
+// always resumed before another starts, whoever resumes it) and the runner
+// whose lease lets it act now. Per system, jobs run in submission order: the
+// store revision of their creation, independent of any clock. Systems behind
+// one endpoint run in parallel, up to Config.EndpointConcurrency.
+//
+// Leases: a runner renews its lock every LeaseDuration/3. Another runner
+// takes a lock over only after seeing it unchanged for a whole LeaseDuration
+// by its own clock, so clock skew between replicas cannot cut a lease short;
+// a runner restarted with the same Config.Owner takes its locks back at once.
+// A runner stops sending BMC requests a sixth of a lease before its own lease
+// may have expired, and a store outage pauses its workers instead of ending
+// them: once a renewal succeeds again (nobody took the lock meanwhile) the
+// work goes on.
+//
+// On the controller path, StepperConfig.Locks ([SystemLocker];
+// [NewStoreLocker] over any Store) gives Step the same guarantee: Step locks
+// the system before it touches the BMC, unlocks it once the job completed,
+// and returns a StepResult with Waiting set (touching nothing) while another
+// job holds it. Call [Stepper.Release] when a job's object is deleted.
+//
+// docs/jobs.md has the whole model and the alternatives rejected.
 //
 // # Wait for boot
 //

@@ -57,32 +57,58 @@ func ExampleRunner() {
 }
 
 // Advance a job one step at a time, as a controller's reconcile loop does
-// with the job kept in its own object (here a variable).
+// with the job kept in its own object (here a variable). Locks keeps two
+// objects aimed at one system from interleaving: while "reprovision" holds
+// the system, a step of "reboot" touches nothing and says it is waiting.
 func ExampleStepper() {
+	ctx := context.Background()
 	b := fake.New(fake.Options{Power: bmc.PowerOn})
-	stepper, err := job.NewStepper(job.StepperConfig{Dialer: b})
+	stepper, err := job.NewStepper(job.StepperConfig{
+		Dialer: b,
+		// Any storage.Store; a controller may use a Kubernetes Lease-backed
+		// SystemLocker instead.
+		Locks: job.NewStoreLocker(memstore.New(), job.StoreLockerConfig{}),
+	})
 	if err != nil {
 		panic(err)
 	}
-	defer stepper.Close(context.Background())
+	defer stepper.Close(ctx)
 
-	obj := &job.Job{Name: "reprovision", Generation: 1, Spec: job.Spec{
-		BMC:   "ipmi://10.0.0.6",
-		Tasks: []task.Spec{{Power: &task.PowerAction{Op: task.PowerCycle}}},
-	}}
-	// persist is where a controller patches its CRD status.
-	persist := func(ctx context.Context, j *job.Job) error { obj = j; return nil }
-	for {
-		res, err := stepper.Step(context.Background(), obj, persist)
-		if err != nil {
-			panic(err)
-		}
-		if res.Done {
-			break
-		}
-		// A controller returns ctrl.Result{RequeueAfter: res.RequeueAfter}.
+	newObj := func(name string, op task.PowerOp) *job.Job {
+		return &job.Job{Name: name, Generation: 1, Spec: job.Spec{
+			BMC:   "ipmi://10.0.0.6",
+			Tasks: []task.Spec{{Power: &task.PowerAction{Op: op}}},
+		}}
 	}
-	fmt.Println(obj.Status.Result, obj.Status.Tasks[0].Message, "sessions:", b.Sessions().Logins)
+	objs := []*job.Job{newObj("reprovision", task.PowerCycle), newObj("reboot", task.PowerReset)}
+	// reconcile is a controller's Reconcile for object i. persist is where
+	// it patches the object's status: Step hands it the job to store.
+	reconcile := func(i int) job.StepResult {
+		persist := func(ctx context.Context, j *job.Job) error { objs[i] = j; return nil }
+		res, err := stepper.Step(ctx, objs[i], persist)
+		if err != nil {
+			panic(err) // a controller returns the error and is retried
+		}
+		if res.Waiting {
+			fmt.Printf("%s: waiting, requeue after %s\n", objs[i].Name, res.RequeueAfter)
+		}
+		// A controller returns ctrl.Result{RequeueAfter: res.RequeueAfter},
+		// with Requeue: true when RequeueAfter is 0 and the job is not Done.
+		return res
+	}
+	reconcile(0) // "reprovision" locks the system
+	reconcile(1) // "reboot" finds it held
+	for !reconcile(0).Done {
+	}
+	for !reconcile(1).Done {
+	}
+	for _, o := range objs {
+		fmt.Println(o.Name, o.Status.Result, o.Status.Tasks[0].Message)
+	}
+	fmt.Println("sessions:", b.Sessions().Logins)
 	// Output:
-	// Succeeded On sessions: 1
+	// reboot: waiting, requeue after 2s
+	// reprovision Succeeded On
+	// reboot Succeeded On
+	// sessions: 2
 }

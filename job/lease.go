@@ -36,7 +36,7 @@ type lease struct {
 	cancel  context.CancelFunc
 	changed chan struct{} // closed and replaced when act or lost change
 
-	onFence    func() // closes the job's BMC connection
+	onFence func() // closes the job's BMC connection
 
 	stopKeeper context.CancelFunc
 	done       chan struct{}

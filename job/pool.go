@@ -29,8 +29,8 @@ type ConnPool struct {
 	now         func() time.Time
 
 	mu        sync.Mutex
-	systems   map[string]*sysConn  // by SystemKey
-	sessions  map[string]*session  // shareable sessions by sessionKey
+	systems   map[string]*sysConn // by SystemKey
+	sessions  map[string]*session // shareable sessions by sessionKey
 	nextSweep time.Time
 }
 

@@ -26,8 +26,9 @@ import (
 )
 
 // Three live runners share one store: every job runs exactly once (no task
-// sent twice), no BMC ever has two sessions at once, and jobs on one BMC run
-// one after another.
+// sent twice), no BMC ever has two sessions at once, and jobs on one system
+// run one after another (no interleaving), in submission order, whichever
+// replica they were submitted through.
 func testReplicas(t *testing.T, store storage.Store) {
 	fleet := fake.NewFleet()
 	const nBMC, nJobs = 4, 16
@@ -38,6 +39,20 @@ func testReplicas(t *testing.T, store storage.Store) {
 		var err error
 		bmcs[i], err = fleet.AddNew(urls[i], fake.Options{Power: bmc.PowerOn, Latency: time.Millisecond})
 		require.NoError(t, err)
+	}
+	// Every state-changing call, per BMC, tagged with its job.
+	var mu sync.Mutex
+	calls := make([][]string, nBMC)
+	for i, b := range bmcs {
+		for _, m := range []fake.Method{fake.MethodSetPower, fake.MethodSetBootOverride} {
+			b.SetHook(m, func(ctx context.Context, c fake.Call) error {
+				call, _ := job.CallFromContext(ctx)
+				mu.Lock()
+				calls[i] = append(calls[i], call.Job)
+				mu.Unlock()
+				return nil
+			})
+		}
 	}
 	var runners []*job.Runner
 	ctx, cancel := context.WithCancel(context.Background())
@@ -69,6 +84,22 @@ func testReplicas(t *testing.T, store storage.Store) {
 			assert.Equal(t, 1, ts.Attempts, "job %s task %d ran once", j.Name, k)
 		}
 	}
+	mu.Lock()
+	for i := range bmcs {
+		assert.Equal(t, 0, interleavings(calls[i]), "BMC %d: calls %v", i, calls[i])
+		var order []string // jobs in the order they first acted
+		for _, c := range calls[i] {
+			if len(order) == 0 || order[len(order)-1] != c {
+				order = append(order, c)
+			}
+		}
+		var want []string // submission order
+		for k := i; k < nJobs; k += nBMC {
+			want = append(want, fmt.Sprintf("rep-%02d", k))
+		}
+		assert.Equal(t, want, order, "BMC %d: jobs ran in submission order", i)
+	}
+	mu.Unlock()
 	for i, b := range bmcs {
 		s := b.Sessions()
 		assert.Equal(t, 1, s.MaxOpen, "BMC %d: never two sessions at once", i)

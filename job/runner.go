@@ -296,4 +296,3 @@ func (r *Runner) notify() {
 	r.changed = make(chan struct{})
 	r.mu.Unlock()
 }
-

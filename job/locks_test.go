@@ -1,0 +1,230 @@
+package job_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/fake"
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/internal/clock"
+	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/task"
+)
+
+const sysA = "10.1.0.1:443/redfish/v1/Systems/1"
+
+func TestStoreLockerExcludesOtherHolders(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(t0)
+	store := memstore.New()
+	l := job.NewStoreLocker(store, job.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk})
+
+	d, err := l.Lock(ctx, sysA, "a")
+	require.NoError(t, err)
+	assert.Equal(t, 50*time.Second, d, "valid for the lease minus a sixth")
+	_, err = l.Lock(ctx, sysA, "b")
+	var busy *job.BusyError
+	require.ErrorAs(t, err, &busy)
+	assert.True(t, errors.Is(err, job.ErrSystemBusy))
+	assert.Equal(t, "a", busy.Holder)
+
+	// The holder renews (idempotent); another holder still waits.
+	_, err = l.Lock(ctx, sysA, "a")
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(ctx, sysA, "b"), "unlocking someone else's lock does nothing")
+	_, err = l.Lock(ctx, sysA, "b")
+	require.ErrorIs(t, err, job.ErrSystemBusy)
+
+	require.NoError(t, l.Unlock(ctx, sysA, "a"))
+	_, err = l.Lock(ctx, sysA, "b")
+	require.NoError(t, err, "free after the holder unlocked")
+	require.NoError(t, l.Unlock(ctx, sysA, "b"))
+	require.NoError(t, l.Unlock(ctx, sysA, "b"), "idempotent")
+}
+
+// A lock whose holder stopped renewing is taken over only after the taker
+// saw it unchanged for a whole lease by its own clock: a taker whose wall
+// clock is far ahead of the holder's gains nothing.
+func TestStoreLockerExpiryIsObservedNotCompared(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	holderClk := clock.NewFake(t0)
+	takerClk := clock.NewFake(t0.Add(time.Hour)) // an hour ahead
+	holder := job.NewStoreLocker(store, job.StoreLockerConfig{LeaseDuration: time.Minute, Clock: holderClk})
+	taker := job.NewStoreLocker(store, job.StoreLockerConfig{LeaseDuration: time.Minute, Clock: takerClk})
+
+	_, err := holder.Lock(ctx, sysA, "a")
+	require.NoError(t, err)
+	_, err = taker.Lock(ctx, sysA, "b")
+	require.ErrorIs(t, err, job.ErrSystemBusy, "first sight starts the count")
+	takerClk.Advance(59 * time.Second)
+	_, err = taker.Lock(ctx, sysA, "b")
+	require.ErrorIs(t, err, job.ErrSystemBusy)
+
+	// A renewal (a new revision) restarts the taker's count.
+	holderClk.Advance(25 * time.Second) // past the holder's fast path (a third of the lease)
+	_, err = holder.Lock(ctx, sysA, "a")
+	require.NoError(t, err)
+	takerClk.Advance(30 * time.Second)
+	_, err = taker.Lock(ctx, sysA, "b")
+	require.ErrorIs(t, err, job.ErrSystemBusy, "renewed 30s ago by the taker's clock")
+	takerClk.Advance(time.Minute)
+	_, err = taker.Lock(ctx, sysA, "b")
+	require.NoError(t, err, "unchanged for a whole lease: taken over")
+
+	// The old holder's next renewal finds it taken.
+	holderClk.Advance(time.Minute)
+	_, err = holder.Lock(ctx, sysA, "a")
+	require.ErrorIs(t, err, job.ErrSystemBusy)
+}
+
+// Two controllers (two Steppers with their own objects) reconcile two jobs
+// aimed at one system, interleaving their reconciles. With a SystemLocker,
+// one job runs to completion before the other touches the BMC, and the
+// waiting one is told so (StepResult.Waiting) without a write.
+func TestTwoSteppersOnOneSystemNeverInterleave(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(t0)
+	store := memstore.New()
+	b := fake.New(fake.Options{Power: bmc.PowerOn, Clock: clk, PowerTransition: 2 * time.Second})
+	var mu sync.Mutex
+	var calls []string // job name per state-changing call, in order
+	for _, m := range []fake.Method{fake.MethodSetPower, fake.MethodSetBootOverride} {
+		b.SetHook(m, func(ctx context.Context, c fake.Call) error {
+			call, ok := job.CallFromContext(ctx)
+			require.True(t, ok, "BMC call without its job in ctx")
+			mu.Lock()
+			calls = append(calls, call.Job)
+			mu.Unlock()
+			return nil
+		})
+	}
+	type ctrl struct {
+		stepper *job.Stepper
+		obj     *crd
+		done    bool
+		waits   int
+	}
+	var ctrls []*ctrl
+	for i, name := range []string{"first", "second"} {
+		s, err := job.NewStepper(job.StepperConfig{Dialer: b, Clock: clk,
+			Locks: job.NewStoreLocker(store, job.StoreLockerConfig{Clock: clk})})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close(ctx) })
+		j := newJob(powerOff, pxeOnce, powerOn)
+		j.Name = name
+		j.CreatedAt = t0.Add(time.Duration(i) * time.Second)
+		c := &ctrl{stepper: s, obj: &crd{}}
+		require.NoError(t, c.obj.persist(ctx, j))
+		ctrls = append(ctrls, c)
+	}
+	for n := 0; n < 500 && !(ctrls[0].done && ctrls[1].done); n++ {
+		var wait time.Duration = time.Hour
+		for _, c := range ctrls { // both reconcile in every round
+			if c.done {
+				continue
+			}
+			writes := c.obj.writes
+			res, err := c.stepper.Step(ctx, c.obj.load(t), c.obj.persist)
+			require.NoError(t, err)
+			if res.Waiting {
+				c.waits++
+				assert.Equal(t, writes, c.obj.writes, "a waiting step writes nothing")
+			}
+			c.done = res.Done
+			wait = min(wait, res.RequeueAfter)
+		}
+		clk.Advance(wait)
+	}
+	require.True(t, ctrls[0].done && ctrls[1].done, "both jobs done")
+	for _, c := range ctrls {
+		assertCompleted(t, c.obj.load(t), conditions.ResultSucceeded)
+	}
+	assert.Positive(t, ctrls[1].waits, "the second job waited for the system")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 0, interleavings(calls), "calls: %v", calls)
+	assert.Equal(t, "first", calls[0])
+	assert.Equal(t, bmc.PowerOn, b.State().Power)
+}
+
+// interleavings counts pairs of jobs whose calls alternate: once job Y's
+// call follows job X's, X must not appear again.
+func interleavings(calls []string) int {
+	finished := map[string]bool{}
+	n, prev := 0, ""
+	for _, c := range calls {
+		if c != prev && prev != "" {
+			finished[prev] = true
+		}
+		if finished[c] {
+			n++
+			delete(finished, c)
+		}
+		prev = c
+	}
+	return n
+}
+
+func TestInterleavingsCounter(t *testing.T) {
+	assert.Equal(t, 0, interleavings([]string{"a", "a", "b", "b", "c"}))
+	assert.Equal(t, 1, interleavings([]string{"a", "b", "a"}))
+	assert.Equal(t, 2, interleavings([]string{"a", "b", "a", "b"}))
+}
+
+// A job deleted mid-run must not keep its system: Release frees it.
+func TestStepperReleaseFreesTheSystem(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	b := fake.New(fake.Options{Power: bmc.PowerOn})
+	s, err := job.NewStepper(job.StepperConfig{Dialer: b, Locks: job.NewStoreLocker(store, job.StoreLockerConfig{})})
+	require.NoError(t, err)
+	defer s.Close(ctx)
+	j := newJob(powerOff, powerOn)
+	res, err := s.Step(ctx, j, func(context.Context, *job.Job) error { return nil })
+	require.NoError(t, err)
+	require.False(t, res.Waiting)
+	other := newJob(powerOff)
+	other.Name = "other"
+	res, err = s.Step(ctx, other, func(context.Context, *job.Job) error { return nil })
+	require.NoError(t, err)
+	require.True(t, res.Waiting, "the system is held by j")
+	require.NoError(t, s.Release(ctx, j))
+	res, err = s.Step(ctx, other, func(context.Context, *job.Job) error { return nil })
+	require.NoError(t, err)
+	assert.False(t, res.Waiting, "free after Release")
+	assert.Equal(t, 0, b.Sessions().Open, "j's session was closed by Release") // other's first step only initialized
+}
+
+// A store that cannot be read makes Step fail (the host retries) without
+// touching the BMC.
+func TestStepLockErrorTouchesNothing(t *testing.T) {
+	ctx := context.Background()
+	b := fake.New(fake.Options{Power: bmc.PowerOn})
+	s, err := job.NewStepper(job.StepperConfig{Dialer: b, Locks: failingLocker{}})
+	require.NoError(t, err)
+	defer s.Close(ctx)
+	j := newJob(powerOff)
+	_, err = s.Step(ctx, j, func(context.Context, *job.Job) error { t.Fatal("persisted"); return nil })
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), sysA)
+	assert.Empty(t, b.Calls())
+}
+
+type failingLocker struct{}
+
+func (failingLocker) Lock(context.Context, string, string) (time.Duration, error) {
+	return 0, fmt.Errorf("dial tcp 127.0.0.1:5432: connection refused")
+}
+func (failingLocker) Unlock(context.Context, string, string) error { return nil }
+
+var _ = task.Spec{}
