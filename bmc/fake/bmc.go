@@ -316,17 +316,17 @@ func (b *BMC) SetMedia(kind bmc.MediaKind, s bmc.MediaStatus) {
 // credentials (an error wrapping [bmc.ErrUnauthorized] when they are wrong)
 // and counts a login. Use a [Fleet] to serve several BMCs by address.
 func (b *BMC) Dial(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (bmc.Driver, error) {
-	return b.dial(ctx, ep.String(), creds)
+	return b.dial(ctx, ep, nil, creds)
 }
 
 var _ bmc.Dialer = (*BMC)(nil)
 
-func (b *BMC) dial(ctx context.Context, endpoint string, creds bmc.Credentials) (*Driver, error) {
+func (b *BMC) dial(ctx context.Context, ep bmc.Endpoint, fleet *Fleet, creds bmc.Credentials) (*Driver, error) {
 	b.mu.Lock()
 	b.nextConn++
 	id := b.nextConn
 	b.mu.Unlock()
-	d := &Driver{bmc: b, endpoint: endpoint, session: id}
+	d := &Driver{bmc: b, ep: ep, endpoint: ep.String(), fleet: fleet, sess: &session{bmc: b, id: id}, owner: true}
 	err := d.do(ctx, MethodDial, []any{creds.Username}, func() error {
 		if m := b.opts.MaxSessions; m > 0 && b.sessions.Open >= m {
 			return bmc.Transient(fmt.Errorf("session limit reached: %d of %d sessions open", b.sessions.Open, m))

@@ -21,13 +21,14 @@ const (
 	MethodEjectMedia      Method = "EjectMedia"
 	MethodMediaStatus     Method = "MediaStatus"
 	MethodResetBMC        Method = "ResetBMC"
+	MethodOpenSystem      Method = "OpenSystem"
 	MethodAny             Method = "*"
 )
 
 func (m Method) valid() bool {
 	switch m {
 	case MethodDial, MethodClose, MethodPowerState, MethodSetPower, MethodSetBootOverride,
-		MethodBootOverride, MethodInsertMedia, MethodEjectMedia, MethodMediaStatus, MethodResetBMC, MethodAny:
+		MethodBootOverride, MethodInsertMedia, MethodEjectMedia, MethodMediaStatus, MethodResetBMC, MethodOpenSystem, MethodAny:
 		return true
 	}
 	return false
@@ -40,10 +41,12 @@ type Call struct {
 	// Args are the call's arguments after ctx, e.g. a bmc.PowerAction for
 	// SetPower, a bmc.BootOverride for SetBootOverride, a bmc.MediaKind and
 	// the image URL for InsertMedia. For Dial it is the user name (never the
-	// password).
+	// password), for OpenSystem the address opened.
 	Args []any
 	// Session is the number of the session (1 for the first Dial) the call
-	// was made on.
+	// was made on. Calls of a driver from Driver.OpenSystem carry the number
+	// of the session they share, which is counted on the BMC that was
+	// dialed.
 	Session int
 	// Time is when the call arrived, on the BMC's clock.
 	Time time.Time

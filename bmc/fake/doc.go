@@ -16,6 +16,14 @@
 //	srv, _ := f.AddNew("redfish://10.0.0.1/redfish/v1/Systems/1", fake.Options{})
 //	runner := job.NewRunner(job.Config{Dialer: f, ...})
 //
+// Several fakes registered at one host and port model the systems behind one
+// Redfish service: a driver from [Fleet.Dial] implements [bmc.SystemOpener],
+// and [Driver.OpenSystem] returns drivers for the other systems there that
+// share its session (no login; closing the dialed driver, or
+// [BMC.ExpireSessions] on the dialed BMC, ends it for all). [Fleet.Logins]
+// counts the logins per host and port, so a test can check that jobs on
+// those systems shared one.
+//
 // # Semantics
 //
 // The [Driver] implements [bmc.Driver], [bmc.BootOverrideSetter],

@@ -9,19 +9,30 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 )
 
-// Driver is one session on a [BMC], returned by [BMC.Dial] and [Fleet.Dial].
+// Driver is one session on a [BMC], returned by [BMC.Dial] and [Fleet.Dial],
+// or a system opened on another driver's session with [Driver.OpenSystem].
 // It implements [bmc.Driver] and every optional capability interface; the
 // capabilities the BMC was told to lack return an error wrapping
 // [bmc.ErrNotSupported]. Every error is a [*bmc.OpError]. Safe for
 // concurrent use.
 type Driver struct {
-	bmc      *BMC
+	bmc      *BMC // the system this driver acts on
+	ep       bmc.Endpoint
 	endpoint string
-	session  int
+	fleet    *Fleet // the fleet it was dialed through, or nil
+	sess     *session
+	owner    bool // Close ends the session
 
 	closeOnce sync.Once
 	closed    atomic.Bool
-	requests  atomic.Int64
+}
+
+// session is one login: on the BMC that was dialed, shared by the Driver
+// Dial returned and every Driver opened from it.
+type session struct {
+	bmc      *BMC // the BMC that holds the login
+	id       int
+	requests atomic.Int64
 }
 
 var (
@@ -31,21 +42,23 @@ var (
 	_ bmc.VirtualMedia       = (*Driver)(nil)
 	_ bmc.BMCResetter        = (*Driver)(nil)
 	_ bmc.StatsReporter      = (*Driver)(nil)
+	_ bmc.SystemOpener       = (*Driver)(nil)
 )
 
 // BMC returns the fake this session is on.
 func (d *Driver) BMC() *BMC { return d.bmc }
 
-// Session is the session's number on its BMC (1 for the first Dial), as
-// recorded in [Call.Session].
-func (d *Driver) Session() int { return d.session }
+// Session is the session's number on the BMC that was dialed (1 for its
+// first Dial), as recorded in [Call.Session]. A driver from
+// [Driver.OpenSystem] shares the number of the driver it was opened from.
+func (d *Driver) Session() int { return d.sess.id }
 
 // do runs one call: ctx check, session check, latency, failures and hooks,
 // then op under the BMC's lock; it logs the call and wraps the error.
 func (d *Driver) do(ctx context.Context, m Method, args []any, op func() error) error {
 	b := d.bmc
-	call := Call{Method: m, Args: args, Session: d.session, Time: b.clock.Now()}
-	d.requests.Add(1)
+	call := Call{Method: m, Args: args, Session: d.sess.id, Time: b.clock.Now()}
+	d.sess.requests.Add(1)
 	err := d.run(ctx, call, op)
 	if err != nil {
 		err = &bmc.OpError{Op: opName(m), Endpoint: d.endpoint, Err: err}
@@ -79,6 +92,8 @@ func opName(m Method) string {
 		return "media status"
 	case MethodResetBMC:
 		return "reset BMC"
+	case MethodOpenSystem:
+		return "open system"
 	}
 	return string(m)
 }
@@ -89,8 +104,12 @@ func (d *Driver) run(ctx context.Context, call Call, op func() error) error {
 		return err
 	}
 	if call.Method != MethodClose {
+		sb := d.sess.bmc
+		sb.mu.Lock()
+		live := sb.live[d.sess.id]
+		sb.mu.Unlock()
 		b.mu.Lock()
-		live, down := b.live[d.session], b.clock.Now().Before(b.downUntil)
+		down := b.clock.Now().Before(b.downUntil)
 		b.mu.Unlock()
 		switch {
 		case call.Method != MethodDial && d.closed.Load():
@@ -141,17 +160,23 @@ func (d *Driver) run(ctx context.Context, call Call, op func() error) error {
 
 // Close ends the session. The session counts as closed at once, whatever
 // the ctx, latency or hooks say; the call is still logged and may return an
-// error from them. Idempotent: later calls return nil.
+// error from them. Idempotent: later calls return nil. On a driver from
+// [Driver.OpenSystem] it closes only that driver; on the driver that was
+// dialed it ends the session for every driver opened from it too (their
+// calls then fail with an error wrapping [ErrSessionExpired]).
 func (d *Driver) Close(ctx context.Context) error {
 	first := false
 	d.closeOnce.Do(func() {
 		first = true
 		d.closed.Store(true)
-		b := d.bmc
-		b.mu.Lock()
-		b.sessions.Open--
-		delete(b.live, d.session)
-		b.mu.Unlock()
+		if !d.owner {
+			return
+		}
+		sb := d.sess.bmc
+		sb.mu.Lock()
+		sb.sessions.Open--
+		delete(sb.live, d.sess.id)
+		sb.mu.Unlock()
 	})
 	if !first {
 		return nil
@@ -160,9 +185,60 @@ func (d *Driver) Close(ctx context.Context) error {
 }
 
 // Stats implements [bmc.StatsReporter]: every call on this session counts
-// as one request; the session counts one connection and one login.
+// as one request; the session counts one connection and one login. The
+// counts are the session's totals, over every driver sharing it.
 func (d *Driver) Stats() bmc.Stats {
-	return bmc.Stats{Requests: d.requests.Load(), Connections: 1, Logins: 1}
+	return bmc.Stats{Requests: d.sess.requests.Load(), Connections: 1, Logins: 1}
+}
+
+// OpenSystem implements [bmc.SystemOpener]: it returns a Driver for the
+// system ep names that shares this driver's session, without a login. The
+// system is the fake registered at ep in the [Fleet] this driver was dialed
+// through (found as [Fleet.Dial] finds it); a driver dialed from a single
+// [BMC] serves only its own system. ep must have this driver's protocol,
+// transport, host and effective port, otherwise the error wraps
+// [bmc.ErrNotSupported]. The call is logged as [MethodOpenSystem] on the
+// opened system's BMC, where hooks and [BMC.FailNext] can fail it; it counts
+// no login on that BMC ([BMC.Sessions] and [Fleet.Logins] are unchanged).
+func (d *Driver) OpenSystem(ctx context.Context, ep bmc.Endpoint) (bmc.Driver, error) {
+	fail := func(err error) error {
+		return &bmc.OpError{Op: opName(MethodOpenSystem), Endpoint: ep.String(), Err: err}
+	}
+	if !sameService(d.ep, ep) {
+		return nil, fail(fmt.Errorf("fake: the session is on %s (%s), not on %s (%s): %w",
+			d.ep.HostPort(), transportOf(d.ep), ep.HostPort(), transportOf(ep), bmc.ErrNotSupported))
+	}
+	if d.closed.Load() {
+		return nil, fail(ErrClosed)
+	}
+	target := d.bmc
+	switch {
+	case d.fleet != nil:
+		var err error
+		if target, err = d.fleet.find(ep); err != nil {
+			return nil, fail(err)
+		}
+	case fleetKey(ep) != fleetKey(d.ep):
+		return nil, fail(fmt.Errorf("fake: a driver dialed from a single BMC serves only %s; dial through a Fleet to open other systems: %w", d.ep, bmc.ErrNotSupported))
+	}
+	nd := &Driver{bmc: target, ep: ep, endpoint: ep.String(), fleet: d.fleet, sess: d.sess}
+	if err := nd.do(ctx, MethodOpenSystem, []any{ep.String()}, func() error { return nil }); err != nil {
+		return nil, err
+	}
+	return nd, nil
+}
+
+// sameService reports whether a and b reach the same service: protocol,
+// transport, host and effective port.
+func sameService(a, b bmc.Endpoint) bool {
+	return a.Protocol == b.Protocol && transportOf(a) == transportOf(b) && a.Key() == b.Key()
+}
+
+func transportOf(ep bmc.Endpoint) string {
+	if ep.Protocol == "redfish" && ep.Transport == "" {
+		return "https"
+	}
+	return ep.Transport
 }
 
 // PowerState implements [bmc.Driver].

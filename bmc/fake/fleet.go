@@ -16,14 +16,15 @@ import (
 // fake added under that URL. The zero value is not usable: call [NewFleet].
 // Safe for concurrent use.
 type Fleet struct {
-	mu   sync.RWMutex
-	bmcs map[string]*BMC
+	mu     sync.RWMutex
+	bmcs   map[string]*BMC
+	logins map[string]int // successful Dials by bmc.Endpoint.Key
 }
 
 var _ bmc.Dialer = (*Fleet)(nil)
 
 // NewFleet returns an empty fleet.
-func NewFleet() *Fleet { return &Fleet{bmcs: map[string]*BMC{}} }
+func NewFleet() *Fleet { return &Fleet{bmcs: map[string]*BMC{}, logins: map[string]int{}} }
 
 // fleetKey identifies a BMC independently of the scheme spelling: host and
 // effective port (as [bmc.Endpoint.Key]) plus the system path, so
@@ -98,9 +99,30 @@ func (f *Fleet) Get(rawURL string) *BMC {
 
 // Dial implements [bmc.Dialer]: it opens a session on the BMC registered at
 // ep (an address without a system path reaches the only BMC at that host
-// and port; one with a path reaches a BMC registered without one). An unknown address fails with an error naming it and the registered
-// ones; wrong credentials fail with an error wrapping [bmc.ErrUnauthorized].
+// and port; one with a path reaches a BMC registered without one). An
+// unknown address fails with an error naming it and the registered ones;
+// wrong credentials fail with an error wrapping [bmc.ErrUnauthorized]. The
+// returned [*Driver] can open the other systems registered at the same host
+// and port on its session ([Driver.OpenSystem]); [Fleet.Logins] counts the
+// Dials per host and port.
 func (f *Fleet) Dial(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (bmc.Driver, error) {
+	b, err := f.find(ep)
+	if err != nil {
+		return nil, &bmc.OpError{Op: "dial", Endpoint: ep.String(), Err: err}
+	}
+	d, err := b.dial(ctx, ep, f, creds)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.logins[ep.Key()]++
+	f.mu.Unlock()
+	return d, nil
+}
+
+// find returns the BMC registered at ep, or an error naming ep and the
+// registered addresses.
+func (f *Fleet) find(ep bmc.Endpoint) (*BMC, error) {
 	f.mu.RLock()
 	b := f.lookup(ep)
 	var known []string
@@ -110,18 +132,32 @@ func (f *Fleet) Dial(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials
 		}
 	}
 	f.mu.RUnlock()
-	if b == nil {
-		sort.Strings(known)
-		list := strings.Join(known, ", ")
-		if len(known) > 10 {
-			list = strings.Join(known[:10], ", ") + ", ... (" + strconv.Itoa(len(known)) + " in all)"
-		}
-		if list == "" {
-			list = "none"
-		}
-		return nil, &bmc.OpError{Op: "dial", Endpoint: ep.String(), Err: bmc.Permanent(fmt.Errorf("fake: no BMC registered at %s (registered: %s)", fleetKey(ep), list))}
+	if b != nil {
+		return b, nil
 	}
-	return b.Dial(ctx, ep, creds)
+	sort.Strings(known)
+	list := strings.Join(known, ", ")
+	if len(known) > 10 {
+		list = strings.Join(known[:10], ", ") + ", ... (" + strconv.Itoa(len(known)) + " in all)"
+	}
+	if list == "" {
+		list = "none"
+	}
+	return nil, bmc.Permanent(fmt.Errorf("fake: no BMC registered at %s (registered: %s)", fleetKey(ep), list))
+}
+
+// Logins counts the successful Dials (logins) through the fleet to any
+// system at the host and port of rawURL (its path is ignored), so a test can
+// check that the systems behind one endpoint shared a session: drivers from
+// [Driver.OpenSystem] add none. It returns 0 for an invalid URL.
+func (f *Fleet) Logins(rawURL string) int {
+	ep, err := bmc.ParseEndpoint(rawURL)
+	if err != nil {
+		return 0
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.logins[ep.Key()]
 }
 
 // BMCs returns the registered BMCs keyed by host:port plus system path.
