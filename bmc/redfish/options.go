@@ -47,8 +47,11 @@ type Options struct {
 	// shared by every system opened on it with [Driver.OpenSystem];
 	// requests beyond it wait for a free connection, within their
 	// RequestTimeout. One driver sends one request at a time, so more than
-	// one helps only systems that share a session. Defaults to 1: BMCs have
-	// few connection slots.
+	// one helps only systems that share a session: a driver for a single
+	// system never opens a second connection. Defaults to 4, so systems
+	// behind one chassis manager do not queue every poll behind each other
+	// on a BMC that answers in 100 ms, while staying well inside the
+	// connection slots BMCs have.
 	MaxConnections int
 
 	// Retries is how many times an idempotent request (GET, login) is retried
@@ -89,7 +92,7 @@ func (o Options) withDefaults() Options {
 		o.RequestTimeout = 30 * time.Second
 	}
 	if o.MaxConnections <= 0 {
-		o.MaxConnections = 1
+		o.MaxConnections = 4
 	}
 	if o.Retries == 0 {
 		o.Retries = 2
