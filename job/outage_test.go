@@ -1,0 +1,137 @@
+package job_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/fake"
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/task"
+)
+
+// outageStore fails every call while down, as a database that restarts.
+type outageStore struct {
+	storage.Store
+	down atomic.Bool
+}
+
+var errDown = errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+
+func (s *outageStore) Get(ctx context.Context, k string) (storage.Record, error) {
+	if s.down.Load() {
+		return storage.Record{}, errDown
+	}
+	return s.Store.Get(ctx, k)
+}
+
+func (s *outageStore) Create(ctx context.Context, k string, v []byte) (int64, error) {
+	if s.down.Load() {
+		return 0, errDown
+	}
+	return s.Store.Create(ctx, k, v)
+}
+
+func (s *outageStore) Update(ctx context.Context, k string, v []byte, rev int64) (int64, error) {
+	if s.down.Load() {
+		return 0, errDown
+	}
+	return s.Store.Update(ctx, k, v, rev)
+}
+
+func (s *outageStore) Delete(ctx context.Context, k string, rev int64) error {
+	if s.down.Load() {
+		return errDown
+	}
+	return s.Store.Delete(ctx, k, rev)
+}
+
+func (s *outageStore) List(ctx context.Context, p string) ([]storage.Record, error) {
+	if s.down.Load() {
+		return nil, errDown
+	}
+	return s.Store.List(ctx, p)
+}
+
+// A store outage longer than the lease pauses the job instead of ending it:
+// no BMC call goes out once the lease may have lapsed, and when the store
+// is back the runner renews its own lease (nobody took it) and finishes the
+// job, without re-running finished tasks.
+func TestStoreOutagePausesTheJobAndResumes(t *testing.T) {
+	const lease = 600 * time.Millisecond
+	store := &outageStore{Store: memstore.New()}
+	fleet := fake.NewFleet()
+	url := "redfish://10.4.0.1/redfish/v1/Systems/1"
+	// The power-on lands a second after it was requested: during the
+	// outage. The job polls for it throughout.
+	b, err := fleet.AddNew(url, fake.Options{Power: bmc.PowerOff, PowerTransition: time.Second})
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var callTimes []time.Time
+	inPoll := make(chan struct{}, 1)
+	b.SetHook(fake.MethodPowerState, func(ctx context.Context, c fake.Call) error {
+		mu.Lock()
+		callTimes = append(callTimes, time.Now())
+		mu.Unlock()
+		select {
+		case inPoll <- struct{}{}:
+		default:
+		}
+		return nil
+	})
+	r, err := job.NewRunner(job.Config{Store: store, Dialer: fleet, Credentials: labCreds, LeaseDuration: lease,
+		ScanInterval: 10 * time.Millisecond, PollInterval: 5 * time.Millisecond, Owner: "only"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = r.Start(ctx) }()
+
+	spec := job.Spec{BMC: url, CredentialsRef: "lab", Tasks: []task.Spec{
+		{BootDevice: &task.BootDeviceAction{Device: task.BootPXE}},
+		{Power: &task.PowerAction{Op: task.PowerOn}},
+	}}
+	_, err = r.Submit(context.Background(), "outage", spec)
+	require.NoError(t, err)
+	recv(t, inPoll)
+	// Wait (polling, with a deadline) until the power-on was requested, so the job is polling.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(b.CallsTo(fake.MethodSetPower)) == 0 {
+		require.False(t, time.Now().After(deadline), "power on never requested")
+		time.Sleep(time.Millisecond)
+	}
+	down := time.Now()
+	store.down.Store(true)
+	// Down for three leases: far past the point where the lease may lapse.
+	<-time.After(3 * lease)
+	up := time.Now()
+	store.down.Store(false)
+	j := wait(t, r, "outage")
+	assertCompleted(t, j, conditions.ResultSucceeded)
+	mu.Lock()
+	defer mu.Unlock()
+	var during int
+	var firstAfter time.Time
+	for _, ct := range callTimes {
+		if ct.After(down.Add(lease)) && ct.Before(up) {
+			during++
+		}
+		if ct.After(up) && firstAfter.IsZero() {
+			firstAfter = ct
+		}
+	}
+	assert.Zero(t, during, "BMC calls while the lease may have lapsed")
+	require.False(t, firstAfter.IsZero(), "no BMC call after the outage")
+	t.Logf("outage %s; first BMC call %s after the store was back", up.Sub(down).Round(time.Millisecond), firstAfter.Sub(up).Round(time.Millisecond))
+	assert.Len(t, b.CallsTo(fake.MethodSetBootOverride), 1, "the finished boot task was not re-sent")
+	assert.Equal(t, 1, b.Sessions().MaxOpen)
+}
