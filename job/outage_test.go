@@ -20,7 +20,8 @@ import (
 	"github.com/bmckit/bmckit/task"
 )
 
-// outageStore fails every call while down, as a database that restarts.
+// outageStore fails every call while down, as a database that restarts
+// (or, from outside, the store of a runner that died).
 type outageStore struct {
 	storage.Store
 	down atomic.Bool

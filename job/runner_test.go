@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -304,7 +303,7 @@ func TestRunnerResumesAfterCrash(t *testing.T) {
 		}
 		return nil
 	})
-	cut := &cutStore{Store: store}
+	cut := &outageStore{Store: store}
 	cfg := job.Config{Store: cut, Dialer: fleet, Credentials: labCreds, LeaseDuration: 200 * time.Millisecond, ScanInterval: 10 * time.Millisecond, PollInterval: time.Millisecond, Owner: "runner-1"}
 	r1, err := job.NewRunner(cfg)
 	require.NoError(t, err)
@@ -314,7 +313,7 @@ func TestRunnerResumesAfterCrash(t *testing.T) {
 	_, err = r1.Submit(context.Background(), "resume", netboot(url))
 	require.NoError(t, err)
 	recv(t, blocked)
-	cut.cut() // the runner dies: nothing it does reaches the store any more
+	cut.down.Store(true) // the runner dies: nothing it does reaches the store any more
 	cancel1()
 	require.NoError(t, <-done1)
 
@@ -467,50 +466,4 @@ func TestRunnerCancelQueuedJob(t *testing.T) {
 	close(release)
 	assertCompleted(t, wait(t, e.runner, "first"), conditions.ResultSucceeded)
 	assert.Equal(t, 1, b.Sessions().Logins, "the canceled job never touched the BMC")
-}
-
-// cutStore passes calls through until cut, then fails every one, as the
-// store of a runner that died would look from outside: nothing more arrives.
-type cutStore struct {
-	storage.Store
-	off atomic.Bool
-}
-
-var errCut = errors.New("runner is dead")
-
-func (s *cutStore) cut() { s.off.Store(true) }
-
-func (s *cutStore) Get(ctx context.Context, k string) (storage.Record, error) {
-	if s.off.Load() {
-		return storage.Record{}, errCut
-	}
-	return s.Store.Get(ctx, k)
-}
-
-func (s *cutStore) Create(ctx context.Context, k string, v []byte) (int64, error) {
-	if s.off.Load() {
-		return 0, errCut
-	}
-	return s.Store.Create(ctx, k, v)
-}
-
-func (s *cutStore) Update(ctx context.Context, k string, v []byte, rev int64) (int64, error) {
-	if s.off.Load() {
-		return 0, errCut
-	}
-	return s.Store.Update(ctx, k, v, rev)
-}
-
-func (s *cutStore) Delete(ctx context.Context, k string, rev int64) error {
-	if s.off.Load() {
-		return errCut
-	}
-	return s.Store.Delete(ctx, k, rev)
-}
-
-func (s *cutStore) List(ctx context.Context, p string) ([]storage.Record, error) {
-	if s.off.Load() {
-		return nil, errCut
-	}
-	return s.Store.List(ctx, p)
 }
