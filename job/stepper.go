@@ -379,6 +379,14 @@ func (r *stepRun) driver(ctx context.Context) (bmc.Driver, error) {
 	return r.s.pool.getFor(ctx, r.ep, creds, r.j.Name)
 }
 
+// driverFor is the connection for a kind that uses the BMC; nil otherwise.
+func (r *stepRun) driverFor(ctx context.Context, k kind) (bmc.Driver, error) {
+	if !k.usesBMC() {
+		return nil, nil
+	}
+	return r.driver(ctx)
+}
+
 // callCtx tags ctx with the job and task a BMC call is made for.
 func (r *stepRun) callCtx(ctx context.Context, i int) context.Context {
 	return WithCall(ctx, Call{Job: r.j.Name, Task: i, Attempt: r.j.Status.Tasks[i].Attempts})
@@ -388,12 +396,9 @@ func (r *stepRun) callCtx(ctx context.Context, i int) context.Context {
 // otherwise sends the action, then reads back once.
 func (r *stepRun) act(ctx context.Context, i int, recheck bool) (StepResult, error) {
 	k := kindOf(&r.j.Spec.Tasks[i])
-	var drv bmc.Driver
-	if k.usesBMC() {
-		var err error
-		if drv, err = r.driver(ctx); err != nil {
-			return r.handleErr(ctx, i, err, true)
-		}
+	drv, err := r.driverFor(ctx, k)
+	if err != nil {
+		return r.handleErr(ctx, i, err, true)
 	}
 	cctx := r.callCtx(ctx, i)
 	if recheck && k.recheckable() {
@@ -425,12 +430,9 @@ func (r *stepRun) requested(ctx context.Context, i int) (StepResult, error) {
 
 func (r *stepRun) verify(ctx context.Context, i int) (StepResult, error) {
 	k := kindOf(&r.j.Spec.Tasks[i])
-	var drv bmc.Driver
-	if k.usesBMC() {
-		var err error
-		if drv, err = r.driver(ctx); err != nil {
-			return r.handleErr(ctx, i, err, true)
-		}
+	drv, err := r.driverFor(ctx, k)
+	if err != nil {
+		return r.handleErr(ctx, i, err, true)
 	}
 	ok, observed, err := k.check(r.callCtx(ctx, i), r, drv, true)
 	if err != nil {
