@@ -3,11 +3,15 @@
 #
 # It installs what the tests use for real peers (PostgreSQL, ipmitool,
 # OpenIPMI's ipmi_sim) when it runs as root with apt-get available, starts a
-# PostgreSQL server on 127.0.0.1:5432 with a bmckit role and database, and runs
+# PostgreSQL server on 127.0.0.1:5432 with a bmckit role and database (and a
+# second cluster on 5433 for the restart test), and runs
 # `go test -race ./...`. Extra arguments go to `go test`.
 #
 # Environment the tests read:
 #   BMCKIT_TEST_POSTGRES_DSN  PostgreSQL DSN for storage/sqlstore tests
+#   BMCKIT_TEST_POSTGRES_RESTART_DSN, BMCKIT_TEST_POSTGRES_RESTART_CLUSTER
+#                             a dedicated cluster ("<version> <name>" for
+#                             pg_ctlcluster) that job's restart test restarts
 #   CI=true                   tests that need a real peer fail instead of skipping
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +48,27 @@ if [ -z "${BMCKIT_TEST_POSTGRES_DSN:-}" ] && [ "$(id -u)" = 0 ] && command -v pg
   su postgres -c "psql -qtAc \"SELECT 1 FROM pg_database WHERE datname='bmckit'\"" | grep -q 1 ||
     su postgres -c "psql -qc \"CREATE DATABASE bmckit OWNER bmckit\""
   export BMCKIT_TEST_POSTGRES_DSN="postgres://bmckit:bmckit@127.0.0.1:5432/bmckit?sslmode=disable"
+fi
+
+# A second, dedicated cluster on 5433 that job's PostgreSQL-restart test stops
+# and starts mid-run (restarting the shared one would break other packages'
+# tests running in parallel). Same role and database as the main one.
+if [ -z "${BMCKIT_TEST_POSTGRES_RESTART_DSN:-}" ] && [ "$(id -u)" = 0 ] && command -v pg_lsclusters >/dev/null 2>&1; then
+  ver=$(ls /usr/lib/postgresql | sort -n | tail -1)
+  if ! pg_lsclusters -h "$ver" bmckit_restart 2>/dev/null | grep -q .; then
+    pg_createcluster "$ver" bmckit_restart -p 5433 >/dev/null
+  fi
+  pg_ctlcluster "$ver" bmckit_restart start >/dev/null 2>&1 || true
+  for _ in $(seq 1 50); do
+    pg_isready -h 127.0.0.1 -p 5433 -q && break
+    sleep 0.2
+  done
+  su postgres -c "psql -p 5433 -qtAc \"SELECT 1 FROM pg_roles WHERE rolname='bmckit'\"" | grep -q 1 ||
+    su postgres -c "psql -p 5433 -qc \"CREATE ROLE bmckit LOGIN PASSWORD 'bmckit' CREATEDB\""
+  su postgres -c "psql -p 5433 -qtAc \"SELECT 1 FROM pg_database WHERE datname='bmckit'\"" | grep -q 1 ||
+    su postgres -c "psql -p 5433 -qc \"CREATE DATABASE bmckit OWNER bmckit\""
+  export BMCKIT_TEST_POSTGRES_RESTART_DSN="postgres://bmckit:bmckit@127.0.0.1:5433/bmckit?sslmode=disable"
+  export BMCKIT_TEST_POSTGRES_RESTART_CLUSTER="$ver bmckit_restart"
 fi
 
 echo "== go test -race ./... $*"
