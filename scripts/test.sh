@@ -34,10 +34,12 @@ fi
 # PostgreSQL: start the Debian cluster and create the test role and database.
 if [ -z "${BMCKIT_TEST_POSTGRES_DSN:-}" ] && [ "$(id -u)" = 0 ] && command -v pg_lsclusters >/dev/null 2>&1; then
   ver=$(ls /usr/lib/postgresql | sort -n | tail -1)
-  if ! pg_lsclusters -h | grep -q .; then
-    pg_createcluster "$ver" main >/dev/null
+  # The cluster on 5432 (the restart test's own cluster on 5433 sorts first
+  # by name, so pick by port).
+  if ! pg_lsclusters -h | awk '$3 == 5432' | grep -q .; then
+    pg_createcluster "$ver" main -p 5432 >/dev/null
   fi
-  cluster=$(pg_lsclusters -h | head -1 | awk '{print $1" "$2}')
+  cluster=$(pg_lsclusters -h | awk '$3 == 5432 {print $1" "$2; exit}')
   pg_ctlcluster $cluster start 2>/dev/null || true
   for _ in $(seq 1 50); do
     pg_isready -h 127.0.0.1 -p 5432 -q && break
