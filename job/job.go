@@ -51,6 +51,8 @@ type Status struct {
 	StartTime      *time.Time    `json:"startTime,omitempty"`
 	CompletionTime *time.Time    `json:"completionTime,omitempty"`
 	// Wire counts what the job cost on the wire, when the driver reports it.
+	// For systems that share one session (bmc.SystemOpener) it is the
+	// session's totals, which include the other systems' jobs.
 	Wire *bmc.Stats `json:"wire,omitempty"`
 }
 
