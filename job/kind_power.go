@@ -41,9 +41,24 @@ func (k powerKind) action() bmc.PowerAction {
 	return bmc.PowerAction(k.a.Op)
 }
 
-func (k powerKind) send(ctx context.Context, _ *stepRun, drv bmc.Driver) error {
+func (k powerKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) error {
+	if gate := r.s.cfg.PowerGate; gate != nil && k.a.Op != task.PowerOff && k.a.Op != task.PowerSoftOff {
+		// Only actions that can power a server on draw inrush current.
+		wait, err := gate.Admit(ctx, r.ep.SystemKey(), r.j.Name, r.j.Status.CurrentTask)
+		if err != nil {
+			return bmc.Transient(fmt.Errorf("asking the power gate: %w", err))
+		}
+		if wait > 0 {
+			return &gated{wait: wait}
+		}
+	}
 	return drv.SetPower(ctx, k.action())
 }
+
+// gated is returned by send when the PowerGate holds the action back.
+type gated struct{ wait time.Duration }
+
+func (g *gated) Error() string { return fmt.Sprintf("held back by the power gate for %s", g.wait) }
 
 func (k powerKind) check(ctx context.Context, _ *stepRun, drv bmc.Driver, _ bool) (bool, string, error) {
 	st, err := drv.PowerState(ctx)

@@ -61,6 +61,9 @@ type Config struct {
 	Clock Clock
 	// Logger defaults to logr.Discard().
 	Logger logr.Logger
+	// PowerGate, if set, staggers power-on, cycle and reset actions; see
+	// StepperConfig.PowerGate and package stagger.
+	PowerGate PowerGate
 	// OnUpdate, if set, is called after every write of a job by this runner
 	// (intent, result, completion) with a copy of the job, from the worker
 	// running it. It must not block; use it for progress output or metrics.
@@ -150,7 +153,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		DefaultTaskTimeout: cfg.DefaultTaskTimeout, PollInterval: cfg.PollInterval,
 		SlowPollAfter: cfg.SlowPollAfter, SlowPollInterval: cfg.SlowPollInterval, ResendAfter: cfg.ResendAfter,
 		BootPollInterval: cfg.BootPollInterval, MaxVerifyResends: cfg.MaxVerifyResends, Retry: cfg.Retry,
-		IdleTimeout: cfg.IdleTimeout,
+		IdleTimeout: cfg.IdleTimeout, PowerGate: cfg.PowerGate,
 	})
 	if err != nil {
 		return nil, err

@@ -98,6 +98,10 @@ type StepperConfig struct {
 	// LockRetryInterval is the RequeueAfter of a Step that found its system
 	// held by another job. Defaults to 2s.
 	LockRetryInterval time.Duration
+	// PowerGate, if set, admits every power on, cycle and reset before it is
+	// sent (power-on staggering); while it says to wait, the task waits
+	// without touching the BMC. Nil admits everything.
+	PowerGate PowerGate
 }
 
 // Stepper advances jobs one step at a time. One Stepper serves any number of
@@ -411,6 +415,13 @@ func (r *stepRun) act(ctx context.Context, i int, recheck bool) (StepResult, err
 		}
 	}
 	if err := k.send(cctx, r, drv); err != nil {
+		var g *gated
+		if errors.As(err, &g) {
+			// Not sent: wait and ask again, without counting an attempt.
+			next := r.now.Add(g.wait)
+			r.j.Status.Tasks[i].NextAttemptTime = &next
+			return StepResult{RequeueAfter: g.wait}, nil
+		}
 		return r.handleErr(ctx, i, err, false)
 	}
 	return r.requested(ctx, i)
