@@ -3,9 +3,10 @@
 //
 // # Two ways to run, one state machine
 //
-// [Stepper.Step] advances one job by one bounded step: at most one BMC action
-// plus one read-back, or one check. It calls a [PersistFunc] with the intent
-// before touching the BMC and again with each result, and returns when to be
+// [Stepper.Step] advances one job until it must wait (for a power change to
+// land, a boot, a retry, or its system). It calls a [PersistFunc] with the
+// intent before every BMC action and again with each result (a task's result
+// and the next task's intent go out in one write), and returns when to be
 // called again. A Kubernetes controller keeps the [Job] in its own object
 // (Spec and Status are plain JSON structs) and calls Step from Reconcile,
 // returning RequeueAfter.

@@ -3,6 +3,7 @@ package job_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/fake"
@@ -62,12 +63,14 @@ func ExampleRunner() {
 // the system, a step of "reboot" touches nothing and says it is waiting.
 func ExampleStepper() {
 	ctx := context.Background()
-	b := fake.New(fake.Options{Power: bmc.PowerOn})
+	// Power changes land 20 ms after the request, as on a (very fast) BMC.
+	b := fake.New(fake.Options{Power: bmc.PowerOn, PowerTransition: 20 * time.Millisecond})
 	stepper, err := job.NewStepper(job.StepperConfig{
 		Dialer: b,
 		// Any storage.Store; a controller may use a Kubernetes Lease-backed
 		// SystemLocker instead.
-		Locks: job.NewStoreLocker(memstore.New(), job.StoreLockerConfig{}),
+		Locks:             job.NewStoreLocker(memstore.New(), job.StoreLockerConfig{}),
+		LockRetryInterval: 20 * time.Millisecond, // defaults to 2s
 	})
 	if err != nil {
 		panic(err)
@@ -93,11 +96,13 @@ func ExampleStepper() {
 			fmt.Printf("%s: waiting, requeue after %s\n", objs[i].Name, res.RequeueAfter)
 		}
 		// A controller returns ctrl.Result{RequeueAfter: res.RequeueAfter},
-		// with Requeue: true when RequeueAfter is 0 and the job is not Done.
+		// with Requeue: true when RequeueAfter is 0 and the job is not Done;
+		// here the requeue is a sleep.
+		time.Sleep(res.RequeueAfter)
 		return res
 	}
-	reconcile(0) // "reprovision" locks the system
-	reconcile(1) // "reboot" finds it held
+	reconcile(0) // "reprovision" locks the system and cycles the power
+	reconcile(1) // "reboot" finds the system held
 	for !reconcile(0).Done {
 	}
 	for !reconcile(1).Done {
@@ -107,7 +112,7 @@ func ExampleStepper() {
 	}
 	fmt.Println("sessions:", b.Sessions().Logins)
 	// Output:
-	// reboot: waiting, requeue after 2s
+	// reboot: waiting, requeue after 20ms
 	// reprovision Succeeded On
 	// reboot Succeeded On
 	// sessions: 2

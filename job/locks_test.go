@@ -185,8 +185,11 @@ func TestInterleavingsCounter(t *testing.T) {
 func TestStepperReleaseFreesTheSystem(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
-	b := fake.New(fake.Options{Power: bmc.PowerOn})
-	s, err := job.NewStepper(job.StepperConfig{Dialer: b, Locks: job.NewStoreLocker(store, job.StoreLockerConfig{})})
+	clk := clock.NewFake(t0)
+	// The power-off never lands (the fake clock stands still): j keeps the
+	// system.
+	b := fake.New(fake.Options{Power: bmc.PowerOn, PowerTransition: time.Second, Clock: clk})
+	s, err := job.NewStepper(job.StepperConfig{Dialer: b, Clock: clk, Locks: job.NewStoreLocker(store, job.StoreLockerConfig{Clock: clk})})
 	require.NoError(t, err)
 	defer s.Close(ctx)
 	j := newJob(powerOff, powerOn)
@@ -202,7 +205,8 @@ func TestStepperReleaseFreesTheSystem(t *testing.T) {
 	res, err = s.Step(ctx, other, func(context.Context, *job.Job) error { return nil })
 	require.NoError(t, err)
 	assert.False(t, res.Waiting, "free after Release")
-	assert.Equal(t, 0, b.Sessions().Open, "j's session was closed by Release") // other's first step only initialized
+	assert.Equal(t, 1, b.Sessions().Open, "j's session was closed by Release; other's is open")
+	assert.Equal(t, 2, b.Sessions().Logins)
 }
 
 // A store that cannot be read makes Step fail (the host retries) without

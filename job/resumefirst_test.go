@@ -356,20 +356,24 @@ func TestResumeFirstAfterSIGKILL(t *testing.T) {
 func TestSkewedClockCleanStopResumesFirst(t *testing.T) {
 	store, fleet := memstore.New(), fake.NewFleet()
 	url := "redfish://10.45.1.1/redfish/v1/Systems/1"
-	b, err := fleet.AddNew(url, fake.Options{Power: bmc.PowerOn})
+	// Power changes land 50 ms late, so B's power-on is stored as Requested
+	// after its first read-back.
+	b, err := fleet.AddNew(url, fake.Options{Power: bmc.PowerOn, PowerTransition: 50 * time.Millisecond})
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var calls []rfCall
 	requested := make(chan struct{})
 	var blocked atomic.Bool
+	var reads atomic.Int32
 	b.SetHook(fake.MethodAny, func(ctx context.Context, c fake.Call) error {
 		rc := rfCallOf(ctx, c)
 		mu.Lock()
 		calls = append(calls, rc)
 		mu.Unlock()
-		// B's first read-back after its power-on request: the task is
-		// Requested in the store. Hold it there until r1 stops.
-		if rc.Job == "B" && rc.Task == 2 && c.Method == fake.MethodPowerState && blocked.CompareAndSwap(false, true) {
+		// B's second read-back after its power-on request (the first found
+		// it still off): the task is Requested in the store. Hold it there
+		// until r1 stops.
+		if rc.Job == "B" && rc.Task == 2 && c.Method == fake.MethodPowerState && reads.Add(1) == 2 && blocked.CompareAndSwap(false, true) {
 			close(requested)
 			<-ctx.Done()
 			return ctx.Err()

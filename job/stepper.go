@@ -185,9 +185,13 @@ func BootAttemptID(j *Job, taskIndex int) string {
 	return fmt.Sprintf("%s.%d.%d.%d", j.Name, j.CreatedAt.UnixNano(), j.Generation, taskIndex)
 }
 
-// Step advances j by one bounded step: at most one BMC action and one read
-// back, or a single check. It mutates j and calls persist before the BMC is
-// touched (intent) and after each result. BMC errors do not make Step fail:
+// Step advances j until it must wait: for a power change to land, a boot, a
+// retry, or its system. Each action is preceded by its intent (persist) and
+// read back at once; a task whose effect is there completes in the same step,
+// its result stored together with the next task's intent (no BMC call lies
+// between them), and the next task's action follows. So a job whose effects
+// show at once costs one write per task plus one, and each task that must be
+// polled one more. It mutates j. BMC errors do not make Step fail:
 // transient ones are retried on later steps with backoff, permanent ones fail
 // the task and the job, both recorded in j.Status. Step returns an error only
 // when persist fails or ctx is done; the job is then unchanged in storage
@@ -213,6 +217,8 @@ type stepRun struct {
 	now     time.Time
 	log     logr.Logger
 	ep      bmc.Endpoint
+	base    context.Context // the step's ctx, bounded by the lock
+	intent  int             // 1 + the task whose intent this step stored, or 0
 }
 
 func (r *stepRun) run(ctx context.Context) (StepResult, error) {
@@ -250,11 +256,25 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 		defer cancel()
 	}
 	if fresh {
-		return r.initialize(ctx)
-	}
-	if j.CancelRequested {
+		if res, done, err := r.initialize(ctx); done {
+			return res, err
+		}
+	} else if j.CancelRequested {
 		return r.finish(ctx, conditions.ResultCanceled, conditions.ReasonCanceled, "canceled on request", conditions.ReasonCanceled)
 	}
+	r.base = ctx
+	return r.advance()
+}
+
+// advance works on the current task until the job must wait: an action is
+// sent after its intent was stored, its effect read back at once, and when
+// the effect is there the task's completion is stored together with the next
+// task's intent (no BMC call between them), and the next task's action
+// follows in the same step. So a task whose effect shows at once costs one
+// write, and a task that must be polled two.
+func (r *stepRun) advance() (StepResult, error) {
+	j := r.j
+	ctx := r.base
 	if to := j.Spec.Timeout.Duration; to > 0 && r.now.Sub(*j.Status.StartTime) >= to {
 		i := j.Status.CurrentTask
 		return r.failTask(ctx, i, conditions.ReasonTimedOut, fmt.Sprintf("job timed out after %s%s", to, lastErrSuffix(&j.Status.Tasks[i])))
@@ -284,17 +304,15 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 	defer cancel()
 	switch ts.Phase {
 	case task.PhasePending:
-		now := r.now
-		ts.Phase = task.PhaseStarted
-		ts.Attempts = 1
-		ts.StartTime = &now
-		conditions.MarkRunning(&ts.Conditions, j.Generation, "started", now)
-		conditions.MarkRunning(&j.Status.Conditions, j.Generation, fmt.Sprintf("running task %d of %d (%s)", i+1, len(j.Spec.Tasks), j.Spec.Tasks[i].Describe()), now)
+		r.startTask(i)
 		if err := r.persist(ctx, j); err != nil { // intent before action
 			return StepResult{}, err
 		}
-		return r.act(ctx, i, false)
+		return r.begin(ctx, i)
 	case task.PhaseStarted:
+		if r.intent == i+1 { // its intent was stored by this step
+			return r.act(ctx, i, false)
+		}
 		// Resumed after a crash, or retrying after a transient error: the
 		// action may or may not have reached the BMC, so look first. A
 		// retry was counted when it was scheduled (NextAttemptTime set); a
@@ -313,6 +331,32 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 	return r.failTask(ctx, i, conditions.ReasonFailed, fmt.Sprintf("unknown task phase %q in stored status", ts.Phase))
 }
 
+// startTask records (in memory) that task i starts now. A task that sends
+// nothing to the BMC (wait for boot) starts directly in phase Requested.
+func (r *stepRun) startTask(i int) {
+	j := r.j
+	ts := &j.Status.Tasks[i]
+	now := r.now
+	ts.Phase = task.PhaseStarted
+	if !kindOf(&j.Spec.Tasks[i]).usesBMC() {
+		ts.Phase = task.PhaseRequested
+		ts.RequestTime = &now
+	}
+	ts.Attempts = 1
+	ts.StartTime = &now
+	conditions.MarkRunning(&ts.Conditions, j.Generation, "started", now)
+	conditions.MarkRunning(&j.Status.Conditions, j.Generation, fmt.Sprintf("running task %d of %d (%s)", i+1, len(j.Spec.Tasks), j.Spec.Tasks[i].Describe()), now)
+	r.intent = i + 1
+}
+
+// begin acts on task i, whose intent was just stored.
+func (r *stepRun) begin(ctx context.Context, i int) (StepResult, error) {
+	if r.j.Status.Tasks[i].Phase == task.PhaseRequested {
+		return r.verify(ctx, i)
+	}
+	return r.act(ctx, i, false)
+}
+
 func lastErrSuffix(ts *task.Status) string {
 	if ts.LastError != "" {
 		return "; last error: " + ts.LastError
@@ -328,35 +372,35 @@ func (r *stepRun) taskTimeout(i int) time.Duration {
 	return kindOf(spec).defaultTimeout(&r.s.cfg)
 }
 
-// initialize (re)starts the job's status for the current generation and
-// registers its boot attempts before any task can power the server on.
-func (r *stepRun) initialize(ctx context.Context) (StepResult, error) {
+// initialize (re)starts the job's status for the current generation, in
+// memory, and registers its boot attempts before any task can power the
+// server on; the first task's intent stores it. done is true when the job
+// completed (it cannot run) or must wait.
+func (r *stepRun) initialize(ctx context.Context) (res StepResult, done bool, err error) {
 	j := r.j
 	now := r.now
 	j.Status = Status{ObservedGeneration: j.Generation, StartTime: &now, Tasks: make([]task.Status, len(j.Spec.Tasks))}
 	if err := j.Spec.Validate(); err != nil {
-		return r.finish(ctx, conditions.ResultFailed, conditions.ReasonInvalidSpec, err.Error(), conditions.ReasonSkipped)
+		res, err := r.finish(ctx, conditions.ResultFailed, conditions.ReasonInvalidSpec, err.Error(), conditions.ReasonSkipped)
+		return res, true, err
 	}
 	for i := range j.Status.Tasks {
 		conditions.MarkPending(&j.Status.Tasks[i].Conditions, j.Generation, now)
 	}
 	for i := range j.Spec.Tasks {
 		if _, ok := kindOf(&j.Spec.Tasks[i]).(bootWaiter); ok && r.s.cfg.Boot == nil {
-			return r.finish(ctx, conditions.ResultFailed, conditions.ReasonNotSupported,
+			res, err := r.finish(ctx, conditions.ResultFailed, conditions.ReasonNotSupported,
 				fmt.Sprintf("task %d (%s): no BootTracker configured for wait-for-boot tasks", i+1, j.Spec.Tasks[i].Describe()), conditions.ReasonSkipped)
+			return res, true, err
 		}
 	}
 	if err := r.openNextBoot(ctx, 0); err != nil {
-		// Not persisted: the next step retries initialization.
+		// Not stored: the next step initializes again.
 		r.log.Info("registering boot attempt failed; will retry", "error", err.Error())
 		j.Status = Status{}
-		return StepResult{RequeueAfter: r.s.cfg.Retry.Delay(1)}, nil
+		return StepResult{RequeueAfter: r.s.cfg.Retry.Delay(1)}, true, nil
 	}
-	conditions.MarkRunning(&j.Status.Conditions, j.Generation, fmt.Sprintf("starting %d tasks", len(j.Spec.Tasks)), now)
-	if err := r.persist(ctx, j); err != nil {
-		return StepResult{}, err
-	}
-	return StepResult{}, nil
+	return StepResult{}, false, nil
 }
 
 // openNextBoot opens the boot attempt of the first wait-for-boot task at or
@@ -424,19 +468,25 @@ func (r *stepRun) act(ctx context.Context, i int, recheck bool) (StepResult, err
 		}
 		return r.handleErr(ctx, i, err, false)
 	}
-	return r.requested(ctx, i)
-}
-
-func (r *stepRun) requested(ctx context.Context, i int) (StepResult, error) {
+	// Sent: read back at once. If the effect is there, the completion is
+	// the action's stored result; otherwise phase Requested is.
 	ts := &r.j.Status.Tasks[i]
 	now := r.now
 	ts.Phase = task.PhaseRequested
 	ts.RequestTime = &now
 	ts.NextAttemptTime = nil
+	ok, observed, err := k.check(cctx, r, drv, true)
+	if err != nil {
+		return r.handleErr(ctx, i, err, false)
+	}
+	r.recordWire(drv)
+	if ok {
+		return r.succeedTask(ctx, i, observed)
+	}
 	if err := r.persist(ctx, r.j); err != nil {
 		return StepResult{}, err
 	}
-	return r.verify(ctx, i)
+	return k.notYet(ctx, r, i, observed)
 }
 
 func (r *stepRun) verify(ctx context.Context, i int) (StepResult, error) {
@@ -539,11 +589,13 @@ func (r *stepRun) succeedTask(ctx context.Context, i int, observed string) (Step
 	if j.Status.CurrentTask == len(j.Spec.Tasks) {
 		return r.finish(ctx, conditions.ResultSucceeded, conditions.ReasonSucceeded, fmt.Sprintf("all %d tasks succeeded", len(j.Spec.Tasks)), "")
 	}
-	conditions.MarkRunning(&j.Status.Conditions, j.Generation, fmt.Sprintf("running task %d of %d (%s)", i+2, len(j.Spec.Tasks), j.Spec.Tasks[i+1].Describe()), now)
+	// The next task's intent goes out with this task's result: no BMC call
+	// lies between them.
+	r.startTask(i + 1)
 	if err := r.persist(ctx, j); err != nil {
 		return StepResult{}, err
 	}
-	return StepResult{}, nil
+	return r.advance()
 }
 
 func (r *stepRun) failTask(ctx context.Context, i int, reason, msg string) (StepResult, error) {

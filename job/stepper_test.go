@@ -96,6 +96,23 @@ func (e *stepEnv) reconcile(t *testing.T, j *job.Job, maxSteps int) (*job.Job, i
 	return nil, 0
 }
 
+// intentStored runs j's first step until its first write (the first task's
+// intent) and stops it there, as a process that died right after: it returns
+// the job as stored, the BMC untouched.
+func (e *stepEnv) intentStored(t *testing.T, j *job.Job) *job.Job {
+	t.Helper()
+	stop := errors.New("died")
+	_, err := e.stepper.Step(context.Background(), j, func(ctx context.Context, j *job.Job) error {
+		require.NoError(t, e.crd.persist(ctx, j))
+		return stop
+	})
+	require.ErrorIs(t, err, stop)
+	require.Empty(t, e.bmc.Calls(), "nothing sent before the intent was stored")
+	got := e.crd.load(t)
+	require.Equal(t, task.PhaseStarted, got.Status.Tasks[0].Phase)
+	return got
+}
+
 func newJob(tasks ...task.Spec) *job.Job {
 	return &job.Job{Name: "j1", Generation: 1, CreatedAt: t0, Spec: job.Spec{BMC: "redfish://10.1.0.1/redfish/v1/Systems/1", Tasks: tasks}}
 }
@@ -155,11 +172,8 @@ func TestStepPersistsIntentBeforeEveryAction(t *testing.T) {
 func TestStepPersistFailureStopsBeforeTheBMC(t *testing.T) {
 	e := newStepEnv(t, fake.Options{Power: bmc.PowerOn}, job.StepperConfig{})
 	j := newJob(powerOff)
-	res, err := e.stepper.Step(context.Background(), j, e.crd.persist) // initialize
-	require.NoError(t, err)
-	require.False(t, res.Done)
 	e.crd.failNext = errors.New("apiserver unavailable")
-	_, err = e.stepper.Step(context.Background(), j, e.crd.persist)
+	_, err := e.stepper.Step(context.Background(), j, e.crd.persist)
 	require.ErrorContains(t, err, "apiserver unavailable")
 	assert.Empty(t, e.bmc.CallsTo(fake.MethodSetPower), "no action without persisted intent")
 	assert.Equal(t, bmc.PowerOn, e.bmc.State().Power)
@@ -190,14 +204,9 @@ func TestStepJobTimeout(t *testing.T) {
 // there completes without sending the action again.
 func TestStepResumeRechecksBeforeResending(t *testing.T) {
 	e := newStepEnv(t, fake.Options{Power: bmc.PowerOff}, job.StepperConfig{})
-	j := newJob(powerOff, powerOn)
-	_, err := e.stepper.Step(context.Background(), j, e.crd.persist) // initialize
-	require.NoError(t, err)
-	// Simulate: intent persisted, action reached the BMC, then the process died.
-	j.Status.Tasks[0].Phase = task.PhaseStarted
-	j.Status.Tasks[0].Attempts = 1
-	now := t0
-	j.Status.Tasks[0].StartTime = &now
+	// Simulate: intent persisted, action reached the BMC, then the process
+	// died.
+	j := e.intentStored(t, newJob(powerOff, powerOn))
 	got, _ := e.reconcile(t, j, 50)
 	assertCompleted(t, got, conditions.ResultSucceeded)
 	for _, c := range e.bmc.CallsTo(fake.MethodSetPower) {
@@ -393,13 +402,7 @@ func TestStepCycleRetriedAfterTransientErrorReallyCycles(t *testing.T) {
 // taken as done because the server is On.
 func TestStepResumedCycleIsResent(t *testing.T) {
 	e := newStepEnv(t, fake.Options{Power: bmc.PowerOn}, job.StepperConfig{})
-	j := newJob(task.Spec{Power: &task.PowerAction{Op: task.PowerCycle}})
-	_, err := e.stepper.Step(context.Background(), j, e.crd.persist) // initialize
-	require.NoError(t, err)
-	j.Status.Tasks[0].Phase = task.PhaseStarted // died after persisting the intent
-	j.Status.Tasks[0].Attempts = 1
-	now := t0
-	j.Status.Tasks[0].StartTime = &now
+	j := e.intentStored(t, newJob(task.Spec{Power: &task.PowerAction{Op: task.PowerCycle}})) // died after persisting the intent
 	got, _ := e.reconcile(t, j, 20)
 	assertCompleted(t, got, conditions.ResultSucceeded)
 	assert.Len(t, e.bmc.CallsTo(fake.MethodSetPower), 1)
@@ -428,6 +431,8 @@ func TestStepEachWaitForBootHasItsOwnAttempt(t *testing.T) {
 		return res
 	}
 	for n := 0; n < 200 && e.crd.load(t).Status.CurrentTask < 3; n++ {
+		// (The step that completes the first wait goes on to the power
+		// tasks after it, up to the second wait.)
 		if e.crd.load(t).Status.CurrentTask == 2 && signals == 0 {
 			_, err := tr.RecordSignal(context.Background(), uuid, "", bootstate.SignalBootStateReceived, "first boot")
 			require.NoError(t, err)
@@ -435,7 +440,7 @@ func TestStepEachWaitForBootHasItsOwnAttempt(t *testing.T) {
 		}
 		step()
 	}
-	require.Equal(t, 3, e.crd.load(t).Status.CurrentTask, "first wait completed on the first boot")
+	require.GreaterOrEqual(t, e.crd.load(t).Status.CurrentTask, 3, "first wait completed on the first boot")
 	for n := 0; n < 50; n++ {
 		require.False(t, step().Done)
 	}
