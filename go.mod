@@ -6,10 +6,12 @@ require (
 	github.com/bmc-toolbox/bmclib/v2 v2.3.5
 	github.com/bougou/go-ipmi v0.9.0
 	github.com/go-logr/logr v1.4.3
+	github.com/goccy/go-json v0.12.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/stmcginnis/gofish v0.26.0
 	github.com/stretchr/testify v1.11.1
 	go.etcd.io/bbolt v1.4.3
+	golang.org/x/time v0.16.0
 )
 
 require (

@@ -27,7 +27,7 @@ type Spec struct {
 	Tasks []task.Spec `json:"tasks"`
 	// Timeout bounds the whole job. Zero means no job-level limit (each task
 	// still has its own).
-	Timeout task.Duration `json:"timeout,omitempty"`
+	Timeout task.Duration `json:"timeout,omitzero"`
 }
 
 // Status is what happened. Completed (a condition) says whether the job

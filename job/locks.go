@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -98,7 +97,7 @@ func (t *lockTable) read(ctx context.Context, system string) (lockRecord, int64,
 		return lockRecord{}, 0, err
 	}
 	var l lockRecord
-	if err := json.Unmarshal(rec.Value, &l); err != nil {
+	if err := unmarshalRecord(rec.Value, &l); err != nil {
 		// An undecodable lock protects nothing we can name: treat it as
 		// free, but only through a compare-and-swap on its revision.
 		return lockRecord{}, rec.Revision, nil
@@ -133,7 +132,7 @@ func (t *lockTable) forget(system string) {
 func (t *lockTable) write(ctx context.Context, system string, l lockRecord, rev int64, lease time.Duration) (int64, error) {
 	l.LeaseMillis = lease.Milliseconds()
 	l.Expires = t.clock.Now().Add(lease).UTC().Truncate(time.Millisecond)
-	data, err := json.Marshal(l)
+	data, err := marshalRecord(l)
 	if err != nil {
 		return 0, err
 	}
@@ -245,10 +244,10 @@ func (l *StoreLocker) Unlock(ctx context.Context, system, holder string) error {
 			return nil, storage.ErrNoChange
 		}
 		var rec lockRecord
-		if json.Unmarshal(cur.Value, &rec) == nil && rec.Holder != holder {
+		if unmarshalRecord(cur.Value, &rec) == nil && rec.Holder != holder {
 			return nil, storage.ErrNoChange
 		}
-		return json.Marshal(lockRecord{})
+		return marshalRecord(lockRecord{})
 	})
 	return err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -32,7 +31,12 @@ type Config struct {
 	Credentials CredentialsResolver
 	// Boot tracks boots for wait-for-boot tasks; see StepperConfig.
 	Boot BootTracker
-	// Workers bounds how many jobs run at once. Defaults to 16.
+	// Workers bounds how many steps run at once, i.e. jobs with BMC calls
+	// in flight; a job waiting for a power change, a boot or a retry holds
+	// no worker (and no goroutine). Defaults to 10,000: a step costs a
+	// goroutine only while its calls are in flight, and the BMCs themselves
+	// are protected per endpoint (EndpointConcurrency, the drivers' request
+	// budgets).
 	Workers int
 	// EndpointConcurrency bounds how many jobs this runner runs at once on
 	// the systems behind one endpoint (one host:port: a chassis manager, a
@@ -101,12 +105,11 @@ type Runner struct {
 	locks   *lockTable
 
 	wake chan struct{}
+	own  ownWrites
 
-	mu          sync.Mutex
-	running     map[string]bool // systems with a worker here
-	perEndpoint map[string]int  // workers here per endpoint key
-	changed     chan struct{}   // closed and replaced on every local write
-	started     bool
+	mu      sync.Mutex
+	waiters map[string]chan struct{} // per job, closed by signal
+	started bool
 
 	// Used only by the scheduling goroutine.
 	follower *storage.Follower
@@ -122,7 +125,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		return nil, errors.New("job: Config.Dialer is required")
 	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = 16
+		cfg.Workers = 10000
 	}
 	if cfg.EndpointConcurrency <= 0 {
 		cfg.EndpointConcurrency = 32
@@ -161,7 +164,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	return &Runner{
 		cfg: cfg, stepper: st, log: cfg.Logger, locks: newLockTable(cfg.Store, cfg.KeyPrefix, cfg.Clock),
 		follower: storage.NewFollower(cfg.Store, cfg.KeyPrefix+"jobs/"), queue: newQueue(),
-		wake: make(chan struct{}, 1), running: map[string]bool{}, perEndpoint: map[string]int{}, changed: make(chan struct{}),
+		wake: make(chan struct{}, 1), own: ownWrites{rev: map[string]int64{}}, waiters: map[string]chan struct{}{},
 	}, nil
 }
 
@@ -180,7 +183,7 @@ func (r *Runner) Submit(ctx context.Context, name string, spec Spec) (*Job, erro
 		return nil, fmt.Errorf("job %q: %w", name, err)
 	}
 	j := &Job{Name: name, Generation: 1, CreatedAt: r.cfg.Clock.Now().UTC(), Spec: spec}
-	data, err := json.Marshal(j)
+	data, err := marshalRecord(j)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +209,7 @@ func (r *Runner) List(ctx context.Context) ([]*Job, error) {
 	jobs := make([]*Job, 0, len(recs))
 	for _, rec := range recs {
 		var j Job
-		if err := json.Unmarshal(rec.Value, &j); err != nil {
+		if err := unmarshalRecord(rec.Value, &j); err != nil {
 			r.log.Error(err, "skipping undecodable job record", "key", rec.Key)
 			continue
 		}
@@ -230,19 +233,19 @@ func (r *Runner) Cancel(ctx context.Context, name string) error {
 			return nil, fmt.Errorf("job %q: %w", name, storage.ErrNotFound)
 		}
 		var j Job
-		if err := json.Unmarshal(cur.Value, &j); err != nil {
+		if err := unmarshalRecord(cur.Value, &j); err != nil {
 			return nil, fmt.Errorf("job %q: decoding stored record: %w", name, err)
 		}
 		if j.Completed() || j.CancelRequested {
 			return nil, storage.ErrNoChange
 		}
 		j.CancelRequested = true
-		return json.Marshal(&j)
+		return marshalRecord(&j)
 	})
 	if err != nil {
 		return err
 	}
-	r.notify()
+	r.signal(name)
 	r.poke()
 	return nil
 }
@@ -253,11 +256,11 @@ func (r *Runner) Delete(ctx context.Context, name string) error {
 }
 
 // Wait blocks until the job is Completed (or ctx is done) and returns it.
+// It wakes when this runner writes the job or sees another replica's write
+// (while started), and otherwise re-reads it every ScanInterval.
 func (r *Runner) Wait(ctx context.Context, name string) (*Job, error) {
 	for {
-		r.mu.Lock()
-		ch := r.changed
-		r.mu.Unlock()
+		ch := r.waitCh(name)
 		j, err := r.Get(ctx, name)
 		if err != nil {
 			return nil, err
@@ -274,13 +277,34 @@ func (r *Runner) Wait(ctx context.Context, name string) (*Job, error) {
 	}
 }
 
+func (r *Runner) waitCh(name string) chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch := r.waiters[name]
+	if ch == nil {
+		ch = make(chan struct{})
+		r.waiters[name] = ch
+	}
+	return ch
+}
+
+// signal wakes the waiters of job name.
+func (r *Runner) signal(name string) {
+	r.mu.Lock()
+	if ch := r.waiters[name]; ch != nil {
+		close(ch)
+		delete(r.waiters, name)
+	}
+	r.mu.Unlock()
+}
+
 func (r *Runner) load(ctx context.Context, name string) (*Job, int64, error) {
 	rec, err := r.cfg.Store.Get(ctx, r.jobKey(name))
 	if err != nil {
 		return nil, 0, fmt.Errorf("job %q: %w", name, err)
 	}
 	var j Job
-	if err := json.Unmarshal(rec.Value, &j); err != nil {
+	if err := unmarshalRecord(rec.Value, &j); err != nil {
 		return nil, 0, fmt.Errorf("job %q: decoding stored record: %w", name, err)
 	}
 	return &j, rec.Revision, nil
@@ -291,11 +315,4 @@ func (r *Runner) poke() {
 	case r.wake <- struct{}{}:
 	default:
 	}
-}
-
-func (r *Runner) notify() {
-	r.mu.Lock()
-	close(r.changed)
-	r.changed = make(chan struct{})
-	r.mu.Unlock()
 }

@@ -2,10 +2,8 @@ package job
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
@@ -14,36 +12,6 @@ import (
 
 // This file is the Runner's scheduler: per-system queues fed by the store's
 // change feed, and claiming systems through their lock records.
-
-// Start runs jobs until ctx is done, then waits for in-flight steps to stop
-// and releases its system locks (keeping each unfinished job as its system's
-// holder, so the next runner resumes it first). It returns nil after a clean
-// stop. A Runner can be started once.
-func (r *Runner) Start(ctx context.Context) error {
-	r.mu.Lock()
-	if r.started {
-		r.mu.Unlock()
-		return errors.New("job: Runner already started")
-	}
-	r.started = true
-	r.mu.Unlock()
-
-	sem := make(chan struct{}, r.cfg.Workers)
-	var wg sync.WaitGroup
-	defer func() {
-		wg.Wait()
-		_ = r.stepper.Close(context.WithoutCancel(ctx))
-	}()
-	for {
-		r.scan(ctx, sem, &wg)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-r.wake:
-		case <-r.cfg.Clock.After(r.cfg.ScanInterval):
-		}
-	}
-}
 
 // jobHead is the part of a stored job the scheduler needs; decoding only it
 // skips most of the record's allocations.
@@ -149,81 +117,6 @@ func (q *queue) unlink(e *queued) {
 	}
 }
 
-// scan applies the store's changes to the queues and claims systems while
-// workers are free. A scan costs one change-feed read (or one List on stores
-// without a feed) plus decoding only the jobs that changed.
-func (r *Runner) scan(ctx context.Context, sem chan struct{}, wg *sync.WaitGroup) {
-	events, err := r.follower.Next(ctx)
-	if err != nil && ctx.Err() == nil {
-		r.log.Error(err, "reading job changes failed; will retry")
-	}
-	prefix := r.cfg.KeyPrefix + "jobs/"
-	var noBMC []string
-	for _, ev := range events {
-		name := ev.Key[len(prefix):]
-		if ev.Type == storage.EventDelete {
-			r.queue.remove(name)
-			continue
-		}
-		var h jobHead
-		if err := json.Unmarshal(ev.Value, &h); err != nil {
-			r.log.Error(err, "skipping undecodable job record", "key", ev.Key)
-			r.queue.remove(name)
-			continue
-		}
-		if h.completed() {
-			r.queue.remove(name)
-			continue
-		}
-		e := r.queue.put(name, &h, ev.Revision)
-		if (e.cancel && !e.started) || e.sys == "" {
-			noBMC = append(noBMC, name)
-		}
-	}
-	// Jobs that complete without a BMC (canceled before they started, or
-	// with an invalid address that only a record written around Submit can
-	// have) do so now instead of after the jobs ahead of them.
-	for _, name := range noBMC {
-		r.completeWithoutBMC(ctx, name)
-	}
-	for sys, list := range r.queue.bySys {
-		if ctx.Err() != nil || len(sem) == cap(sem) {
-			return
-		}
-		head := list[0]
-		epKey := head.ep.Key()
-		r.mu.Lock()
-		skip := r.running[sys] || r.perEndpoint[epKey] >= r.cfg.EndpointConcurrency
-		r.mu.Unlock()
-		if skip {
-			continue
-		}
-		name, rev, sent, ok := r.claim(ctx, sys, head.name)
-		if !ok {
-			continue
-		}
-		sem <- struct{}{}
-		r.mu.Lock()
-		r.running[sys] = true
-		r.perEndpoint[epKey]++
-		r.mu.Unlock()
-		wg.Add(1)
-		go func(name string, ep bmc.Endpoint) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			r.work(ctx, name, ep, rev, sent)
-			r.mu.Lock()
-			delete(r.running, sys)
-			r.perEndpoint[epKey]--
-			if r.perEndpoint[epKey] == 0 {
-				delete(r.perEndpoint, epKey)
-			}
-			r.mu.Unlock()
-			r.poke() // the system (and endpoint) may have more jobs waiting
-		}(name, head.ep)
-	}
-}
-
 // claim takes system sys's lock for the job that must run on it next: the
 // lock's holder if it is unfinished (a started job is resumed before any
 // other), else head, the first of this runner's queue for sys. It returns
@@ -278,7 +171,7 @@ func (r *Runner) unfinished(ctx context.Context, name string) (bool, error) {
 		return false, err
 	}
 	var h jobHead
-	if err := json.Unmarshal(rec.Value, &h); err != nil {
+	if err := unmarshalRecord(rec.Value, &h); err != nil {
 		return false, nil // undecodable: it cannot be run
 	}
 	return !h.completed(), nil

@@ -2,9 +2,9 @@ package job
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -13,124 +13,62 @@ import (
 	"github.com/bmckit/bmckit/storage"
 )
 
-// work runs job name on its system until it completes, the lock is lost, or
-// ctx is done. Store errors pause it (with a short backoff) instead of ending
-// it, for as long as the lock is held.
-func (r *Runner) work(ctx context.Context, name string, ep bmc.Endpoint, lockRev int64, sent time.Time) {
-	sys := ep.SystemKey()
-	log := r.log.WithValues("job", name, "system", sys)
-	stub := &Job{Name: name, Spec: Spec{BMC: ep.String()}} // enough to release the connection
-	closeConn := func() { _ = r.stepper.Release(context.WithoutCancel(ctx), stub) }
-	l := r.hold(ctx, sys, name, lockRev, sent, log, closeConn)
-	completed := false
-	var last *Job // as last loaded or written
-	defer func() {
-		rev, held := l.stop()
-		// Whatever ended the work, this runner is done with the BMC: close
-		// the job's connection before the lock is released.
-		closeConn()
-		if held {
-			r.release(ctx, sys, name, rev, completed, log)
-		}
-	}()
+// This file runs one step of a held job, on a goroutine of its own while the
+// step's BMC calls are in flight (bounded by Config.Workers).
 
-	key := r.jobKey(name)
-	var cachedRev int64 // the revision last holds, if this worker wrote it
-	storeErrs := 0
-	pause := func(actx context.Context, err error, what string) bool {
-		storeErrs++
-		if storeErrs == 1 || storeErrs%20 == 0 {
-			log.Error(err, what+"; will retry", "failures", storeErrs)
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-actx.Done(): // fenced: wait for the lease instead
-			return true
-		case <-r.cfg.Clock.After(storeRetryDelay(storeErrs)):
-			return true
-		}
-	}
-	for {
-		actx, err := l.wait(ctx)
-		if err != nil {
-			return
-		}
-		rec, err := r.cfg.Store.Get(actx, key)
-		if errors.Is(err, storage.ErrNotFound) {
-			completed = true // deleted: nothing left to run
-			return
-		}
-		if err != nil {
-			if !pause(actx, err, "loading job failed") {
-				return
-			}
-			continue
-		}
-		j := last
-		if j == nil || rec.Revision != cachedRev {
-			j = new(Job)
-			if err := json.Unmarshal(rec.Value, j); err != nil {
-				log.Error(err, "decoding stored job failed; leaving it")
-				return
-			}
-		}
-		last, cachedRev = j, rec.Revision
-		if j.Completed() {
-			completed = true
-			r.notify()
-			return
-		}
-		rev := rec.Revision
-		res, err := r.stepper.Step(logr.NewContext(actx, log), j, r.persister(name, &rev))
-		cachedRev = rev
-		if err == nil {
-			storeErrs = 0
-		}
-		switch {
-		case err == nil:
-		case errors.Is(err, storage.ErrNotFound):
-			completed = true // deleted
-			return
-		case errors.Is(err, storage.ErrConflict):
-			last = nil // changed under us (cancel, spec edit): reload at once
-			continue
-		case actx.Err() != nil || ctx.Err() != nil:
-			last = nil // fenced or stopping; the status may be half written
-			continue
-		default:
-			last = nil
-			if !pause(actx, err, "step failed") {
-				return
-			}
-			continue
-		}
-		if res.Done {
-			completed = true
-			return
-		}
-		if res.RequeueAfter > 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-r.cfg.Clock.After(res.RequeueAfter):
-			}
-		}
-	}
+// stepOutcome is what a step reports back to the loop.
+type stepOutcome struct {
+	h    *held
+	j    *Job  // the job as this step left it; nil: reload
+	rev  int64 // j's revision
+	res  StepResult
+	err  error
+	done bool // completed, or deleted: release the system
 }
 
-// storeRetryDelay backs off from 100ms to 1s: short, so a worker notices the
-// end of a store outage within a second.
-func storeRetryDelay(failures int) time.Duration {
-	d := 100 * time.Millisecond << min(failures-1, 4)
-	return min(d, time.Second)
+// step loads the job if needed (j nil) and runs one Step under ctx, which
+// ends when the lease's validity does.
+func (r *Runner) step(ctx context.Context, h *held, j *Job, rev int64) stepOutcome {
+	o := stepOutcome{h: h}
+	if j == nil {
+		rec, err := r.cfg.Store.Get(ctx, r.jobKey(h.job))
+		if errors.Is(err, storage.ErrNotFound) {
+			o.done = true // deleted: nothing left to run
+			return o
+		}
+		if err != nil {
+			o.err = err
+			return o
+		}
+		j = new(Job)
+		if err := unmarshalRecord(rec.Value, j); err != nil {
+			r.log.Error(err, "decoding stored job failed; leaving it", "job", h.job)
+			o.done = true
+			return o
+		}
+		rev = rec.Revision
+	}
+	if j.Completed() {
+		o.j, o.rev, o.done = j, rev, true
+		return o
+	}
+	res, err := r.stepper.Step(logr.NewContext(ctx, h.log), j, r.persister(h.job, &rev))
+	o.res, o.err = res, err
+	switch {
+	case err == nil:
+		o.j, o.rev, o.done = j, rev, res.Done
+	case errors.Is(err, storage.ErrNotFound):
+		o.done = true // deleted
+	}
+	return o
 }
 
 // persister returns the PersistFunc of job name: a compare-and-swap on its
-// record at *rev, which it advances.
+// record at *rev, which it advances. The revisions it writes are noted, so
+// the scheduler skips their change events without decoding them.
 func (r *Runner) persister(name string, rev *int64) PersistFunc {
 	return func(ctx context.Context, j *Job) error {
-		data, err := json.Marshal(j)
+		data, err := marshalRecord(j)
 		if err != nil {
 			return err
 		}
@@ -139,10 +77,13 @@ func (r *Runner) persister(name string, rev *int64) PersistFunc {
 			return fmt.Errorf("persisting job %q: %w", name, err)
 		}
 		*rev = n
-		r.notify()
+		r.own.note(name, n)
+		if j.Completed() {
+			r.signal(name) // Wait returns completed jobs only
+		}
 		if r.cfg.OnUpdate != nil {
-			var cp Job // a deep copy: the worker keeps mutating j
-			if json.Unmarshal(data, &cp) == nil {
+			var cp Job // a deep copy: the step goes on mutating j
+			if unmarshalRecord(data, &cp) == nil {
 				r.cfg.OnUpdate(cp)
 			}
 		}
@@ -150,28 +91,67 @@ func (r *Runner) persister(name string, rev *int64) PersistFunc {
 	}
 }
 
-// release gives up the system lock held at revision rev: deleted when the
-// job completed (the next job may start), or with the job kept as holder and
-// no owner when it did not (the next runner resumes it at once). Store
-// errors are retried for up to a lease; after that the lock expires by
-// itself.
-func (r *Runner) release(ctx context.Context, sys, job string, rev int64, completed bool, log logr.Logger) {
-	ctx = context.WithoutCancel(ctx)
-	deadline := r.cfg.Clock.Now().Add(r.cfg.LeaseDuration)
-	for failures := 1; ; failures++ {
-		var err error
-		if completed {
-			err = r.cfg.Store.Delete(ctx, r.locks.key(sys), rev)
-		} else {
-			_, err = r.locks.write(ctx, sys, lockRecord{Holder: job}, rev, r.cfg.LeaseDuration)
-		}
-		if err == nil || lostRace(err) {
-			return
-		}
-		if !r.cfg.Clock.Now().Before(deadline) {
-			log.Error(err, "releasing the system lock failed; it expires after the lease")
-			return
-		}
-		<-r.cfg.Clock.After(storeRetryDelay(failures))
+// ownWrites remembers the newest revision this runner wrote per job.
+type ownWrites struct {
+	mu  sync.Mutex
+	rev map[string]int64
+}
+
+func (w *ownWrites) note(name string, rev int64) {
+	w.mu.Lock()
+	if rev > w.rev[name] {
+		w.rev[name] = rev
 	}
+	w.mu.Unlock()
+}
+
+// ownWrite reports whether the change of job name at revision rev is one
+// this runner wrote (or older than one it wrote).
+func (r *Runner) ownWrite(name string, rev int64) bool {
+	r.own.mu.Lock()
+	defer r.own.mu.Unlock()
+	w, ok := r.own.rev[name]
+	if ok && rev >= w {
+		delete(r.own.rev, name) // caught up: nothing newer of ours to skip
+	}
+	return ok && rev <= w
+}
+
+func decodeHead(data []byte, h *jobHead) error { return unmarshalRecord(data, h) }
+
+// claimWant is a system to claim, with the first job of this runner's queue
+// for it.
+type claimWant struct {
+	sys  string
+	head string
+	ep   bmc.Endpoint
+}
+
+// claimed is the result of one claim.
+type claimed struct {
+	claimWant
+	job  string // the job to run: the lock's unfinished holder, or head
+	rev  int64
+	sent time.Time
+	ok   bool
+}
+
+// claimAll claims systems concurrently, so a store with group commit
+// batches the lock writes into few commits.
+func (r *Runner) claimAll(ctx context.Context, want []claimWant) []claimed {
+	out := make([]claimed, len(want))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, storeFanOut)
+	for i, w := range want {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			job, rev, sent, ok := r.claim(ctx, w.sys, w.head)
+			out[i] = claimed{claimWant: w, job: job, rev: rev, sent: sent, ok: ok}
+		}()
+	}
+	wg.Wait()
+	return out
 }

@@ -13,8 +13,9 @@ type Duration struct {
 	time.Duration
 }
 
-// MarshalJSON encodes the duration as a string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.Duration.String()) }
+// MarshalText encodes the duration as a string (as text, so encoding/json
+// writes it without re-validating a JSON fragment).
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
 
 // UnmarshalJSON accepts "1m30s" or a number of seconds; null is a no-op.
 func (d *Duration) UnmarshalJSON(b []byte) error {

@@ -25,7 +25,7 @@ type Spec struct {
 
 	// Timeout bounds the task, retries and verification included. Zero means
 	// the runner's default (see job.Config.DefaultTaskTimeout).
-	Timeout Duration `json:"timeout,omitempty"`
+	Timeout Duration `json:"timeout,omitzero"`
 }
 
 // PowerOp is a power change.

@@ -1,0 +1,484 @@
+package job
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/storage"
+)
+
+// This file is the Runner's event loop. One goroutine owns all scheduling
+// state: the per-system queues, the systems this runner holds, and a timer
+// heap of when each held job is due for its next step. A job that waits (for
+// a power change to land, a boot, a retry) is an entry in the heap and costs
+// no goroutine; a due job gets a goroutine for one step (worker.go), bounded
+// by Config.Workers, so Workers bounds concurrent BMC calls, not jobs.
+
+// held is a system whose lock this runner holds, with the job it runs.
+type held struct {
+	sys   string
+	ep    bmc.Endpoint
+	epKey string
+	job   string
+	log   logr.Logger
+
+	lockRev      int64
+	until        time.Time // lease validity, by this runner's clock
+	renewFailing bool
+
+	j   *Job  // as last loaded or written; nil: load before the next step
+	rev int64 // j's revision
+
+	next      time.Time // when the next step is due
+	idx       int       // index in the timer heap; -1 when not in it
+	running   bool      // a step is in flight
+	cancel    context.CancelFunc
+	storeErrs int
+	lost      bool
+	done      bool // the job completed (or was deleted)
+}
+
+// dueHeap orders held systems by when their next step is due.
+type dueHeap []*held
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].next.Before(h[j].next) }
+func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i]; h[i].idx = i; h[j].idx = j }
+func (h *dueHeap) Push(x any)        { e := x.(*held); e.idx = len(*h); *h = append(*h, e) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	e.idx = -1
+	return e
+}
+
+// loop is the state of one Start.
+type loop struct {
+	r        *Runner
+	ctx      context.Context
+	held     map[string]*held // by system
+	due      dueHeap
+	fenced   map[*held]bool // due, but the lease lapsed: waiting for renewal
+	running  int
+	steps    chan stepOutcome
+	claims   chan []claimed
+	renewals chan []renewal
+	claiming bool
+	renewing bool
+
+	nextScan  time.Time
+	nextRenew time.Time
+	nextFence time.Time // the earliest lease validity end among held systems
+	wg        sync.WaitGroup // steps and background releases
+}
+
+// Start runs jobs until ctx is done, then waits for in-flight steps to stop
+// and releases its system locks (keeping each unfinished job as its system's
+// holder, so the next runner resumes it first). It returns nil after a clean
+// stop. A Runner can be started once.
+func (r *Runner) Start(ctx context.Context) error {
+	r.mu.Lock()
+	if r.started {
+		r.mu.Unlock()
+		return errors.New("job: Runner already started")
+	}
+	r.started = true
+	r.mu.Unlock()
+
+	l := &loop{
+		r: r, ctx: ctx, held: map[string]*held{}, fenced: map[*held]bool{},
+		steps: make(chan stepOutcome, 64), claims: make(chan []claimed, 1), renewals: make(chan []renewal, 1),
+	}
+	now := r.cfg.Clock.Now()
+	l.nextRenew = now.Add(r.cfg.LeaseDuration / 3)
+	defer func() {
+		l.stop()
+		_ = r.stepper.Close(context.WithoutCancel(ctx))
+	}()
+	for {
+		now := r.cfg.Clock.Now()
+		if !now.Before(l.nextScan) {
+			l.scan()
+			l.nextScan = r.cfg.Clock.Now().Add(r.cfg.ScanInterval)
+		}
+		if !l.renewing && !now.Before(l.nextRenew) {
+			l.renew()
+		}
+		if !l.nextFence.IsZero() && !now.Before(l.nextFence) {
+			l.fence(now)
+		}
+		l.launchDue(now)
+		wait := l.nextScan.Sub(now)
+		if !l.renewing {
+			wait = min(wait, l.nextRenew.Sub(now))
+		}
+		if !l.nextFence.IsZero() {
+			wait = min(wait, l.nextFence.Sub(now))
+		}
+		if len(l.due) > 0 && l.running < r.cfg.Workers {
+			wait = min(wait, l.due[0].next.Sub(now))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.wake:
+			l.nextScan = time.Time{}
+		case o := <-l.steps:
+			l.stepped(o)
+		case cs := <-l.claims:
+			l.claimed(cs)
+		case rs := <-l.renewals:
+			l.renewed(rs)
+		case <-r.cfg.Clock.After(max(wait, 0)):
+		}
+	}
+}
+
+// scan applies the store's changes to the queues, completes jobs that need no
+// BMC, and starts claiming free systems. The runner's own writes are skipped
+// without decoding them (their revisions are known).
+func (l *loop) scan() {
+	r := l.r
+	events, err := r.follower.Next(l.ctx)
+	if err != nil && l.ctx.Err() == nil {
+		r.log.Error(err, "reading job changes failed; will retry")
+	}
+	prefix := r.cfg.KeyPrefix + "jobs/"
+	var noBMC []string
+	for _, ev := range events {
+		name := ev.Key[len(prefix):]
+		if ev.Type == storage.EventDelete {
+			r.queue.remove(name)
+			r.signal(name)
+			continue
+		}
+		if r.ownWrite(name, ev.Revision) {
+			continue
+		}
+		var h jobHead
+		if err := decodeHead(ev.Value, &h); err != nil {
+			r.log.Error(err, "skipping undecodable job record", "key", ev.Key)
+			r.queue.remove(name)
+			continue
+		}
+		if h.completed() {
+			r.signal(name) // another replica completed it
+		}
+		if e := r.queue.jobs[name]; e != nil {
+			if hd := l.held[e.sys]; hd != nil && hd.job == name {
+				// Changed under the job this runner runs (a cancel, a spec
+				// edit): reload it, and look at it now.
+				hd.j = nil
+				l.schedule(hd, r.cfg.Clock.Now())
+			}
+		}
+		if h.completed() {
+			r.queue.remove(name)
+			continue
+		}
+		e := r.queue.put(name, &h, ev.Revision)
+		if (e.cancel && !e.started) || e.sys == "" {
+			noBMC = append(noBMC, name)
+		}
+	}
+	for _, name := range noBMC {
+		r.completeWithoutBMC(l.ctx, name)
+	}
+	l.claim()
+}
+
+// claim takes the locks of free systems with queued jobs, concurrently, in
+// the background; claimed receives the results.
+func (l *loop) claim() {
+	if l.claiming || l.ctx.Err() != nil {
+		return
+	}
+	r := l.r
+	perEndpoint := map[string]int{}
+	for _, h := range l.held {
+		perEndpoint[h.epKey]++
+	}
+	var want []claimWant
+	for sys, list := range r.queue.bySys {
+		if l.held[sys] != nil {
+			continue
+		}
+		head := list[0]
+		epKey := head.ep.Key()
+		if perEndpoint[epKey] >= r.cfg.EndpointConcurrency {
+			continue
+		}
+		perEndpoint[epKey]++
+		want = append(want, claimWant{sys: sys, head: head.name, ep: head.ep})
+	}
+	if len(want) == 0 {
+		return
+	}
+	l.claiming = true
+	go func() { l.claims <- r.claimAll(l.ctx, want) }()
+}
+
+// claimed takes in the systems a claim batch got.
+func (l *loop) claimed(cs []claimed) {
+	l.claiming = false
+	now := l.r.cfg.Clock.Now()
+	for _, c := range cs {
+		if !c.ok {
+			continue
+		}
+		h := &held{sys: c.sys, ep: c.ep, epKey: c.ep.Key(), job: c.job, lockRev: c.rev, until: l.r.validUntil(c.sent), idx: -1,
+			log: l.r.log.WithValues("job", c.job, "system", c.sys)}
+		l.held[c.sys] = h
+		l.noteUntil(h.until)
+		l.schedule(h, now)
+	}
+}
+
+// noteUntil keeps nextFence at the earliest lease validity end.
+func (l *loop) noteUntil(t time.Time) {
+	if l.nextFence.IsZero() || t.Before(l.nextFence) {
+		l.nextFence = t
+	}
+}
+
+// fence stops work on every held system whose lease's validity ended: its
+// in-flight step is canceled (no BMC request goes out after this), its BMC
+// connection closed within the lease's margin (so a runner that takes over is
+// alone on the BMC), and it waits for a renewal to succeed.
+func (l *loop) fence(now time.Time) {
+	l.nextFence = time.Time{}
+	for _, h := range l.held {
+		if h.lost {
+			continue
+		}
+		if now.Before(h.until) {
+			l.noteUntil(h.until)
+			continue
+		}
+		if l.fenced[h] {
+			continue
+		}
+		h.log.Info("system lock not renewed in time; pausing BMC calls until it is")
+		l.fenced[h] = true
+		if h.idx >= 0 {
+			heap.Remove(&l.due, h.idx)
+		}
+		if h.running {
+			h.cancel()
+		}
+		l.wg.Add(1)
+		go func(name string, ep bmc.Endpoint) {
+			defer l.wg.Done()
+			_ = l.r.stepper.Release(context.WithoutCancel(l.ctx), &Job{Name: name, Spec: Spec{BMC: ep.String()}})
+		}(h.job, h.ep)
+	}
+}
+
+// schedule makes h due at t (or earlier, if it already is).
+func (l *loop) schedule(h *held, t time.Time) {
+	if h.running || h.done || h.lost {
+		return
+	}
+	if l.fenced[h] {
+		return // due once its lease is renewed
+	}
+	if h.idx >= 0 {
+		if t.Before(h.next) {
+			h.next = t
+			heap.Fix(&l.due, h.idx)
+		}
+		return
+	}
+	h.next = t
+	heap.Push(&l.due, h)
+}
+
+// launchDue starts steps for due jobs while workers are free. A job whose
+// lease lapsed waits for its renewal instead.
+func (l *loop) launchDue(now time.Time) {
+	for len(l.due) > 0 && l.running < l.r.cfg.Workers && !l.due[0].next.After(now) {
+		h := heap.Pop(&l.due).(*held)
+		if !now.Before(h.until) {
+			l.fenced[h] = true
+			continue
+		}
+		// The loop cancels the step if the lease lapses while it runs
+		// (fence); renewals extend the lease meanwhile.
+		ctx, cancel := context.WithCancel(l.ctx)
+		h.running, h.cancel = true, cancel
+		l.running++
+		l.wg.Add(1)
+		j, rev := h.j, h.rev
+		go func() {
+			defer l.wg.Done()
+			defer cancel()
+			l.steps <- l.r.step(ctx, h, j, rev)
+		}()
+	}
+}
+
+// stepped takes in one step's outcome.
+func (l *loop) stepped(o stepOutcome) {
+	r, h := l.r, o.h
+	h.running, h.cancel = false, nil
+	l.running--
+	now := r.cfg.Clock.Now()
+	h.j, h.rev = o.j, o.rev
+	switch {
+	case h.lost:
+		l.drop(h, false)
+		return
+	case o.done:
+		h.done = true
+		l.drop(h, true)
+		return
+	case o.err == nil:
+		h.storeErrs = 0
+		l.schedule(h, now.Add(o.res.RequeueAfter))
+	case errors.Is(o.err, storage.ErrConflict):
+		h.j = nil // changed under us (cancel, spec edit): reload at once
+		l.schedule(h, now)
+	case l.ctx.Err() != nil:
+		h.j = nil
+	case l.fenced[h]:
+		h.j = nil // the lease lapsed mid-step; the status may be half written
+	default:
+		h.j = nil
+		h.storeErrs++
+		if h.storeErrs == 1 || h.storeErrs%20 == 0 {
+			r.log.Error(o.err, "step failed; will retry", "job", h.job, "failures", h.storeErrs)
+		}
+		l.schedule(h, now.Add(storeRetryDelay(h.storeErrs)))
+	}
+}
+
+// drop forgets a held system: its job completed (the lock is deleted), or
+// the lock was lost (nothing to release). The job's BMC connection is closed
+// first, so the next job or runner is alone on the BMC.
+func (l *loop) drop(h *held, completed bool) {
+	r := l.r
+	delete(l.held, h.sys)
+	if completed {
+		// The queue learns of other runners' completions from the change
+		// feed; this runner's own writes are skipped there.
+		r.queue.remove(h.job)
+	}
+	delete(l.fenced, h)
+	if h.idx >= 0 {
+		heap.Remove(&l.due, h.idx)
+	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		_ = r.stepper.Release(context.WithoutCancel(l.ctx), &Job{Name: h.job, Spec: Spec{BMC: h.ep.String()}})
+		if completed && !h.lost {
+			r.release(l.ctx, h.sys, h.job, h.lockRev, true)
+			r.poke() // the system may have more jobs
+		}
+	}()
+	r.signal(h.job)
+}
+
+// renew starts renewing every held lock in the background.
+func (l *loop) renew() {
+	var hs []*held
+	for _, h := range l.held {
+		if !h.lost {
+			hs = append(hs, h)
+		}
+	}
+	if len(hs) == 0 {
+		l.nextRenew = l.r.cfg.Clock.Now().Add(l.r.cfg.LeaseDuration / 3)
+		return
+	}
+	l.renewing = true
+	go l.r.renewAll(l.ctx, hs, l.renewals)
+}
+
+// renewed takes in a renewal batch: extended leases, lost ones, and failures
+// to retry soon.
+func (l *loop) renewed(rs []renewal) {
+	r := l.r
+	l.renewing = false
+	now := r.cfg.Clock.Now()
+	failing := false
+	for _, x := range rs {
+		h := x.h
+		if l.held[h.sys] != h {
+			continue // dropped meanwhile
+		}
+		switch {
+		case x.err == nil:
+			h.lockRev, h.until = x.rev, r.validUntil(x.sent)
+			l.noteUntil(h.until)
+			if h.renewFailing {
+				r.log.Info("system lock renewed after store errors", "system", h.sys, "job", h.job)
+			}
+			h.renewFailing = false
+			if l.fenced[h] {
+				delete(l.fenced, h)
+				l.schedule(h, now)
+			}
+		case l.ctx.Err() != nil:
+		case lostRace(x.err):
+			r.log.Info("lost the system lock to another runner; stopping the job here", "system", h.sys, "job", h.job)
+			h.lost = true
+			if h.running {
+				h.cancel() // stepped drops it
+			} else {
+				l.drop(h, false)
+			}
+		default:
+			if !h.renewFailing {
+				r.log.Error(x.err, "renewing the system lock failed; will retry", "system", h.sys, "job", h.job)
+			}
+			h.renewFailing = true
+			failing = true
+		}
+	}
+	every := r.cfg.LeaseDuration / 3
+	if failing {
+		every = max(r.cfg.LeaseDuration/30, 100*time.Millisecond)
+	}
+	l.nextRenew = now.Add(every)
+}
+
+// stop waits for in-flight steps (their ctx is done), then releases every
+// held lock: deleted for completed jobs, and kept with the job as holder and
+// no owner for unfinished ones, so the next runner resumes them at once.
+func (l *loop) stop() {
+	r := l.r
+	for l.running > 0 {
+		l.stepped(<-l.steps)
+	}
+	if l.claiming {
+		l.claimed(<-l.claims) // so their locks are released below
+	}
+	if l.renewing {
+		l.renewed(<-l.renewals)
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, storeFanOut)
+	for _, h := range l.held {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			_ = r.stepper.Release(context.WithoutCancel(l.ctx), &Job{Name: h.job, Spec: Spec{BMC: h.ep.String()}})
+			if !h.lost {
+				r.release(l.ctx, h.sys, h.job, h.lockRev, h.done)
+			}
+		}()
+	}
+	wg.Wait()
+	l.wg.Wait()
+}
