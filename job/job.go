@@ -82,7 +82,7 @@ var ErrInvalidSpec = errors.New("invalid job spec")
 // Validate checks the spec; errors wrap ErrInvalidSpec and name the field by
 // its JSON path, e.g. `tasks[1].power.op: "of" is not one of ...`.
 func (s *Spec) Validate() error {
-	if _, err := bmc.ParseEndpoint(s.BMC); err != nil {
+	if _, err := parseEndpoint(s.BMC); err != nil {
 		return fmt.Errorf("%w: bmc: %v", ErrInvalidSpec, err)
 	}
 	if len(s.Tasks) == 0 {

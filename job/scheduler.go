@@ -75,7 +75,7 @@ func (q *queue) put(name string, h *jobHead, rev int64) *queued {
 	e := q.jobs[name]
 	if e == nil {
 		e = &queued{name: name, seq: rev}
-		if ep, err := bmc.ParseEndpoint(h.Spec.BMC); err == nil {
+		if ep, err := parseEndpoint(h.Spec.BMC); err == nil {
 			e.ep, e.sys = ep, ep.SystemKey()
 		}
 		q.jobs[name] = e
@@ -186,7 +186,7 @@ func (r *Runner) completeWithoutBMC(ctx context.Context, name string) {
 	if err != nil || j.Completed() {
 		return
 	}
-	if _, epErr := bmc.ParseEndpoint(j.Spec.BMC); epErr == nil && !(j.CancelRequested && j.Status.StartTime == nil) {
+	if _, epErr := parseEndpoint(j.Spec.BMC); epErr == nil && !(j.CancelRequested && j.Status.StartTime == nil) {
 		return
 	}
 	_, err = r.stepper.Step(ctx, j, r.persister(name, &rev))

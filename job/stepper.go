@@ -162,7 +162,7 @@ func (s *Stepper) Pool() *ConnPool { return s.pool }
 // (the endpoint's shared session closes once no system uses it) and, with
 // Locks, unlocks the system if the job holds it. Step calls it by itself when a job completes. Idempotent.
 func (s *Stepper) Release(ctx context.Context, j *Job) error {
-	ep, err := bmc.ParseEndpoint(j.Spec.BMC)
+	ep, err := parseEndpoint(j.Spec.BMC)
 	if err != nil {
 		return nil // never dialed, never locked
 	}
@@ -223,7 +223,7 @@ type stepRun struct {
 
 func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 	j := r.j
-	ep, epErr := bmc.ParseEndpoint(j.Spec.BMC)
+	ep, epErr := parseEndpoint(j.Spec.BMC)
 	r.ep = ep
 	if j.Completed() {
 		// Done here, or completed by a step whose unlock failed: release

@@ -68,11 +68,18 @@ func (r *Runner) step(ctx context.Context, h *held, j *Job, rev int64) stepOutco
 // the scheduler skips their change events without decoding them.
 func (r *Runner) persister(name string, rev *int64) PersistFunc {
 	return func(ctx context.Context, j *Job) error {
-		data, err := marshalRecord(j)
-		if err != nil {
+		var n int64
+		err := encodePooled(j, func(data []byte) error {
+			var err error
+			n, err = r.cfg.Store.Update(ctx, r.jobKey(name), data, *rev)
+			if err == nil && r.cfg.OnUpdate != nil {
+				var cp Job // a deep copy: the step goes on mutating j
+				if unmarshalRecord(data, &cp) == nil {
+					defer r.cfg.OnUpdate(cp)
+				}
+			}
 			return err
-		}
-		n, err := r.cfg.Store.Update(ctx, r.jobKey(name), data, *rev)
+		})
 		if err != nil {
 			return fmt.Errorf("persisting job %q: %w", name, err)
 		}
@@ -80,12 +87,6 @@ func (r *Runner) persister(name string, rev *int64) PersistFunc {
 		r.own.note(name, n)
 		if j.Completed() {
 			r.signal(name) // Wait returns completed jobs only
-		}
-		if r.cfg.OnUpdate != nil {
-			var cp Job // a deep copy: the step goes on mutating j
-			if unmarshalRecord(data, &cp) == nil {
-				r.cfg.OnUpdate(cp)
-			}
 		}
 		return nil
 	}
