@@ -76,7 +76,7 @@ type loop struct {
 
 	nextScan  time.Time
 	nextRenew time.Time
-	nextFence time.Time // the earliest lease validity end among held systems
+	nextFence time.Time      // the earliest lease validity end among held systems
 	wg        sync.WaitGroup // steps and background releases
 }
 
