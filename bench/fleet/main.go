@@ -1,0 +1,584 @@
+// Command fleet measures job.Runner at fleet scale. N netboot jobs (power
+// off, PXE once in UEFI mode, power on), one per system, are submitted
+// before the runners start (queued, from 64 goroutines at once so a durable
+// store's group commit batches the creates); the clock starts at
+// Runner.Start and stops at the last job's completion write. The systems
+// are bmc/fake BMCs whose every call takes -latency, or redfishtest
+// endpoints reached through the Redfish driver; the store is memstore,
+// boltstore or PostgreSQL, shared by one or three replicas. One job is run
+// alone first, in the same process on the same store, as the ideal.
+//
+// It prints a Markdown table row with wall time, the ideal, CPU per task
+// (getrusage: the stable figure on a shared machine), store writes per job,
+// memory and goroutines per job, and whether every job Succeeded with each
+// state-changing BMC call sent exactly once, followed by the details.
+//
+//	go run ./bench/fleet -target fake -n 10000 -latency 50ms -store memstore
+//	go run ./bench/fleet -target fake -n 3000 -store postgres -replicas 3
+//	go run ./bench/fleet -target redfish -n 200 -endpoints 4
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/storage/boltstore"
+	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/storage/sqlstore"
+	"github.com/bmckit/bmckit/storage/sqlstore/postgres"
+)
+
+type config struct {
+	target              string
+	n                   int
+	latency             time.Duration
+	store               string
+	replicas            int
+	workers             int
+	endpointConcurrency int
+	endpoints           int
+	powerDelay          time.Duration
+	submitters          int
+	dsn                 string
+	timeout             time.Duration
+}
+
+const keyPrefix = "bmckit/"
+
+func main() {
+	var c config
+	flag.StringVar(&c.target, "target", "fake", "fake (bmc/fake BMCs, one per job) or redfish (redfishtest endpoints, Redfish driver)")
+	flag.IntVar(&c.n, "n", 1000, "jobs, one per system")
+	flag.DurationVar(&c.latency, "latency", 50*time.Millisecond, "fake: latency of every BMC call (Dial and Close included)")
+	flag.StringVar(&c.store, "store", "memstore", "memstore, boltstore (a file in a temp dir) or postgres (a fresh schema, dropped at the end)")
+	flag.IntVar(&c.replicas, "replicas", 1, "runners sharing the store, each with its own Store (its own pool on postgres); boltstore: 1 only")
+	flag.IntVar(&c.workers, "workers", 0, "job.Config.Workers (0: the job package's default)")
+	flag.IntVar(&c.endpointConcurrency, "endpoint-concurrency", 0, "job.Config.EndpointConcurrency (0: the job package's default)")
+	flag.IntVar(&c.endpoints, "endpoints", 4, "redfish: simulated endpoints the systems are spread over")
+	flag.DurationVar(&c.powerDelay, "power-delay", 2*time.Second, "redfish: how long a power change takes to land")
+	flag.IntVar(&c.submitters, "submitters", 64, "goroutines submitting the jobs")
+	flag.StringVar(&c.dsn, "dsn", envOr("BMCKIT_BENCH_POSTGRES_DSN", "postgres://bmckit:bmckit@127.0.0.1:5432/bmckit?sslmode=disable"),
+		"postgres: server DSN (default from BMCKIT_BENCH_POSTGRES_DSN)")
+	flag.DurationVar(&c.timeout, "timeout", 15*time.Minute, "give up (and report the unfinished jobs) after this long")
+	flag.Usage = func() {
+		out := flag.CommandLine.Output()
+		fmt.Fprintf(out, "Usage: go run ./bench/fleet [flags]\n\n")
+		fmt.Fprintf(out, "Runs N netboot jobs (power off, PXE once, power on), one per system, queued before\n")
+		fmt.Fprintf(out, "job.Runner starts, and prints a Markdown table row: wall time against one job run alone,\n")
+		fmt.Fprintf(out, "CPU per task, store writes, memory and goroutines per job, and correctness (every job\n")
+		fmt.Fprintf(out, "Succeeded, each state-changing BMC call exactly once per system).\n\n")
+		fmt.Fprintf(out, "Examples:\n")
+		fmt.Fprintf(out, "  go run ./bench/fleet -target fake -n 10000 -latency 50ms -store boltstore\n")
+		fmt.Fprintf(out, "  go run ./bench/fleet -target fake -n 3000 -store postgres -replicas 3\n")
+		fmt.Fprintf(out, "  go run ./bench/fleet -target redfish -n 200 -endpoints 4\n\nFlags:\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "bench/fleet: unexpected arguments %q\n", flag.Args())
+		flag.Usage()
+		os.Exit(2)
+	}
+	ok, err := run(c)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench/fleet:", err)
+		os.Exit(1)
+	}
+	if !ok {
+		os.Exit(1)
+	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func (c config) validate() error {
+	switch {
+	case c.target != "fake" && c.target != "redfish":
+		return fmt.Errorf("-target %q: want fake or redfish", c.target)
+	case c.n <= 0:
+		return fmt.Errorf("-n %d: want at least 1", c.n)
+	case c.replicas <= 0:
+		return fmt.Errorf("-replicas %d: want at least 1", c.replicas)
+	case c.store == "boltstore" && c.replicas != 1:
+		return fmt.Errorf("-store boltstore -replicas %d: a bbolt file is opened by one process at a time; use 1", c.replicas)
+	case c.store != "memstore" && c.store != "boltstore" && c.store != "postgres":
+		return fmt.Errorf("-store %q: want memstore, boltstore or postgres", c.store)
+	case c.submitters <= 0:
+		return fmt.Errorf("-submitters %d: want at least 1", c.submitters)
+	}
+	return nil
+}
+
+// openStores returns one Store per replica (memstore: one shared instance,
+// as replicas in one process would share it) and a cleanup.
+// For PostgreSQL on this machine, serverCPU reports the server's CPU time.
+func openStores(ctx context.Context, c config) (stores []storage.Store, desc string, cleanup func(), serverCPUFn func() time.Duration, err error) {
+	switch c.store {
+	case "memstore":
+		s := memstore.New()
+		stores := make([]storage.Store, c.replicas)
+		for i := range stores {
+			stores[i] = s
+		}
+		return stores, "memstore", func() {}, nil, nil
+	case "boltstore":
+		dir, err := os.MkdirTemp("", "bench-fleet-")
+		if err != nil {
+			return nil, "", nil, nil, err
+		}
+		path := filepath.Join(dir, "jobs.db")
+		s, err := boltstore.Open(path, boltstore.Options{})
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, "", nil, nil, err
+		}
+		return []storage.Store{s}, "boltstore (" + path + ")", func() {
+			_ = s.Close(context.Background())
+			_ = os.RemoveAll(dir)
+		}, nil, nil
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "bench_fleet_" + hex.EncodeToString(b)
+	var opened []*sqlstore.Store
+	cleanup = func() {
+		for i := len(opened) - 1; i >= 0; i-- {
+			if i == 0 {
+				if _, err := opened[0].DB().ExecContext(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+					fmt.Fprintf(os.Stderr, "bench/fleet: dropping schema %s: %v (drop it by hand)\n", schema, err)
+				}
+			}
+			_ = opened[i].Close(context.Background())
+		}
+	}
+	stores = make([]storage.Store, c.replicas)
+	for i := range stores {
+		// One after the other: each Open applies the migrations.
+		s, err := postgres.Open(ctx, c.dsn, postgres.Options{Store: sqlstore.Options{Schema: schema}})
+		if err != nil {
+			cleanup()
+			return nil, "", nil, nil, err
+		}
+		opened = append(opened, s)
+		stores[i] = s
+	}
+	return stores, fmt.Sprintf("PostgreSQL schema %s, one pool per replica (default size)", schema), cleanup, serverCPU(ctx, opened[0].DB()), nil
+}
+
+// runnerConfig is the Config every runner of the scenario gets.
+func runnerConfig(c config, s storage.Store, d job.Config) job.Config {
+	d.Store = s
+	d.Workers = c.workers
+	d.EndpointConcurrency = c.endpointConcurrency
+	return d
+}
+
+// probe runs one job alone on the first replica's store, under its own key
+// prefix, against the target's lone system, and returns how long it took
+// from Runner.Start to its completion write and when that was.
+func probe(ctx context.Context, c config, store storage.Store, tgt target) (time.Duration, time.Time, error) {
+	const prefix = "bmckit-probe/"
+	counts := newWriteCounts()
+	cs, err := newCountingStore(store, prefix, counts, nil)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	r, err := job.NewRunner(runnerConfig(c, cs, job.Config{Dialer: tgt.probeDialer(), Credentials: tgt.creds(), KeyPrefix: prefix, Owner: "fleet-probe"}))
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	if _, err := r.Submit(ctx, "probe", tgt.probeSpec()); err != nil {
+		return 0, time.Time{}, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	t0 := time.Now()
+	go func() { done <- r.Start(rctx) }()
+	wctx, wcancel := context.WithTimeout(ctx, c.timeout)
+	defer wcancel()
+	j, err := r.Wait(wctx, "probe")
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("the lone job did not complete: %w", err)
+	}
+	if j.Status.Result != conditions.ResultSucceeded {
+		return 0, time.Time{}, fmt.Errorf("the lone job ended %s: %s", j.Status.Result, j.Status.Message)
+	}
+	// Wait returns after the completion write; the counting store must
+	// have recognized it (its check reads the JSON without decoding it).
+	counts.mu.Lock()
+	at, ok := counts.completed["probe"]
+	counts.mu.Unlock()
+	if !ok {
+		return 0, time.Time{}, fmt.Errorf("the counting store did not recognize the lone job's completion write; fix completedRecord for the record format")
+	}
+	for counts.released.Load() == 0 && time.Since(at) < 10*time.Second {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		return 0, time.Time{}, err
+	}
+	return at.Sub(t0), at, nil
+}
+
+// result is what one scenario measured.
+type result struct {
+	wall, one, formula     time.Duration
+	formulaText, callsText string
+	cpu                    time.Duration
+	serverCPU              time.Duration // PostgreSQL's, -1 if unknown
+	counts                 *writeCounts
+	samples                []sample
+	g0                     int
+	heap0, heapSubmitted   uint64
+	rssPeakKB, rss0KB      int64
+	rssReset               bool
+	freed                  time.Duration // Start to the last lock released
+	jobs                   []*job.Job
+	timedOut               bool
+	submit                 time.Duration
+}
+
+func run(c config) (bool, error) {
+	if err := c.validate(); err != nil {
+		return false, err
+	}
+	ctx := context.Background()
+	startedAt := time.Now().UTC()
+	load0 := loadAvg()
+
+	var tgt target
+	var err error
+	if c.target == "fake" {
+		tgt, err = newFakeTarget(c.n, c.latency)
+	} else {
+		tgt, err = newRedfishTarget(c.n, c.endpoints, c.powerDelay)
+	}
+	if err != nil {
+		return false, err
+	}
+	defer tgt.close()
+	stores, storeDesc, cleanup, srvCPU, err := openStores(ctx, c)
+	if err != nil {
+		return false, err
+	}
+	defer cleanup()
+
+	var res result
+	var probeAt time.Time
+	res.one, probeAt, err = probe(ctx, c, stores[0], tgt)
+	if err != nil {
+		return false, err
+	}
+	ncalls, calls := tgt.probeCalls(probeAt)
+	res.formula, res.formulaText = tgt.formula(ncalls)
+	res.callsText = calls
+
+	// The fleet run.
+	res.counts = newWriteCounts()
+	tr := &tracker{}
+	runners := make([]*job.Runner, c.replicas)
+	for i := range runners {
+		cs, err := newCountingStore(stores[i], keyPrefix, res.counts, tr)
+		if err != nil {
+			return false, err
+		}
+		runners[i], err = job.NewRunner(runnerConfig(c, cs, job.Config{
+			Dialer: trackedDialer{d: tgt.dialer(), t: tr}, Credentials: tgt.creds(), Owner: fmt.Sprintf("fleet-replica-%d", i),
+		}))
+		if err != nil {
+			return false, err
+		}
+	}
+	runtime.GC()
+	res.heap0 = liveHeap()
+	names := make([]string, c.n)
+	for i := range names {
+		names[i] = fmt.Sprintf("fleet-%05d", i)
+	}
+	s0 := time.Now()
+	if err := submitAll(ctx, c, runners, tgt, names); err != nil {
+		return false, err
+	}
+	res.submit = time.Since(s0)
+	runtime.GC()
+	res.heapSubmitted = liveHeap()
+	res.g0 = runtime.NumGoroutine()
+	res.rss0KB = procStatusKB("VmRSS")
+	res.rssReset = resetPeakRSS()
+
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, len(runners))
+	smp := startSampler(tr, 10*time.Millisecond)
+	res.serverCPU = -1
+	var srv0 time.Duration
+	if srvCPU != nil {
+		srv0 = srvCPU()
+	}
+	cpu0 := cpuTime()
+	t0 := time.Now()
+	for _, r := range runners {
+		go func() { done <- r.Start(rctx) }()
+	}
+	deadline := t0.Add(c.timeout)
+	for res.counts.ncompleted.Load() < int64(c.n) {
+		if time.Now().After(deadline) {
+			res.timedOut = true
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	res.cpu = cpuTime() - cpu0
+	if srvCPU != nil {
+		res.serverCPU = srvCPU() - srv0
+	}
+	res.samples = smp.stop()
+	res.rssPeakKB = procStatusKB("VmHWM")
+	if !res.timedOut {
+		res.wall = res.counts.lastCompletion().Sub(t0)
+		// Every completed job's lock is deleted right after; wait for that.
+		for res.counts.released.Load() < int64(c.n) && time.Since(t0) < c.timeout {
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	if n := res.counts.released.Load(); n > 0 {
+		res.freed = time.Unix(0, res.counts.lastRelease.Load()).Sub(t0)
+	}
+	cancel()
+	for range runners {
+		if err := <-done; err != nil {
+			return false, err
+		}
+	}
+	res.jobs, err = runners[0].List(ctx)
+	if err != nil {
+		return false, err
+	}
+	ok := report(c, res, tgt, storeDesc, startedAt, load0)
+	return ok, nil
+}
+
+// submitAll submits job i through runner i%replicas from c.submitters
+// goroutines at once.
+func submitAll(ctx context.Context, c config, runners []*job.Runner, tgt target, names []string) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, c.submitters)
+	for range c.submitters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(names) {
+					return
+				}
+				if _, err := runners[i%len(runners)].Submit(ctx, names[i], tgt.spec(i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func report(c config, res result, tgt target, storeDesc string, startedAt time.Time, load0 string) bool {
+	n := float64(c.n)
+	// Correctness.
+	byResult := map[string]int{}
+	reran := 0
+	var failures []string
+	for _, j := range res.jobs {
+		r := string(j.Status.Result)
+		if !j.Completed() {
+			r = fmt.Sprintf("unfinished (task %d)", j.Status.CurrentTask+1)
+		}
+		byResult[r]++
+		if j.Status.Result != conditions.ResultSucceeded && len(failures) < 5 {
+			failures = append(failures, fmt.Sprintf("%s: %s %s: %s", j.Name, r, j.Status.Reason, j.Status.Message))
+		}
+		for _, ts := range j.Status.Tasks {
+			if ts.Attempts != 1 {
+				reran++
+			}
+		}
+	}
+	allOK := byResult[string(conditions.ResultSucceeded)] == c.n && len(res.jobs) == c.n && !res.timedOut
+	violations, onceSummary := tgt.verify()
+	once := len(violations) == 0 && reran == 0 && res.counts.dupes == 0
+
+	workers := "default"
+	if c.workers > 0 {
+		workers = fmt.Sprint(c.workers)
+	}
+	wall, ratio := "timed out", "-"
+	if !res.timedOut {
+		wall = fmtDur(res.wall)
+		ratio = fmt.Sprintf("%.2f", res.wall.Seconds()/res.one.Seconds())
+	}
+	tasks := n * tasksPerJob
+	jw, sw := float64(res.counts.jobWrites())/n, float64(res.counts.systemWrites())/n
+	var peakG int
+	var peakHeap uint64
+	var maxOpen, maxInCall int64
+	var mostWaiting sample
+	for _, s := range res.samples {
+		peakG = max(peakG, s.goroutines)
+		peakHeap = max(peakHeap, s.liveHeap)
+		maxOpen = max(maxOpen, s.open)
+		maxInCall = max(maxInCall, s.inCall)
+		if s.waiting() > mostWaiting.waiting() || s.waiting() == mostWaiting.waiting() && s.active() < mostWaiting.active() {
+			mostWaiting = s
+		}
+	}
+	heapPerJob := float64(int64(peakHeap)-int64(res.heap0)) / n
+	perActive, perWaiting, fitOK := goroutineFit(res.samples, max(10, int64(c.n)/4))
+	// Goroutines per waiting job: at the sample where the most jobs waited
+	// between steps, the goroutines above the count at Start, less one per
+	// job in a step (each runs on a goroutine of its own), per waiting job.
+	// An upper bound: the runner's own goroutines and HTTP connections
+	// count too.
+	// On the fake, power lands at once and a job runs in one step: a job
+	// "waiting" by the sampler's count is one mid-step on a busy CPU.
+	gw := "n/a (no job waited)"
+	if c.target == "fake" {
+		gw = "n/a (jobs never wait: power lands at once)"
+	} else if w := mostWaiting.waiting(); w >= max(10, int64(c.n)/4) {
+		gw = fmt.Sprintf("≤ %.2f", float64(int64(mostWaiting.goroutines-res.g0)-mostWaiting.active())/float64(w))
+	}
+	yes := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "**NO**"
+	}
+	cpuCell := fmtDur(time.Duration(float64(res.cpu) / tasks))
+	if res.serverCPU >= 0 {
+		cpuCell += " + " + fmtDur(time.Duration(float64(res.serverCPU)/tasks)) + " PostgreSQL"
+	}
+	fmt.Println("| target | N | store | replicas | workers | wall | one job alone | ideal by calls | wall / one job | CPU per task | store writes per job: jobs/ + systems/ = total | live heap per job | peak RSS per job | peak goroutines (per job) | goroutines per waiting job | all Succeeded | exactly once |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Printf("| %s | %d | %s | %d | %s | %s | %s | %s (%s) | %s | %s | %.2f + %.2f = %.2f | %s | %s | %d (%.2f) | %s | %s | %s |\n",
+		c.target, c.n, c.store, c.replicas, workers, wall, fmtDur(res.one), fmtDur(res.formula), res.formulaText, ratio,
+		cpuCell, jw, sw, jw+sw, fmtBytes(heapPerJob), fmtBytes(float64(res.rssPeakKB)*1024/n),
+		peakG, float64(peakG-res.g0)/n, gw, yes(allOK), yes(once))
+	fmt.Println()
+	fmt.Printf("    go run ./bench/fleet %s\n\n", strings.Join(os.Args[1:], " "))
+	fmt.Printf("- Run at %s, load average %s before and %s after; %d CPUs (GOMAXPROCS %d), %s.\n",
+		startedAt.Format("2006-01-02 15:04 UTC"), load0, loadAvg(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
+	fmt.Printf("- Store: %s. Jobs submitted before Start from %d goroutines (%s, %.0f creates/s); the clock runs from Runner.Start to the last completion write.\n",
+		storeDesc, c.submitters, fmtDur(res.submit), n/res.submit.Seconds())
+	if !res.timedOut {
+		fmt.Printf("- Every system's lock was released %s after Start (the last job's BMC connection closes before its lock is deleted).\n", fmtDur(res.freed))
+	}
+	fmt.Printf("- One job alone (same process and store, own key prefix, before the fleet run): %s; its critical path: %s.\n", fmtDur(res.one), res.callsText)
+	fmt.Printf("- CPU: %s user+system for the whole process over the run (getrusage), %d tasks", fmtDur(res.cpu), int(tasks))
+	switch {
+	case res.serverCPU >= 0:
+		fmt.Printf("; PostgreSQL's own CPU (the cluster's postmaster and its children, from /proc; other clients of the same cluster count too): %s", fmtDur(res.serverCPU))
+	case c.store == "postgres":
+		fmt.Printf("; PostgreSQL's own CPU (another process, not found in /proc) is not included")
+	}
+	if c.target == "redfish" {
+		fmt.Printf("; the Redfish simulators run in this process and are included")
+	}
+	fmt.Println(".")
+	fc := res.counts
+	fmt.Printf("- Store writes (acknowledged), per job: jobs/ create %.2f, update %.2f, delete %.2f; systems/ (locks) create %.2f, update %.2f, delete %.2f; other %d. Refused writes (lost compare-and-swap, lock taken by another replica), not counted above: jobs/ %d, systems/ %d.\n",
+		float64(fc.jobsCreate.Load())/n, float64(fc.jobsUpdate.Load())/n, float64(fc.jobsDelete.Load())/n,
+		float64(fc.sysCreate.Load())/n, float64(fc.sysUpdate.Load())/n, float64(fc.sysDelete.Load())/n, fc.other.Load(),
+		fc.failedJobs.Load(), fc.failedSystems.Load())
+	rssNote := "VmHWM reset at Start (clear_refs)"
+	if !res.rssReset {
+		rssNote = "VmHWM since process start (clear_refs refused)"
+	}
+	fmt.Printf("- Memory: live heap (runtime/metrics /gc/heap/live:bytes) %s before submit, %s after (records and queue: %s per job), peak %s during the run; per job = (peak - before submit) / N. Peak RSS: %s, whole process (fakes or simulators included), %s; RSS at Start %s.\n",
+		fmtBytes(float64(res.heap0)), fmtBytes(float64(res.heapSubmitted)), fmtBytes(float64(int64(res.heapSubmitted)-int64(res.heap0))/n),
+		fmtBytes(float64(peakHeap)), fmtBytes(float64(res.rssPeakKB)*1024), rssNote, fmtBytes(float64(res.rss0KB)*1024))
+	fmt.Printf("- Goroutines (sampled every 10 ms, %d samples): %d at Start, peak %d; at most %d BMC connections held and %d BMC calls in flight at once.",
+		len(res.samples), res.g0, peakG, maxOpen, maxInCall)
+	if mostWaiting.waiting() > 0 && c.target != "fake" {
+		fmt.Printf(" Most jobs waiting between steps (BMC connection held, no BMC call or job-record read/write in flight): %d, with %d in a BMC call, %d in a store operation and %d goroutines in all (the table's goroutines per waiting job: those above the count at Start, less one per job in a step, per waiting job).",
+			mostWaiting.waiting(), mostWaiting.inCall, mostWaiting.inStore, mostWaiting.goroutines)
+	}
+	if fitOK && c.target != "fake" {
+		fmt.Printf(" Least-squares fit over the samples: %.2f goroutines per job in a step, %.2f per job waiting.", perActive, perWaiting)
+	}
+	fmt.Println()
+	for _, l := range tgt.notes() {
+		fmt.Println("- " + l)
+	}
+	keys := make([]string, 0, len(byResult))
+	for k := range byResult {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, byResult[k]))
+	}
+	fmt.Printf("- Results: %s (of %d submitted). Exactly once: %s; tasks with more than one attempt: %d; completion written twice: %d.\n",
+		strings.Join(parts, ", "), c.n, onceSummary, reran, fc.dupes)
+	if res.timedOut {
+		fmt.Printf("- TIMED OUT after %s with %d of %d completion writes seen.\n", c.timeout, fc.ncompleted.Load(), c.n)
+	}
+	for _, f := range failures {
+		fmt.Println("  - not Succeeded: " + f)
+	}
+	for i, v := range violations {
+		if i == 10 {
+			fmt.Printf("  - ... %d more systems\n", len(violations)-10)
+			break
+		}
+		fmt.Println("  - exactly-once violated: " + v)
+	}
+	return allOK && once
+}
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d >= 10*time.Second:
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	case d >= time.Second:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+}
+
+func fmtBytes(b float64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", b/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", b/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", b/(1<<10))
+	}
+	return fmt.Sprintf("%.0f B", b)
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+// The benchmark still runs end to end, small: its completion detector
+// (completedRecord) still recognizes the job records, every job succeeds
+// and each system sees each state-changing call once, on one and on three
+// replicas, against the fake and against redfishtest.
+func TestSmallRuns(t *testing.T) {
+	for _, c := range []config{
+		{target: "fake", n: 40, latency: time.Millisecond, store: "memstore", replicas: 1},
+		{target: "fake", n: 40, latency: time.Millisecond, store: "memstore", replicas: 3},
+		{target: "fake", n: 40, latency: time.Millisecond, store: "boltstore", replicas: 1},
+		{target: "redfish", n: 8, endpoints: 2, powerDelay: 100 * time.Millisecond, store: "memstore", replicas: 1},
+	} {
+		c.submitters, c.timeout = 8, time.Minute
+		ok, err := run(c)
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		if !ok {
+			t.Errorf("%+v: not every job Succeeded exactly once (see the report above)", c)
+		}
+	}
+}
+
+func TestCompletedRecord(t *testing.T) {
+	for _, tc := range []struct {
+		rec  string
+		want bool
+	}{
+		{`{"name":"a","spec":{"tasks":[{}]},"status":{"currentTask":0}}`, false},
+		{`{"name":"a","spec":{"tasks":[{}]},"status":{"conditions":[{"status":"True"}],"currentTask":1,"tasks":[{"result":"Succeeded"}]}}`, false},
+		{`{"name":"a","spec":{"tasks":[{}]},"status":{"conditions":[],"result":"Succeeded","currentTask":3,"tasks":[{"result":"Succeeded"}]}}`, true},
+		{`{"name":"a","spec":{"tasks":[{}]},"status":{"result":"Failed","message":"x"}}`, true},
+	} {
+		if got := completedRecord([]byte(tc.rec)); got != tc.want {
+			t.Errorf("completedRecord(%s) = %v, want %v", tc.rec, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bmckit/bmckit/storage"
+)
+
+// writeCounts counts the writes the runners sent to their Store, by key
+// prefix (jobs/ versus systems/, the lock records) and operation, and notes
+// when each job's completion was written.
+type writeCounts struct {
+	jobsCreate, jobsUpdate, jobsDelete atomic.Int64
+	sysCreate, sysUpdate, sysDelete    atomic.Int64
+	other                              atomic.Int64
+	// Writes that returned an error (a lost compare-and-swap, a lock
+	// already taken by another replica, ...), by prefix.
+	failedJobs, failedSystems atomic.Int64
+
+	released    atomic.Int64 // lock records deleted: systems freed
+	lastRelease atomic.Int64 // unix nanoseconds of the last one
+
+	ncompleted atomic.Int64
+	mu         sync.Mutex
+	completed  map[string]time.Time // job name -> when its completion write was acknowledged
+	dupes      int                  // completion writes of a job already completed
+}
+
+func newWriteCounts() *writeCounts { return &writeCounts{completed: map[string]time.Time{}} }
+
+func (c *writeCounts) jobWrites() int64 {
+	return c.jobsCreate.Load() + c.jobsUpdate.Load() + c.jobsDelete.Load()
+}
+
+func (c *writeCounts) systemWrites() int64 {
+	return c.sysCreate.Load() + c.sysUpdate.Load() + c.sysDelete.Load()
+}
+
+// lastCompletion is the latest completion write.
+func (c *writeCounts) lastCompletion() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var last time.Time
+	for _, t := range c.completed {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
+func (c *writeCounts) noteCompletion(name string, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.completed[name]; ok {
+		c.dupes++
+		return
+	}
+	c.completed[name] = at
+	c.ncompleted.Add(1)
+}
+
+// countingStore is a storage.Store that counts the writes going through it
+// into c. It keeps the change feed and compaction of the store it wraps, so
+// the Runner follows changes as it would without the wrapper.
+type countingStore struct {
+	s       storage.Store
+	feed    storage.ChangeFeed
+	jobs    string // key prefix of job records, e.g. "bmckit/jobs/"
+	systems string // key prefix of system locks, e.g. "bmckit/systems/"
+	c       *writeCounts
+	t       *tracker // counts job-record reads and writes in flight; may be nil
+}
+
+var (
+	_ storage.Store      = (*countingStore)(nil)
+	_ storage.ChangeFeed = (*countingStore)(nil)
+	_ storage.Compactor  = (*countingStore)(nil)
+)
+
+// newCountingStore wraps s, whose runners use keyPrefix (job.Config.KeyPrefix).
+// s must have a change feed, as every in-tree store does: the wrapper
+// offers one, and the Runner would find it even where s has none.
+func newCountingStore(s storage.Store, keyPrefix string, c *writeCounts, t *tracker) (*countingStore, error) {
+	feed, ok := s.(storage.ChangeFeed)
+	if !ok {
+		return nil, fmt.Errorf("store %T has no change feed (storage.ChangeFeed); the counting wrapper needs one", s)
+	}
+	return &countingStore{s: s, feed: feed, jobs: keyPrefix + "jobs/", systems: keyPrefix + "systems/", c: c, t: t}, nil
+}
+
+func (s *countingStore) count(key string, op byte, err error) {
+	var ctr *atomic.Int64
+	switch {
+	case err != nil && hasPrefix(key, s.jobs):
+		ctr = &s.c.failedJobs
+	case err != nil && hasPrefix(key, s.systems):
+		ctr = &s.c.failedSystems
+	case err != nil:
+		ctr = &s.c.other
+	case hasPrefix(key, s.jobs):
+		ctr = pick(op, &s.c.jobsCreate, &s.c.jobsUpdate, &s.c.jobsDelete)
+	case hasPrefix(key, s.systems):
+		ctr = pick(op, &s.c.sysCreate, &s.c.sysUpdate, &s.c.sysDelete)
+		if op == 'd' {
+			s.c.released.Add(1)
+			s.c.lastRelease.Store(time.Now().UnixNano())
+		}
+	default:
+		ctr = &s.c.other
+	}
+	ctr.Add(1)
+}
+
+func pick(op byte, c, u, d *atomic.Int64) *atomic.Int64 {
+	switch op {
+	case 'c':
+		return c
+	case 'u':
+		return u
+	}
+	return d
+}
+
+func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
+
+// jobOp counts a job record read or write in flight: a job in one is in a
+// step, not waiting.
+func (s *countingStore) jobOp(key string) func() {
+	if s.t == nil || !hasPrefix(key, s.jobs) {
+		return func() {}
+	}
+	s.t.inStore.Add(1)
+	return func() { s.t.inStore.Add(-1) }
+}
+
+func (s *countingStore) Get(ctx context.Context, key string) (storage.Record, error) {
+	defer s.jobOp(key)()
+	return s.s.Get(ctx, key)
+}
+
+func (s *countingStore) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	defer s.jobOp(key)()
+	rev, err := s.s.Create(ctx, key, value)
+	s.count(key, 'c', err)
+	return rev, err
+}
+
+func (s *countingStore) Update(ctx context.Context, key string, value []byte, revision int64) (int64, error) {
+	defer s.jobOp(key)()
+	rev, err := s.s.Update(ctx, key, value, revision)
+	s.count(key, 'u', err)
+	if err == nil && hasPrefix(key, s.jobs) && completedRecord(value) {
+		s.c.noteCompletion(key[len(s.jobs):], time.Now())
+	}
+	return rev, err
+}
+
+func (s *countingStore) Delete(ctx context.Context, key string, revision int64) error {
+	defer s.jobOp(key)()
+	err := s.s.Delete(ctx, key, revision)
+	s.count(key, 'd', err)
+	return err
+}
+
+func (s *countingStore) List(ctx context.Context, prefix string) ([]storage.Record, error) {
+	return s.s.List(ctx, prefix)
+}
+
+func (s *countingStore) Changes(ctx context.Context, prefix string, since int64, limit int) (storage.Changes, error) {
+	return s.feed.Changes(ctx, prefix, since, limit)
+}
+
+func (s *countingStore) Compact(ctx context.Context, revision int64) error {
+	if c, ok := s.s.(storage.Compactor); ok {
+		return c.Compact(ctx, revision)
+	}
+	return nil
+}
+
+var (
+	statusKey = []byte(`"status":{`)
+	resultKey = []byte(`"result":`)
+	tasksKey  = []byte(`"tasks":[`)
+)
+
+// completedRecord reports whether a job record (JSON, as job.Job marshals:
+// status is the last field, and its result comes before its tasks) has a
+// job-level result, i.e. the job completed, without decoding the record.
+// The benchmark cross-checks it against Runner.Wait on its first job and
+// against the decoded records at the end.
+func completedRecord(v []byte) bool {
+	i := bytes.LastIndex(v, statusKey)
+	if i < 0 {
+		return false
+	}
+	st := v[i:]
+	r := bytes.Index(st, resultKey)
+	if r < 0 {
+		return false
+	}
+	t := bytes.Index(st, tasksKey)
+	return t < 0 || r < t
+}

@@ -1,0 +1,287 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/fake"
+	"github.com/bmckit/bmckit/bmc/redfish"
+	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
+	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/task"
+)
+
+// target is the BMCs a scenario runs its jobs against: one system per job,
+// plus a lone system of the same kind for the one-job reference run.
+type target interface {
+	// dialer reaches the fleet; probeDialer the lone system.
+	dialer() bmc.Dialer
+	probeDialer() bmc.Dialer
+	creds() job.CredentialsResolver
+	// spec is job i's spec; probeSpec the lone system's.
+	spec(i int) job.Spec
+	probeSpec() job.Spec
+	// probeCalls counts the requests the lone system received before until
+	// (the one job's critical path), with a breakdown.
+	probeCalls(until time.Time) (n int, breakdown string)
+	// formula is the critical path's ideal from the call count.
+	formula(calls int) (time.Duration, string)
+	// verify checks that every system received each state-changing call
+	// exactly once; it returns violations and a summary.
+	verify() (violations []string, summary string)
+	// notes are target-specific lines for the report.
+	notes() []string
+	close()
+}
+
+// netboot is the job every system gets: power off, PXE once in UEFI mode,
+// power on.
+func netboot(bmcURL, credsRef string) job.Spec {
+	return job.Spec{BMC: bmcURL, CredentialsRef: credsRef, Tasks: []task.Spec{
+		{Power: &task.PowerAction{Op: task.PowerOff}},
+		{BootDevice: &task.BootDeviceAction{Device: task.BootPXE, Mode: task.BootModeUEFI}},
+		{Power: &task.PowerAction{Op: task.PowerOn}},
+	}}
+}
+
+const tasksPerJob = 3
+
+// fakeTarget is one bmc/fake BMC per job, each its own endpoint, every
+// call taking latency, power landing at once, all servers On at first.
+type fakeTarget struct {
+	latency    time.Duration
+	fleet      *fake.Fleet
+	urls       []string
+	bmcs       []*fake.BMC
+	probeFleet *fake.Fleet
+	probeURL   string
+	probeBMC   *fake.BMC
+}
+
+func newFakeTarget(n int, latency time.Duration) (*fakeTarget, error) {
+	t := &fakeTarget{latency: latency, fleet: fake.NewFleet(), probeFleet: fake.NewFleet(),
+		urls: make([]string, n), bmcs: make([]*fake.BMC, n)}
+	opts := fake.Options{Power: bmc.PowerOn, Latency: latency, CallLogSize: 64}
+	for i := range n {
+		t.urls[i] = fmt.Sprintf("redfish://10.%d.%d.%d/redfish/v1/Systems/1", 1+i>>16, (i>>8)&255, i&255)
+		b, err := t.fleet.AddNew(t.urls[i], opts)
+		if err != nil {
+			return nil, err
+		}
+		t.bmcs[i] = b
+	}
+	t.probeURL = "redfish://10.250.0.1/redfish/v1/Systems/1"
+	b, err := t.probeFleet.AddNew(t.probeURL, opts)
+	if err != nil {
+		return nil, err
+	}
+	t.probeBMC = b
+	return t, nil
+}
+
+func (t *fakeTarget) dialer() bmc.Dialer      { return t.fleet }
+func (t *fakeTarget) probeDialer() bmc.Dialer { return t.probeFleet }
+func (t *fakeTarget) creds() job.CredentialsResolver {
+	return job.StaticCredentials{"lab": {Username: "admin", Password: "fleet-bench"}}
+}
+func (t *fakeTarget) spec(i int) job.Spec { return netboot(t.urls[i], "lab") }
+func (t *fakeTarget) probeSpec() job.Spec { return netboot(t.probeURL, "lab") }
+func (t *fakeTarget) close()              {}
+
+func (t *fakeTarget) probeCalls(until time.Time) (int, string) {
+	by := map[string]int{}
+	n := 0
+	for _, c := range t.probeBMC.Calls() {
+		if c.Time.Before(until) {
+			by[string(c.Method)]++
+			n++
+		}
+	}
+	return n, breakdown(by)
+}
+
+func (t *fakeTarget) formula(calls int) (time.Duration, string) {
+	return time.Duration(calls) * t.latency, fmt.Sprintf("%d calls × %s", calls, t.latency)
+}
+
+func (t *fakeTarget) verify() ([]string, string) {
+	var bad []string
+	logins := 0
+	for i, b := range t.bmcs {
+		var setPower, setBoot int
+		for _, c := range b.Calls() {
+			if c.Err != nil {
+				continue
+			}
+			switch c.Method {
+			case fake.MethodSetPower:
+				setPower++
+			case fake.MethodSetBootOverride:
+				setBoot++
+			}
+		}
+		s := b.Sessions()
+		logins += s.Logins
+		if setPower != 2 || setBoot != 1 || s.MaxOpen != 1 {
+			bad = append(bad, fmt.Sprintf("%s: SetPower %d (want 2), SetBootOverride %d (want 1), sessions open at once %d (want 1)",
+				t.urls[i], setPower, setBoot, s.MaxOpen))
+		}
+	}
+	return bad, fmt.Sprintf("SetPower 2 and SetBootOverride 1 on each of the %d fake BMCs, never two sessions at once on one; %d logins in all",
+		len(t.bmcs)-len(bad), logins)
+}
+
+func (t *fakeTarget) notes() []string { return nil }
+
+// redfishTarget is n systems behind k redfishtest endpoints, reached with
+// the Redfish driver; power changes land powerDelay after the request.
+type redfishTarget struct {
+	delay   time.Duration
+	servers []*redfishtest.Server
+	perSrv  []int
+	n       int
+	drv     bmc.Dialer
+	probeD  bmc.Dialer
+	probe   *redfishtest.Server
+
+	mu      sync.Mutex
+	changes map[string]*sysChanges // "<endpoint index>/<system id>"
+}
+
+type sysChanges struct{ resets, boots, dropped int }
+
+func newRedfishTarget(n, k int, delay time.Duration) (*redfishTarget, error) {
+	if k <= 0 || k > n {
+		return nil, fmt.Errorf("-endpoints %d: want 1 to -n (%d)", k, n)
+	}
+	t := &redfishTarget{delay: delay, n: n, changes: map[string]*sysChanges{}}
+	for e := range k {
+		count := n / k
+		if e < n%k {
+			count++
+		}
+		srv := redfishtest.NewServer(redfishtest.Config{Systems: count, PowerDelay: delay, OnStateChange: t.recorder(e)})
+		for id := 1; id <= count; id++ {
+			srv.SetPower(fmt.Sprint(id), "On")
+		}
+		t.servers = append(t.servers, srv)
+		t.perSrv = append(t.perSrv, count)
+	}
+	t.probe = redfishtest.NewServer(redfishtest.Config{PowerDelay: delay})
+	t.probe.SetPower("1", "On")
+	mk := func() bmc.Dialer {
+		var sd bmc.SchemeDialer
+		sd.Register("redfish", redfish.NewDialer(redfish.Options{}))
+		return &sd
+	}
+	t.drv, t.probeD = mk(), mk()
+	return t, nil
+}
+
+func (t *redfishTarget) recorder(e int) func(redfishtest.StateChange) {
+	return func(c redfishtest.StateChange) {
+		key := fmt.Sprintf("%d/%s", e, c.System)
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		sc := t.changes[key]
+		if sc == nil {
+			sc = &sysChanges{}
+			t.changes[key] = sc
+		}
+		switch {
+		case c.Note == "dropped":
+			sc.dropped++
+		case strings.HasPrefix(c.What, "reset:"):
+			sc.resets++
+		case strings.HasPrefix(c.What, "boot:"):
+			sc.boots++
+		}
+	}
+}
+
+func (t *redfishTarget) dialer() bmc.Dialer      { return t.drv }
+func (t *redfishTarget) probeDialer() bmc.Dialer { return t.probeD }
+func (t *redfishTarget) creds() job.CredentialsResolver {
+	return job.StaticCredentials{"lab": t.probe.Credentials()}
+}
+
+// spec: job i is on endpoint i%k, system i/k+1.
+func (t *redfishTarget) spec(i int) job.Spec {
+	k := len(t.servers)
+	return netboot(t.servers[i%k].Address(fmt.Sprint(i/k+1)), "lab")
+}
+func (t *redfishTarget) probeSpec() job.Spec { return netboot(t.probe.Address("1"), "lab") }
+
+func (t *redfishTarget) close() {
+	for _, s := range t.servers {
+		s.Close()
+	}
+	t.probe.Close()
+}
+
+func (t *redfishTarget) probeCalls(until time.Time) (int, string) {
+	by := map[string]int{}
+	n := 0
+	for _, r := range t.probe.Requests() {
+		if r.Time.Before(until) {
+			by[r.Method]++
+			n++
+		}
+	}
+	return n, breakdown(by) + " HTTP requests"
+}
+
+func (t *redfishTarget) formula(int) (time.Duration, string) {
+	return 2 * t.delay, fmt.Sprintf("2 power changes × %s", t.delay)
+}
+
+func (t *redfishTarget) verify() ([]string, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var bad []string
+	for e, count := range t.perSrv {
+		for id := 1; id <= count; id++ {
+			sc := t.changes[fmt.Sprintf("%d/%d", e, id)]
+			if sc == nil {
+				sc = &sysChanges{}
+			}
+			if sc.resets != 2 || sc.boots != 1 || sc.dropped != 0 {
+				bad = append(bad, fmt.Sprintf("%s: %d resets (want 2), %d boot override PATCHes (want 1), %d dropped",
+					t.servers[e].Address(fmt.Sprint(id)), sc.resets, sc.boots, sc.dropped))
+			}
+		}
+	}
+	return bad, fmt.Sprintf("2 accepted resets and 1 boot override PATCH on each of %d systems", t.n-len(bad))
+}
+
+func (t *redfishTarget) notes() []string {
+	var logins, reqs, conns []string
+	for _, s := range t.servers {
+		logins = append(logins, fmt.Sprint(s.Logins()))
+		reqs = append(reqs, fmt.Sprint(len(s.Requests())))
+		conns = append(conns, fmt.Sprint(s.Connections()))
+	}
+	return []string{
+		fmt.Sprintf("Redfish endpoints: %d, systems per endpoint %v, power delay %s, redfish.Options{} (the driver's defaults).",
+			len(t.servers), t.perSrv, t.delay),
+		fmt.Sprintf("Logins per endpoint (Server.Logins): %s; HTTP requests per endpoint: %s; TCP connections per endpoint: %s.",
+			strings.Join(logins, ", "), strings.Join(reqs, ", "), strings.Join(conns, ", ")),
+	}
+}
+
+func breakdown(by map[string]int) string {
+	keys := make([]string, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, by[k])
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/bmckit/bmckit/bmc"
+)
+
+// tracker counts the BMC connections the runners hold open (a job holds its
+// system's connection from its first BMC call until it completes), the BMC
+// calls in flight and the job-record reads and writes in flight, so the
+// sampler can tell jobs that wait between steps (connection open, neither a
+// call nor a store operation in flight) from jobs in a step.
+type tracker struct {
+	open    atomic.Int64
+	inCall  atomic.Int64
+	inStore atomic.Int64
+}
+
+// trackedDialer dials with d and wraps each driver.
+type trackedDialer struct {
+	d bmc.Dialer
+	t *tracker
+}
+
+var _ bmc.Dialer = trackedDialer{}
+
+func (td trackedDialer) Dial(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (bmc.Driver, error) {
+	td.t.inCall.Add(1)
+	drv, err := td.d.Dial(ctx, ep, creds)
+	td.t.inCall.Add(-1)
+	if err != nil {
+		return nil, err
+	}
+	return td.t.wrap(drv), nil
+}
+
+// wrap returns a counting driver around d, with OpenSystem only where d has
+// it, so the job's connection pool shares sessions exactly as without it.
+func (t *tracker) wrap(d bmc.Driver) bmc.Driver {
+	t.open.Add(1)
+	td := &trackedDriver{d: d, t: t}
+	if _, ok := d.(bmc.SystemOpener); ok {
+		return trackedOpener{td}
+	}
+	return td
+}
+
+// trackedDriver forwards every call of a netboot job to d.
+type trackedDriver struct {
+	d      bmc.Driver
+	t      *tracker
+	closed atomic.Bool
+}
+
+var (
+	_ bmc.Driver             = (*trackedDriver)(nil)
+	_ bmc.BootOverrideSetter = (*trackedDriver)(nil)
+	_ bmc.BootOverrideGetter = (*trackedDriver)(nil)
+	_ bmc.StatsReporter      = (*trackedDriver)(nil)
+	_ bmc.SystemOpener       = trackedOpener{}
+)
+
+func (d *trackedDriver) call(fn func() error) error {
+	d.t.inCall.Add(1)
+	defer d.t.inCall.Add(-1)
+	return fn()
+}
+
+func (d *trackedDriver) PowerState(ctx context.Context) (st bmc.PowerState, err error) {
+	err = d.call(func() error { st, err = d.d.PowerState(ctx); return err })
+	return st, err
+}
+
+func (d *trackedDriver) SetPower(ctx context.Context, a bmc.PowerAction) error {
+	return d.call(func() error { return d.d.SetPower(ctx, a) })
+}
+
+func (d *trackedDriver) Close(ctx context.Context) error {
+	if d.closed.CompareAndSwap(false, true) {
+		d.t.open.Add(-1)
+	}
+	return d.call(func() error { return d.d.Close(ctx) })
+}
+
+func (d *trackedDriver) SetBootOverride(ctx context.Context, o bmc.BootOverride) error {
+	s, ok := d.d.(bmc.BootOverrideSetter)
+	if !ok {
+		return fmt.Errorf("driver %T cannot set a boot override: %w", d.d, bmc.ErrNotSupported)
+	}
+	return d.call(func() error { return s.SetBootOverride(ctx, o) })
+}
+
+func (d *trackedDriver) BootOverride(ctx context.Context) (o bmc.BootOverride, err error) {
+	g, ok := d.d.(bmc.BootOverrideGetter)
+	if !ok {
+		return o, fmt.Errorf("driver %T cannot read the boot override: %w", d.d, bmc.ErrNotSupported)
+	}
+	err = d.call(func() error { o, err = g.BootOverride(ctx); return err })
+	return o, err
+}
+
+func (d *trackedDriver) Stats() bmc.Stats {
+	if sr, ok := d.d.(bmc.StatsReporter); ok {
+		return sr.Stats()
+	}
+	return bmc.Stats{}
+}
+
+// trackedOpener is a trackedDriver whose driver can open the other systems
+// behind its endpoint on its session.
+type trackedOpener struct{ *trackedDriver }
+
+func (o trackedOpener) OpenSystem(ctx context.Context, ep bmc.Endpoint) (bmc.Driver, error) {
+	var view bmc.Driver
+	err := o.call(func() error {
+		var err error
+		view, err = o.d.(bmc.SystemOpener).OpenSystem(ctx, ep)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return o.t.wrap(view), nil
+}
