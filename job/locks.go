@@ -120,6 +120,15 @@ func (t *lockTable) expired(system string, l lockRecord, rev int64) bool {
 	return now.Sub(o.at) >= time.Duration(l.LeaseMillis)*time.Millisecond
 }
 
+// observed reports whether this process has seen system's lock held by
+// someone (its expiry count is running).
+func (t *lockTable) observed(system string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.seen[system]
+	return ok
+}
+
 func (t *lockTable) forget(system string) {
 	t.mu.Lock()
 	delete(t.seen, system)

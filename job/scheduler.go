@@ -122,6 +122,22 @@ func (q *queue) unlink(e *queued) {
 // other), else head, the first of this runner's queue for sys. It returns
 // that job, the lock's revision and when the lock write was sent.
 func (r *Runner) claim(ctx context.Context, sys, head string) (job string, rev int64, sent time.Time, ok bool) {
+	if !r.locks.observed(sys) {
+		// Most systems are free: try to create the lock first (one write,
+		// no read). No lock record means no job holds the system: a lock is
+		// deleted only after its holder completed.
+		sent = r.cfg.Clock.Now()
+		rev, err := r.locks.write(ctx, sys, lockRecord{Holder: head, Owner: r.cfg.Owner}, 0, r.cfg.LeaseDuration)
+		if err == nil {
+			return head, rev, sent, true
+		}
+		if !errors.Is(err, storage.ErrExists) {
+			if ctx.Err() == nil {
+				r.log.Error(err, "taking system lock failed; will retry", "system", sys)
+			}
+			return "", 0, time.Time{}, false
+		}
+	}
 	cur, curRev, err := r.locks.read(ctx, sys)
 	if err != nil {
 		if ctx.Err() == nil {
