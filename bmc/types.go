@@ -1,5 +1,7 @@
 package bmc
 
+import "time"
+
 // PowerState is the power state a BMC reports, including transitional states.
 type PowerState string
 
@@ -105,4 +107,10 @@ type Stats struct {
 	Requests    int64 // protocol requests sent (HTTP requests, IPMI commands)
 	Connections int64 // transport connections opened (TCP connects, UDP sessions)
 	Logins      int64 // sessions created
+	// Throttled counts requests that waited for their endpoint's request
+	// budget (the redfish and ipmi drivers' Options.RequestsPerSecond), and
+	// ThrottleWait is the total time they waited. Zero for drivers without a
+	// budget.
+	Throttled    int64         `json:"throttled,omitempty"`
+	ThrottleWait time.Duration `json:"throttleWait,omitempty"`
 }

@@ -19,6 +19,11 @@
 // Options.IdleRelogin, or one whose last request got no answer, is
 // re-established before the next call.
 //
+// Every IPMI request (handshake, command, logout) takes a token from one
+// token bucket per endpoint, kept in the Dialer and shared by its sessions
+// to that BMC: Options.RequestsPerSecond (50 by default; negative for none).
+// Requests beyond it wait their turn within the call's ctx.
+//
 // # Semantics
 //
 // Power actions follow [bmc.PowerAction]: the driver reads Get Chassis

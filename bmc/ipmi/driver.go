@@ -29,9 +29,12 @@ var (
 )
 
 // Dialer opens IPMI v2.0 lanplus sessions. Register it for the "ipmi"
-// protocol on a [bmc.SchemeDialer]. It is safe for concurrent use.
+// protocol on a [bmc.SchemeDialer]. It is safe for concurrent use. It holds
+// the per-endpoint request budgets (Options.RequestsPerSecond), so dial
+// every session to a BMC through one Dialer.
 type Dialer struct {
-	opts resolved
+	opts    resolved
+	budgets *budgets
 }
 
 // NewDialer validates opts and returns a Dialer. Errors name the offending
@@ -41,7 +44,7 @@ func NewDialer(opts Options) (*Dialer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Dialer{opts: r}, nil
+	return &Dialer{opts: r, budgets: newBudgets(r.rps, r.burst)}, nil
 }
 
 // Dial implements [bmc.Dialer]; it returns a [*Driver].
@@ -64,15 +67,19 @@ func (d *Dialer) Open(ctx context.Context, ep bmc.Endpoint, creds bmc.Credential
 	if err := checkCredentials(creds); err != nil {
 		return nil, &bmc.OpError{Op: "dial", Endpoint: ep.String(), Err: err}
 	}
+	bg, release := d.budgets.acquire(ep.Key())
 	drv := &Driver{
-		ep:    ep,
-		epStr: ep.String(),
-		creds: creds,
-		opts:  d.opts,
-		sem:   make(chan struct{}, 1),
-		now:   time.Now,
+		ep:      ep,
+		epStr:   ep.String(),
+		creds:   creds,
+		opts:    d.opts,
+		budget:  bg,
+		release: release,
+		sem:     make(chan struct{}, 1),
+		now:     time.Now,
 	}
 	if err := drv.login(ctx, drv.logger(ctx)); err != nil {
+		release()
 		return nil, &bmc.OpError{Op: "dial", Endpoint: drv.epStr, Err: err}
 	}
 	return drv, nil
@@ -112,6 +119,9 @@ type Driver struct {
 	opts  resolved
 	now   func() time.Time
 
+	budget  *budget // the endpoint's, shared through the Dialer; nil: unlimited
+	release func()  // gives the budget back; idempotent
+
 	// sem serializes calls; a channel rather than a mutex so waiting for it
 	// honours ctx. The fields below are guarded by it.
 	sem      chan struct{}
@@ -122,12 +132,33 @@ type Driver struct {
 	closed   bool
 
 	requests, connections, logins atomic.Int64
+	throttled, throttleWait       atomic.Int64 // requests that waited for the budget; nanoseconds
 }
 
 // Stats implements [bmc.StatsReporter]: IPMI requests sent (session setup
-// included, resends not), UDP sockets opened and sessions established.
+// included, resends not), UDP sockets opened, sessions established, and the
+// requests that waited for the endpoint's request budget and for how long.
 func (d *Driver) Stats() bmc.Stats {
-	return bmc.Stats{Requests: d.requests.Load(), Connections: d.connections.Load(), Logins: d.logins.Load()}
+	return bmc.Stats{
+		Requests: d.requests.Load(), Connections: d.connections.Load(), Logins: d.logins.Load(),
+		Throttled: d.throttled.Load(), ThrottleWait: time.Duration(d.throttleWait.Load()),
+	}
+}
+
+// send is the one gate every IPMI request passes before it goes out: it
+// waits for the request's turn in the endpoint's budget, within ctx, and
+// counts the request.
+func (d *Driver) send(ctx context.Context) error {
+	waited, err := d.budget.wait(ctx)
+	if waited > 0 {
+		d.throttled.Add(1)
+		d.throttleWait.Add(int64(waited))
+	}
+	if err != nil {
+		return err
+	}
+	d.requests.Add(1)
+	return nil
 }
 
 // CipherSuite is the cipher suite ID of the current session.
@@ -185,7 +216,9 @@ func (d *Driver) do(ctx context.Context, op string, fn func(ctx context.Context,
 // exchange sends one request on the session, classifies a failure, and
 // remembers whether the session needs re-opening. Callers hold d.sem.
 func (d *Driver) exchange(ctx context.Context, c *client.Client, req types.Request, res types.Response) error {
-	d.requests.Add(1)
+	if err := d.send(ctx); err != nil {
+		return err // nothing went out: the session is as good as before
+	}
 	err := c.Exchange(ctx, req, res)
 	if err == nil {
 		d.lastUsed = d.now()
@@ -243,19 +276,27 @@ func (d *Driver) login(ctx context.Context, log logr.Logger) error {
 }
 
 func (d *Driver) handshake(ctx context.Context, c *client.Client) error {
-	d.requests.Add(1)
+	if err := d.send(ctx); err != nil {
+		return err
+	}
 	if _, err := c.OpenSession(ctx); err != nil {
 		return err
 	}
-	d.requests.Add(1)
+	if err := d.send(ctx); err != nil {
+		return err
+	}
 	if _, err := c.RAKPMessage1(ctx); err != nil {
 		return err
 	}
-	d.requests.Add(1)
+	if err := d.send(ctx); err != nil {
+		return err
+	}
 	if _, err := c.RAKPMessage3(ctx); err != nil {
 		return err
 	}
-	d.requests.Add(1)
+	if err := d.send(ctx); err != nil {
+		return err
+	}
 	if _, err := c.SetSessionPrivilegeLevel(ctx, d.opts.privilege); err != nil {
 		return fmt.Errorf("set session privilege level %s: %w", d.opts.privilege, err)
 	}
@@ -275,12 +316,16 @@ func noAnswer(err error) bool {
 // and the caller need not wait for that. It returns when the logout is done
 // or ctx ends.
 func (d *Driver) closeClient(ctx context.Context, c *client.Client) {
-	d.requests.Add(1)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.timeout)
 		defer cancel()
+		if d.send(cctx) != nil {
+			// No turn in the budget within a request timeout: close the
+			// socket without the logout; the BMC expires the session.
+			cancel()
+		}
 		_ = c.Close(cctx)
 	}()
 	select {
@@ -314,6 +359,7 @@ func (d *Driver) Close(ctx context.Context) error {
 			d.c = nil
 			d.logger(ctx).V(1).Info("ipmi session closed", "endpoint", d.epStr)
 		}
+		d.release()
 	}
 	select {
 	case d.sem <- struct{}{}:

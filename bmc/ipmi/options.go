@@ -64,6 +64,29 @@ type Options struct {
 	// Defaults to 30s.
 	IdleRelogin time.Duration
 
+	// RequestsPerSecond is the request budget of one endpoint (host:port,
+	// [bmc.Endpoint.Key]): every IPMI request the driver sends (the four
+	// of the session handshake, each command, the logout) takes a token
+	// from a token bucket refilled at this rate; go-ipmi's resends of a
+	// request that got no reply (Retries) take none. One bucket per endpoint
+	// is shared by every session the Dialer opens to it, whatever its
+	// credentials; it lives in the Dialer, so drivers from different Dialers
+	// (and a Redfish Dialer for the same host) do not share it. A request
+	// beyond the budget waits for its turn (first come, first served),
+	// never dropped; the wait ends with the call's ctx, whose error the call
+	// then fails with (wrapped). Stats reports the waits (Throttled,
+	// ThrottleWait).
+	//
+	// Defaults to 50, as for Redfish: an IPMI endpoint manages one system
+	// and a driver sends one request at a time, so the budget binds only
+	// when several sessions to one BMC are busy at once. Negative means
+	// unlimited.
+	RequestsPerSecond float64
+	// RequestBurst is how many requests may go out back to back after the
+	// endpoint was quiet (the token bucket's size): at most RequestBurst +
+	// RequestsPerSecond*T requests in any T seconds. Defaults to 1.
+	RequestBurst int
+
 	// NoBootReadBack makes [Driver.BootOverride] fail with
 	// bmc.ErrNotSupported, for BMCs whose Get System Boot Options does not
 	// report what was set: OpenIPMI's ipmi_sim keeps only the device
@@ -85,8 +108,14 @@ type resolved struct {
 	retries     int
 	idleRelogin time.Duration
 	noReadBack  bool
+	rps         float64 // <= 0: unlimited
+	burst       int
 	log         logr.Logger
 }
+
+// DefaultRequestsPerSecond is the request budget of an endpoint when
+// Options.RequestsPerSecond is zero.
+const DefaultRequestsPerSecond = 50
 
 func (o Options) resolve() (resolved, error) {
 	r := resolved{
@@ -134,6 +163,20 @@ func (o Options) resolve() (resolved, error) {
 		return r, fmt.Errorf("ipmi: invalid Options.IdleRelogin %s: must not be negative", r.idleRelogin)
 	case r.idleRelogin == 0:
 		r.idleRelogin = 30 * time.Second
+	}
+	switch {
+	case o.RequestsPerSecond == 0:
+		r.rps = DefaultRequestsPerSecond
+	case o.RequestsPerSecond > 0:
+		r.rps = o.RequestsPerSecond
+	}
+	switch {
+	case o.RequestBurst < 0:
+		return r, fmt.Errorf("ipmi: invalid Options.RequestBurst %d: must not be negative", o.RequestBurst)
+	case o.RequestBurst == 0:
+		r.burst = 1
+	default:
+		r.burst = o.RequestBurst
 	}
 	if r.log.GetSink() == nil {
 		r.log = logr.Discard()

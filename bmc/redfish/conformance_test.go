@@ -15,9 +15,12 @@ import (
 	"github.com/bmckit/bmckit/internal/clock"
 )
 
-// testOptions are driver options for loopback tests: short back-off.
+// testOptions are the options of most tests: short back-off, and no request
+// budget, because the simulator answers in microseconds and the suite polls
+// every 5 ms; the budget has its own tests (budget_test.go) and one
+// conformance personality runs with the default budget.
 func testOptions() redfish.Options {
-	return redfish.Options{RetryDelay: time.Millisecond, RequestTimeout: 5 * time.Second}
+	return redfish.Options{RetryDelay: time.Millisecond, RequestTimeout: 5 * time.Second, RequestsPerSecond: -1}
 }
 
 // dialSim starts a simulator with cfg and dials it.
@@ -89,6 +92,10 @@ func TestConformance(t *testing.T) {
 		setup func(srv *redfishtest.Server)
 	}{
 		{name: "SessionCreatedWithBody", cfg: redfishtest.Config{}},
+		// The default request budget (50/s per endpoint): the suite polls
+		// faster than that, so its requests wait their turn.
+		{name: "DefaultRequestBudget", cfg: redfishtest.Config{PowerDelay: delay},
+			opts: func(o *redfish.Options) { o.RequestsPerSecond = 0 }},
 		{name: "SessionNoContent", cfg: redfishtest.Config{Sessions: redfishtest.SessionsNoContent}},
 		{name: "NoSessionService", cfg: redfishtest.Config{Sessions: redfishtest.SessionsNone}},
 		// Sessions expire every 5th request, except right after a login

@@ -33,7 +33,7 @@
 // (same protocol, transport, host and port) that shares the session: no
 // login, one GET of the system. Calls on one Driver are serialized; Drivers
 // sharing a session run concurrently, over at most [Options.MaxConnections]
-// connections (1 by default, so their requests take turns on the wire).
+// connections (4 by default).
 // When the session expires, the Drivers whose requests were rejected log in
 // again once among them. Closing an opened Driver releases only its own
 // state; closing the Driver that Dial returned logs out, and calls on the
@@ -50,6 +50,16 @@
 // totals over every Driver sharing it. [Options.WrapTransport] wraps the
 // HTTP transport (tracing, extra headers); it sees every request, logins and
 // logouts included, with the ctx of the call that made it.
+//
+// # Request budget
+//
+// Every request to an endpoint (host:port) takes a token from one token
+// bucket per endpoint, kept in the Dialer and shared by every session and
+// system it opened there: [Options.RequestsPerSecond] (50 by default;
+// negative for none) and [Options.RequestBurst] (1). Requests beyond it wait
+// their turn, within their ctx and RequestTimeout, so many systems behind one
+// slow BMC cannot flood it with polls; the wait shows in how late a change is
+// seen, and in [bmc.Stats] Throttled and ThrottleWait.
 //
 // # Real BMCs
 //

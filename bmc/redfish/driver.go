@@ -9,6 +9,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stmcginnis/gofish"
@@ -59,15 +60,15 @@ func newDriver(s *session, ep bmc.Endpoint, owner bool) *Driver {
 	}
 }
 
-func dial(ctx context.Context, opts Options, tlsCfg *tls.Config, log logr.Logger, ep bmc.Endpoint, creds bmc.Credentials) (*Driver, error) {
-	s := newSession(opts, tlsCfg, log, ep, creds)
+func dial(ctx context.Context, opts Options, tlsCfg *tls.Config, budgets *budgets, log logr.Logger, ep bmc.Endpoint, creds bmc.Credentials) (*Driver, error) {
+	s := newSession(opts, tlsCfg, budgets, log, ep, creds)
 	d := newDriver(s, ep, true)
 	if err := s.connect(ctx, d.logger(ctx)); err != nil {
-		s.wire.CloseIdleConnections()
+		s.abandon()
 		return nil, d.opErr("dial", err)
 	}
 	if err := s.logIn(ctx, d.logger(ctx)); err != nil {
-		s.wire.CloseIdleConnections()
+		s.abandon()
 		return nil, d.opErr("login", err)
 	}
 	if err := d.selectSystem(ctx); err != nil {
@@ -141,14 +142,18 @@ func (d *Driver) Close(ctx context.Context) error {
 }
 
 // Stats reports the requests, connections and logins of the driver's
-// session: totals over every driver sharing it (see [Driver.OpenSystem]),
-// not this system's share.
+// session, and how many of its requests waited for the endpoint's request
+// budget and for how long (Options.RequestsPerSecond): totals over every
+// driver sharing the session (see [Driver.OpenSystem]), not this system's
+// share.
 func (d *Driver) Stats() bmc.Stats {
 	w := d.s.wire
 	return bmc.Stats{
-		Requests:    w.requests.Load(),
-		Connections: w.connections.Load(),
-		Logins:      w.logins.Load(),
+		Requests:     w.requests.Load(),
+		Connections:  w.connections.Load(),
+		Logins:       w.logins.Load(),
+		Throttled:    w.throttled.Load(),
+		ThrottleWait: time.Duration(w.throttleWait.Load()),
 	}
 }
 

@@ -38,8 +38,11 @@ func Example() {
 		panic(err)
 	}
 	fmt.Println("power:", st)
-	fmt.Printf("%+v\n", drv.(bmc.StatsReporter).Stats())
+	ws := drv.(bmc.StatsReporter).Stats()
+	// Throttled and ThrottleWait say how often and how long requests waited
+	// for the endpoint's request budget (Options.RequestsPerSecond).
+	fmt.Printf("requests %d, connections %d, logins %d\n", ws.Requests, ws.Connections, ws.Logins)
 	// Output:
 	// power: On
-	// {Requests:8 Connections:1 Logins:1}
+	// requests 8, connections 1, logins 1
 }

@@ -25,6 +25,10 @@ type wallClock struct{}
 func (wallClock) Now() time.Time                         { return time.Now() }
 func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
+// DefaultRequestsPerSecond is the request budget of an endpoint when
+// Options.RequestsPerSecond is zero.
+const DefaultRequestsPerSecond = 50
+
 // Options configure a [Dialer]. The zero value verifies certificates against
 // the system roots and uses the defaults below.
 type Options struct {
@@ -54,6 +58,38 @@ type Options struct {
 	// connection slots BMCs have.
 	MaxConnections int
 
+	// RequestsPerSecond is the request budget of one endpoint (host:port,
+	// [bmc.Endpoint.Key]): every HTTP request the driver sends (service
+	// root, login, GET, PATCH, POST, logout, retries) takes a token from a
+	// token bucket refilled at this rate. One bucket per endpoint is shared
+	// by every session the Dialer opens to it, whatever its credentials, and
+	// by every system opened on those sessions with [Driver.OpenSystem]; it
+	// lives in the Dialer, so drivers from different Dialers do not share
+	// it. A request beyond the budget waits for its turn (first come, first
+	// served), never dropped; the wait counts against RequestTimeout and
+	// ends with the request's ctx, whose error the request then fails with
+	// (wrapped). Stats reports the waits (Throttled, ThrottleWait).
+	//
+	// Defaults to 50: far above one system's own traffic (a job polls
+	// power 4 times a second, and one driver sends one request at a time,
+	// which a real BMC answers in 50-500 ms), so it binds only when many
+	// systems share an endpoint (a chassis manager, a multi-node service, an
+	// emulator), where 50/s still serves a 250 ms poll of about a dozen
+	// systems and slows larger fleets' detection rather than flood the BMC.
+	// Set the rate your BMC sustains, minus a margin. Negative means
+	// unlimited.
+	RequestsPerSecond float64
+	// RequestBurst is how many requests may go out back to back after the
+	// endpoint was quiet (the token bucket's size): at most RequestBurst +
+	// RequestsPerSecond*T requests go out in any T seconds. Defaults to 1,
+	// so that RequestsPerSecond holds over every second, as a BMC that
+	// counts per second sees it; requests are then spaced at least
+	// 1/RequestsPerSecond apart (20 ms at the default), less than a real
+	// BMC takes to answer one, so a lone driver hardly ever waits. A larger
+	// burst lets a quiet endpoint take that many more requests in its
+	// first second.
+	RequestBurst int
+
 	// Retries is how many times an idempotent request (GET, login) is retried
 	// after a transient failure (5xx, 503, reset, timeout) before the error
 	// is returned; actions (POST, PATCH) are never retried here, the job
@@ -72,7 +108,9 @@ type Options struct {
 	// (otelhttp.NewTransport) or to add headers. It sees every request,
 	// logins and logouts included, with the ctx of the call that made it
 	// (req.Context() carries that ctx's values), before the driver adds the
-	// auth header. It is called once per Dial. Defaults to none.
+	// auth header and before the request waits for its turn in the request
+	// budget (so a tracing span includes that wait). It is called once per
+	// Dial. Defaults to none.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
 
 	// Logger receives connection-level events (login, re-login, fallbacks).
@@ -93,6 +131,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxConnections <= 0 {
 		o.MaxConnections = 4
+	}
+	if o.RequestsPerSecond == 0 {
+		o.RequestsPerSecond = DefaultRequestsPerSecond
+	}
+	if o.RequestBurst <= 0 {
+		o.RequestBurst = 1
 	}
 	if o.Retries == 0 {
 		o.Retries = 2
@@ -132,11 +176,14 @@ func (o Options) tlsConfig() (*tls.Config, error) {
 
 // Dialer opens Redfish [Driver]s. It implements [bmc.Dialer] for endpoints
 // whose Protocol is "redfish"; register it on a [bmc.SchemeDialer]. It is
-// safe for concurrent use.
+// safe for concurrent use. It holds the per-endpoint request budgets
+// (Options.RequestsPerSecond), so dial every session to an endpoint through
+// one Dialer: two Dialers do not share their budgets.
 type Dialer struct {
-	opts Options
-	tls  *tls.Config
-	err  error
+	opts    Options
+	tls     *tls.Config
+	err     error
+	budgets *budgets // one request budget per endpoint Key
 }
 
 var _ bmc.Dialer = (*Dialer)(nil)
@@ -146,7 +193,7 @@ var _ bmc.Dialer = (*Dialer)(nil)
 func NewDialer(opts Options) *Dialer {
 	opts = opts.withDefaults()
 	cfg, err := opts.tlsConfig()
-	return &Dialer{opts: opts, tls: cfg, err: err}
+	return &Dialer{opts: opts, tls: cfg, err: err, budgets: newBudgets(opts.RequestsPerSecond, opts.RequestBurst)}
 }
 
 // Dial connects to the BMC, logs in (one session, reused until Close) and
@@ -173,5 +220,5 @@ func (d *Dialer) DialDriver(ctx context.Context, ep bmc.Endpoint, creds bmc.Cred
 	if l, err := logr.FromContext(ctx); err == nil {
 		log = l
 	}
-	return dial(ctx, d.opts, d.tls, log, ep, creds)
+	return dial(ctx, d.opts, d.tls, d.budgets, log, ep, creds)
 }

@@ -32,6 +32,9 @@ type session struct {
 	creds bmc.Credentials
 	wire  *wire
 	hc    *http.Client
+	// release gives the endpoint's request budget back when the session
+	// closes (or its dial fails); idempotent.
+	release func()
 
 	// Set while dialing, before the session is shared; read-only after.
 	client      *gofish.APIClient // base client; every call uses WithContext
@@ -58,15 +61,16 @@ type loginAttempt struct {
 // dial again.
 var errSessionClosed = bmc.Transient(fmt.Errorf("the shared Redfish session was closed by the driver that opened it: %w", bmc.ErrSessionExpired))
 
-func newSession(opts Options, tlsCfg *tls.Config, log logr.Logger, ep bmc.Endpoint, creds bmc.Credentials) *session {
-	w := newWire(tlsCfg, opts.ConnectTimeout, opts.MaxConnections)
+func newSession(opts Options, tlsCfg *tls.Config, budgets *budgets, log logr.Logger, ep bmc.Endpoint, creds bmc.Credentials) *session {
+	bg, release := budgets.acquire(ep.Key())
+	w := newWire(tlsCfg, opts.ConnectTimeout, opts.MaxConnections, bg)
 	var rt http.RoundTripper = w
 	if opts.WrapTransport != nil {
 		if wrapped := opts.WrapTransport(w); wrapped != nil {
 			rt = wrapped // outside the wire, which counts what it passes on
 		}
 	}
-	return &session{opts: opts, log: log, ep: ep, creds: creds, wire: w, hc: &http.Client{Transport: rt}}
+	return &session{opts: opts, log: log, ep: ep, creds: creds, wire: w, hc: &http.Client{Transport: rt}, release: release}
 }
 
 // authState is what a call needs to know about the login it is made under.
@@ -283,6 +287,13 @@ func (s *session) close(ctx context.Context, log logr.Logger) {
 		s.logout(ctx, log, uri)
 	}
 	s.wire.CloseIdleConnections()
+	s.release()
+}
+
+// abandon releases what a session that never logged in holds.
+func (s *session) abandon() {
+	s.wire.CloseIdleConnections()
+	s.release()
 }
 
 func (s *session) isClosed() bool {
@@ -325,6 +336,11 @@ func (s *session) once(ctx context.Context, fn func(rctx context.Context) error)
 		return fmt.Errorf("%w (%v)", ctx.Err(), classify(err))
 	}
 	if rctx.Err() != nil {
+		var bw *budgetWaitError
+		if errors.As(err, &bw) {
+			return bmc.Transient(fmt.Errorf("no turn in the endpoint's request budget within the request timeout %s (%s; raise Options.RequestsPerSecond if the BMC can take more): %w",
+				s.opts.RequestTimeout, bw.Error(), context.DeadlineExceeded))
+		}
 		return bmc.Transient(fmt.Errorf("no answer within the request timeout %s: %w", s.opts.RequestTimeout, context.DeadlineExceeded))
 	}
 	return classify(err)

@@ -20,13 +20,18 @@ import (
 // Links.Sessions through a method that costs another GET. Wrapping its
 // HTTP client is the smallest way around all three without re-implementing
 // the protocol: this type counts, adds the auth header, and keeps a copy of
-// the service root body gofish fetches anyway.
+// the service root body gofish fetches anyway. It is also where every request
+// takes its turn in the endpoint's request budget (Options.RequestsPerSecond),
+// logins and logouts included.
 type wire struct {
-	base *http.Transport
+	base   *http.Transport
+	budget *budget // shared by every session to the endpoint; nil: unlimited
 
-	requests    atomic.Int64
-	connections atomic.Int64
-	logins      atomic.Int64
+	requests     atomic.Int64
+	connections  atomic.Int64
+	logins       atomic.Int64
+	throttled    atomic.Int64 // requests that waited for the budget
+	throttleWait atomic.Int64 // nanoseconds they waited
 
 	mu       sync.Mutex
 	header   string // "X-Auth-Token" or "Authorization"
@@ -35,8 +40,8 @@ type wire struct {
 	rootBody []byte
 }
 
-func newWire(tlsCfg *tls.Config, connectTimeout time.Duration, maxConns int) *wire {
-	w := &wire{}
+func newWire(tlsCfg *tls.Config, connectTimeout time.Duration, maxConns int, bg *budget) *wire {
+	w := &wire{budget: bg}
 	dialer := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
 	w.base = &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
@@ -92,8 +97,21 @@ func (w *wire) serviceRoot() []byte {
 // wrapped (Options.WrapTransport) by one that does not pass it on.
 func (w *wire) CloseIdleConnections() { w.base.CloseIdleConnections() }
 
-// RoundTrip implements http.RoundTripper.
+// RoundTrip implements http.RoundTripper. It first waits for the request's
+// turn in the endpoint's budget, within the request's ctx (so the wait
+// counts against RequestTimeout), before it takes a connection.
 func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
+	waited, err := w.budget.wait(req.Context())
+	if waited > 0 {
+		w.throttled.Add(1)
+		w.throttleWait.Add(int64(waited))
+	}
+	if err != nil {
+		if req.Body != nil {
+			_ = req.Body.Close() // RoundTrip must close it, even on error
+		}
+		return nil, err
+	}
 	w.mu.Lock()
 	header, value := w.header, w.value
 	skip := req.Method == http.MethodPost && w.noAuth != "" && req.URL.Path == w.noAuth

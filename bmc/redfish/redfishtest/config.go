@@ -1,6 +1,7 @@
 package redfishtest
 
 import (
+	"maps"
 	"time"
 )
 
@@ -108,6 +109,10 @@ type Config struct {
 	// Username and Password are the accepted credentials. Default to
 	// "admin" and "redfishtest-secret".
 	Username, Password string
+	// Users are further accepted credentials, user name to password (a
+	// second account, to test sessions under other credentials). Defaults
+	// to none.
+	Users map[string]string
 
 	// Systems is the number of computer systems. Defaults to 1. They are
 	// named "1", "2", ... with UUIDs from [SystemUUID].
@@ -163,6 +168,19 @@ type Config struct {
 	// Faults injects failures. Defaults to none.
 	Faults Faults
 
+	// RequestLimit is the request rate, in requests per second, the
+	// simulated endpoint serves, over all its systems and sessions (a
+	// chassis manager or emulator that a flood of polls would overwhelm).
+	// Each request takes a token from a bucket of RequestLimit tokens (about
+	// a second of queue) refilled at RequestLimit per second
+	// (Config.Clock); a request that finds it empty is answered 503 Service
+	// Unavailable with Retry-After: 1, logged with Note "over limit" and
+	// counted by [Server.OverLimit]. Refused requests take no token, and
+	// are refused before fault injection. [Server.PeakRate] reports the
+	// busiest second whatever the limit. Defaults to 0: unlimited; see also
+	// [Server.SetRequestLimit].
+	RequestLimit float64
+
 	// OnStateChange, when set, is called once for every accepted
 	// state-changing request (reset action, boot override PATCH, virtual
 	// media insert or eject), after the server applied it, from the request's
@@ -183,6 +201,7 @@ func (c Config) withDefaults() Config {
 	if c.Password == "" {
 		c.Password = "redfishtest-secret"
 	}
+	c.Users = maps.Clone(c.Users)
 	if c.Systems <= 0 {
 		c.Systems = 1
 	}

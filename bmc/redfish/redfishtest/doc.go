@@ -24,6 +24,10 @@
 //   - Several systems, with UUIDs from [SystemUUID].
 //   - Faults: a fraction of requests answered 500 or 503, slowly, or with
 //     the connection reset ([Faults], [Server.SetFaults]).
+//   - Capacity: [Config.RequestLimit] requests per second over the whole
+//     endpoint; beyond it requests are answered 503 with Retry-After and
+//     counted ([Server.OverLimit]); [Server.PeakRate] is the busiest second.
+//   - More accounts than one ([Config.Users]).
 //
 // # Observing
 //

@@ -90,6 +90,16 @@ func (s *Server) faults(next http.Handler) http.Handler {
 		}
 		s.mu.Lock()
 		req.Time = s.now()
+		if limit, ok := s.admit(req.Time); !ok {
+			req.Note, req.Status = "over limit", http.StatusServiceUnavailable
+			s.log = append(s.log, req)
+			s.mu.Unlock()
+			s.overLimit.Add(1)
+			w.Header().Set("Retry-After", "1")
+			redfishError(w, http.StatusServiceUnavailable, "Base.1.8.ServiceTemporarilyUnavailable",
+				"too many requests: this endpoint serves "+strconv.FormatFloat(limit, 'g', -1, 64)+" per second")
+			return
+		}
 		f := FaultNone
 		fn := s.faultFunc
 		if fn == nil && s.faultRate > 0 && s.rng.Float64() < s.faultRate {
@@ -162,7 +172,7 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		if u, p, ok := r.BasicAuth(); ok {
-			if u == s.cfg.Username && p == s.cfg.Password {
+			if s.validUser(u, p) {
 				h(w, r)
 				return
 			}
@@ -211,7 +221,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		redfishError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "session body is not JSON")
 		return
 	}
-	if body.UserName != s.cfg.Username || body.Password != s.cfg.Password {
+	if !s.validUser(body.UserName, body.Password) {
 		redfishError(w, http.StatusUnauthorized, "Base.1.8.NoValidSession", "invalid user name or password")
 		return
 	}

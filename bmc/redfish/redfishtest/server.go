@@ -28,8 +28,9 @@ type Server struct {
 	http *httptest.Server
 	tls  bool
 
-	conns  atomic.Int64
-	logins atomic.Int64
+	conns     atomic.Int64
+	logins    atomic.Int64
+	overLimit atomic.Int64
 
 	mu        sync.Mutex
 	systems   []*system
@@ -43,6 +44,7 @@ type Server struct {
 	bmcResets int
 	changes   []PowerChange
 	changeSeq int64 // last StateChange.Seq
+	rate      requestRate
 }
 
 // PowerChange is one accepted power change, for measuring how soon a client
@@ -156,6 +158,7 @@ func start(cfg Config, useTLS bool) *Server {
 		faultFunc: cfg.Faults.Func,
 		faultRate: cfg.Faults.Rate,
 	}
+	s.rate.setLimit(cfg.RequestLimit)
 	for i := 1; i <= cfg.Systems; i++ {
 		sys := &system{id: strconv.Itoa(i), uuid: SystemUUID(i), power: "Off", etag: 1,
 			bootTarget: "None", bootEnabled: "Disabled", bootMode: "UEFI", resets: map[string]int{}}

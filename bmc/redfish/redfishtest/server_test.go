@@ -216,3 +216,81 @@ func TestFaults(t *testing.T) {
 		t.Fatalf("after faults stopped: %d", resp.StatusCode)
 	}
 }
+
+// The request limit is a bucket of RequestLimit tokens refilled at
+// RequestLimit per second: beyond it requests are answered 503 with
+// Retry-After, counted, logged, and take no token; PeakRate sees the busiest
+// second, refused requests included.
+func TestRequestLimit(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	srv := redfishtest.NewServer(redfishtest.Config{RequestLimit: 4, Clock: clk})
+	defer srv.Close()
+	cl := &client{t: t, srv: srv}
+	get := func() *http.Response {
+		resp, _ := cl.do("GET", "/redfish/v1/", "", nil)
+		return resp
+	}
+	for i := range 4 {
+		if resp := get(); resp.StatusCode != 200 {
+			t.Fatalf("request %d within the limit: %d", i+1, resp.StatusCode)
+		}
+	}
+	resp := get()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("5th request in the same second: %d Retry-After %q, want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if got := srv.OverLimit(); got != 1 {
+		t.Fatalf("OverLimit = %d, want 1", got)
+	}
+	if log := srv.Requests(); log[len(log)-1].Note != "over limit" || log[len(log)-1].Status != 503 {
+		t.Fatalf("log entry of the refused request: %+v", log[len(log)-1])
+	}
+	clk.Advance(250 * time.Millisecond) // one token back
+	if resp := get(); resp.StatusCode != 200 {
+		t.Fatalf("after a quarter second: %d, want 200", resp.StatusCode)
+	}
+	if resp := get(); resp.StatusCode != 503 {
+		t.Fatalf("second request after a quarter second: %d, want 503", resp.StatusCode)
+	}
+	if got := srv.PeakRate(); got != 7 {
+		t.Fatalf("PeakRate = %v, want 7 (every request arrived within one second)", got)
+	}
+	clk.Advance(2 * time.Second)
+	for range 3 {
+		get()
+	}
+	if got, over := srv.PeakRate(), srv.OverLimit(); got != 7 || over != 2 {
+		t.Fatalf("after a quiet second: PeakRate %v OverLimit %d, want 7 and 2", got, over)
+	}
+	srv.SetRequestLimit(0)
+	for range 10 {
+		if resp := get(); resp.StatusCode != 200 {
+			t.Fatalf("without a limit: %d", resp.StatusCode)
+		}
+	}
+	if got := srv.PeakRate(); got != 13 {
+		t.Fatalf("PeakRate = %v, want 13", got)
+	}
+}
+
+// Config.Users are accepted besides Username/Password, by session login
+// and basic auth.
+func TestExtraUsers(t *testing.T) {
+	srv := redfishtest.NewServer(redfishtest.Config{Users: map[string]string{"ops": "ops-secret"}})
+	defer srv.Close()
+	cl := &client{t: t, srv: srv}
+	if got := cl.login("ops", "wrong"); got != 401 {
+		t.Fatalf("ops with a wrong password: %d, want 401", got)
+	}
+	if got := cl.login("ops", "ops-secret"); got != 201 {
+		t.Fatalf("ops: %d, want 201", got)
+	}
+	if got := cl.login("admin", "redfishtest-secret"); got != 201 {
+		t.Fatalf("admin: %d, want 201", got)
+	}
+	cl.token = ""
+	resp, _ := cl.do("GET", "/redfish/v1/Systems", "", map[string]string{"Authorization": "Basic b3BzOm9wcy1zZWNyZXQ="}) // ops:ops-secret
+	if resp.StatusCode != 200 {
+		t.Fatalf("basic auth as ops: %d, want 200", resp.StatusCode)
+	}
+}
