@@ -65,6 +65,13 @@ type loop struct {
 	r        *Runner
 	ctx      context.Context
 	held     map[string]*held // by system
+	// perEndpoint counts held systems (and claims in flight) per endpoint.
+	perEndpoint map[string]int
+	// retryAt is when to try again to claim a system another runner holds.
+	retryAt map[string]time.Time
+	// parked holds, per endpoint, systems waiting for a place under
+	// EndpointConcurrency.
+	parked map[string]map[string]struct{}
 	due      dueHeap
 	fenced   map[*held]bool // due, but the lease lapsed: waiting for renewal
 	running  int
@@ -95,6 +102,7 @@ func (r *Runner) Start(ctx context.Context) error {
 
 	l := &loop{
 		r: r, ctx: ctx, held: map[string]*held{}, fenced: map[*held]bool{},
+		perEndpoint: map[string]int{}, retryAt: map[string]time.Time{}, parked: map[string]map[string]struct{}{},
 		steps: make(chan stepOutcome, 64), claims: make(chan []claimed, 1), renewals: make(chan []renewal, 1),
 	}
 	now := r.cfg.Clock.Now()
@@ -202,25 +210,42 @@ func (l *loop) claim() {
 		return
 	}
 	r := l.r
-	perEndpoint := map[string]int{}
-	for _, h := range l.held {
-		perEndpoint[h.epKey]++
-	}
+	now := r.cfg.Clock.Now()
 	var want []claimWant
-	for sys, list := range r.queue.bySys {
+	for sys := range r.queue.free {
 		if l.held[sys] != nil {
+			delete(r.queue.free, sys)
+			continue
+		}
+		if t, ok := l.retryAt[sys]; ok && now.Before(t) {
+			continue // held by another runner: look again at the next scan interval
+		}
+		list := r.queue.bySys[sys]
+		if len(list) == 0 {
+			delete(r.queue.free, sys)
 			continue
 		}
 		head := list[0]
 		epKey := head.ep.Key()
-		if perEndpoint[epKey] >= r.cfg.EndpointConcurrency {
+		if l.perEndpoint[epKey] >= r.cfg.EndpointConcurrency {
+			// Parked until a system of its endpoint is released.
+			delete(r.queue.free, sys)
+			p := l.parked[epKey]
+			if p == nil {
+				p = map[string]struct{}{}
+				l.parked[epKey] = p
+			}
+			p[sys] = struct{}{}
 			continue
 		}
-		perEndpoint[epKey]++
+		l.perEndpoint[epKey]++ // reserved; claimed() keeps or returns it
 		want = append(want, claimWant{sys: sys, head: head.name, ep: head.ep})
 	}
 	if len(want) == 0 {
 		return
+	}
+	for _, w := range want {
+		delete(r.queue.free, w.sys)
 	}
 	l.claiming = true
 	go func() { l.claims <- r.claimAll(l.ctx, want) }()
@@ -229,17 +254,36 @@ func (l *loop) claim() {
 // claimed takes in the systems a claim batch got.
 func (l *loop) claimed(cs []claimed) {
 	l.claiming = false
-	now := l.r.cfg.Clock.Now()
+	r := l.r
+	now := r.cfg.Clock.Now()
 	for _, c := range cs {
 		if !c.ok {
+			l.endpointDone(c.ep.Key())
+			if len(r.queue.bySys[c.sys]) > 0 {
+				r.queue.free[c.sys] = struct{}{}
+				l.retryAt[c.sys] = now.Add(r.cfg.ScanInterval)
+			}
 			continue
 		}
+		delete(l.retryAt, c.sys)
 		h := &held{sys: c.sys, ep: c.ep, epKey: c.ep.Key(), job: c.job, lockRev: c.rev, until: l.r.validUntil(c.sent), idx: -1,
 			log: l.r.log.WithValues("job", c.job, "system", c.sys)}
 		l.held[c.sys] = h
 		l.noteUntil(h.until)
 		l.schedule(h, now)
 	}
+}
+
+// endpointDone returns a system's place in its endpoint's budget.
+func (l *loop) endpointDone(epKey string) {
+	if l.perEndpoint[epKey]--; l.perEndpoint[epKey] <= 0 {
+		delete(l.perEndpoint, epKey)
+	}
+	// The systems parked at this endpoint's limit may be claimed again.
+	for sys := range l.parked[epKey] {
+		l.r.queue.free[sys] = struct{}{}
+	}
+	delete(l.parked, epKey)
 }
 
 // noteUntil keeps nextFence at the earliest lease validity end.
@@ -366,11 +410,16 @@ func (l *loop) stepped(o stepOutcome) {
 func (l *loop) drop(h *held, completed bool) {
 	r := l.r
 	delete(l.held, h.sys)
+	l.endpointDone(h.epKey)
 	if completed {
 		// The queue learns of other runners' completions from the change
 		// feed; this runner's own writes are skipped there.
 		r.queue.remove(h.job)
 	}
+	if len(r.queue.bySys[h.sys]) > 0 {
+		r.queue.free[h.sys] = struct{}{}
+	}
+
 	delete(l.fenced, h)
 	if h.idx >= 0 {
 		heap.Remove(&l.due, h.idx)

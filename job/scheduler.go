@@ -60,14 +60,16 @@ func (a *queued) before(b *queued) bool {
 	return a.name < b.name
 }
 
-// queue holds every unfinished job, by name and per system in order.
+// queue holds every unfinished job, by name and per system in order, and
+// the systems that may be claimable (free: the loop drops held ones lazily).
 type queue struct {
 	jobs  map[string]*queued
 	bySys map[string][]*queued
+	free  map[string]struct{}
 }
 
 func newQueue() *queue {
-	return &queue{jobs: map[string]*queued{}, bySys: map[string][]*queued{}}
+	return &queue{jobs: map[string]*queued{}, bySys: map[string][]*queued{}, free: map[string]struct{}{}}
 }
 
 // put adds or updates a job seen at revision rev.
@@ -91,6 +93,7 @@ func (q *queue) put(name string, h *jobHead, rev int64) *queued {
 		copy(list[i+1:], list[i:])
 		list[i] = e
 		q.bySys[e.sys] = list
+		q.free[e.sys] = struct{}{}
 	}
 	return e
 }

@@ -27,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -74,6 +75,7 @@ func main() {
 	flag.StringVar(&c.dsn, "dsn", envOr("BMCKIT_BENCH_POSTGRES_DSN", "postgres://bmckit:bmckit@127.0.0.1:5432/bmckit?sslmode=disable"),
 		"postgres: server DSN (default from BMCKIT_BENCH_POSTGRES_DSN)")
 	flag.DurationVar(&c.timeout, "timeout", 15*time.Minute, "give up (and report the unfinished jobs) after this long")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Usage = func() {
 		out := flag.CommandLine.Output()
 		fmt.Fprintf(out, "Usage: go run ./bench/fleet [flags]\n\n")
@@ -88,6 +90,18 @@ func main() {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench/fleet:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "bench/fleet:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "bench/fleet: unexpected arguments %q\n", flag.Args())
 		flag.Usage()
