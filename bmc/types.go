@@ -104,9 +104,9 @@ type MediaStatus struct {
 
 // Stats counts what a connection cost on the wire, for reporting per job.
 type Stats struct {
-	Requests    int64 // protocol requests sent (HTTP requests, IPMI commands)
-	Connections int64 // transport connections opened (TCP connects, UDP sessions)
-	Logins      int64 // sessions created
+	Requests    int64 `json:"requests"`    // protocol requests sent (HTTP requests, IPMI commands)
+	Connections int64 `json:"connections"` // transport connections opened (TCP connects, UDP sessions)
+	Logins      int64 `json:"logins"`      // sessions created
 	// Throttled counts requests that waited for their endpoint's request
 	// budget (the redfish and ipmi drivers' Options.RequestsPerSecond), and
 	// ThrottleWait is the total time they waited. Zero for drivers without a

@@ -62,16 +62,16 @@ func (h *dueHeap) Pop() any {
 
 // loop is the state of one Start.
 type loop struct {
-	r        *Runner
-	ctx      context.Context
-	held     map[string]*held // by system
+	r    *Runner
+	ctx  context.Context
+	held map[string]*held // by system
 	// perEndpoint counts held systems (and claims in flight) per endpoint.
 	perEndpoint map[string]int
 	// retryAt is when to try again to claim a system another runner holds.
 	retryAt map[string]time.Time
 	// parked holds, per endpoint, systems waiting for a place under
 	// EndpointConcurrency.
-	parked map[string]map[string]struct{}
+	parked   map[string]map[string]struct{}
 	due      dueHeap
 	fenced   map[*held]bool // due, but the lease lapsed: waiting for renewal
 	running  int
