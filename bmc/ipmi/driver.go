@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/internal/budget"
 	"github.com/bmckit/bmckit/internal/powerplan"
 )
 
@@ -34,7 +35,7 @@ var (
 // every session to a BMC through one Dialer.
 type Dialer struct {
 	opts    resolved
-	budgets *budgets
+	budgets *budget.Set
 }
 
 // NewDialer validates opts and returns a Dialer. Errors name the offending
@@ -44,7 +45,7 @@ func NewDialer(opts Options) (*Dialer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Dialer{opts: r, budgets: newBudgets(r.rps, r.burst)}, nil
+	return &Dialer{opts: r, budgets: budget.NewSet(r.rps, r.burst)}, nil
 }
 
 // Dial implements [bmc.Dialer]; it returns a [*Driver].
@@ -67,7 +68,7 @@ func (d *Dialer) Open(ctx context.Context, ep bmc.Endpoint, creds bmc.Credential
 	if err := checkCredentials(creds); err != nil {
 		return nil, &bmc.OpError{Op: "dial", Endpoint: ep.String(), Err: err}
 	}
-	bg, release := d.budgets.acquire(ep.Key())
+	bg, release := d.budgets.Acquire(ep.Key())
 	drv := &Driver{
 		ep:      ep,
 		epStr:   ep.String(),
@@ -119,8 +120,8 @@ type Driver struct {
 	opts  resolved
 	now   func() time.Time
 
-	budget  *budget // the endpoint's, shared through the Dialer; nil: unlimited
-	release func()  // gives the budget back; idempotent
+	budget  *budget.Budget // the endpoint's, shared through the Dialer; nil: unlimited
+	release func()         // gives the budget back; idempotent
 
 	// sem serializes calls; a channel rather than a mutex so waiting for it
 	// honours ctx. The fields below are guarded by it.
@@ -132,7 +133,7 @@ type Driver struct {
 	closed   bool
 
 	requests, connections, logins atomic.Int64
-	throttled, throttleWait       atomic.Int64 // requests that waited for the budget; nanoseconds
+	throttle                      budget.Counter // requests that waited for the budget, and how long
 }
 
 // Stats implements [bmc.StatsReporter]: IPMI requests sent (session setup
@@ -141,7 +142,7 @@ type Driver struct {
 func (d *Driver) Stats() bmc.Stats {
 	return bmc.Stats{
 		Requests: d.requests.Load(), Connections: d.connections.Load(), Logins: d.logins.Load(),
-		Throttled: d.throttled.Load(), ThrottleWait: time.Duration(d.throttleWait.Load()),
+		Throttled: d.throttle.Throttled(), ThrottleWait: d.throttle.ThrottleWait(),
 	}
 }
 
@@ -149,12 +150,7 @@ func (d *Driver) Stats() bmc.Stats {
 // waits for the request's turn in the endpoint's budget, within ctx, and
 // counts the request.
 func (d *Driver) send(ctx context.Context) error {
-	waited, err := d.budget.wait(ctx)
-	if waited > 0 {
-		d.throttled.Add(1)
-		d.throttleWait.Add(int64(waited))
-	}
-	if err != nil {
+	if err := d.throttle.Wait(ctx, d.budget); err != nil {
 		return err
 	}
 	d.requests.Add(1)

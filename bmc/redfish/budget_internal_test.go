@@ -13,7 +13,7 @@ func TestRequestBudgetDefaults(t *testing.T) {
 	if o.RequestsPerSecond != DefaultRequestsPerSecond || o.RequestBurst != 1 {
 		t.Errorf("defaults: %v/s burst %d, want %v/s burst 1", o.RequestsPerSecond, o.RequestBurst, DefaultRequestsPerSecond)
 	}
-	if o := (Options{RequestsPerSecond: -1}).withDefaults(); o.RequestsPerSecond >= 0 || NewDialer(o).budgets.limit != 0 {
+	if o := (Options{RequestsPerSecond: -1}).withDefaults(); o.RequestsPerSecond >= 0 || !unlimited(NewDialer(o)) {
 		t.Errorf("RequestsPerSecond -1 resolved to %v: want unlimited", o.RequestsPerSecond)
 	}
 }
@@ -37,19 +37,26 @@ func TestRequestBudgetLifetime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.s.wire.budget == nil || a.s.wire.budget != b.s.wire.budget || d.budgets.size() != 1 {
-		t.Fatalf("two sessions to one endpoint: budgets %p and %p, %d in the dialer; want one shared", a.s.wire.budget, b.s.wire.budget, d.budgets.size())
+	if a.s.wire.budget == nil || a.s.wire.budget != b.s.wire.budget || d.budgets.Len() != 1 {
+		t.Fatalf("two sessions to one endpoint: budgets %p and %p, %d in the dialer; want one shared", a.s.wire.budget, b.s.wire.budget, d.budgets.Len())
 	}
 	if _, err := d.DialDriver(ctx, srv.Endpoint("1"), bmc.Credentials{Username: "admin", Password: "wrong"}); err == nil {
 		t.Fatal("dial with a wrong password succeeded")
 	}
 	_ = opened.Close(ctx) // shares a's session: releases nothing
 	_ = a.Close(ctx)
-	if n := d.budgets.size(); n != 1 {
+	if n := d.budgets.Len(); n != 1 {
 		t.Fatalf("after closing one of two sessions the dialer holds %d budgets, want 1", n)
 	}
 	_ = b.Close(ctx)
-	if n := d.budgets.size(); n != 0 {
+	if n := d.budgets.Len(); n != 0 {
 		t.Fatalf("after closing every session (and a failed dial) the dialer holds %d budgets, want 0", n)
 	}
+}
+
+// unlimited reports whether d's sessions get no request budget.
+func unlimited(d *Dialer) bool {
+	bg, release := d.budgets.Acquire("host:443")
+	release()
+	return bg == nil
 }

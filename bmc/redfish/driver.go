@@ -9,13 +9,13 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stmcginnis/gofish"
 	"github.com/stmcginnis/gofish/schemas"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/internal/budget"
 )
 
 // Driver is an open Redfish connection to one system: a session (or basic
@@ -60,7 +60,7 @@ func newDriver(s *session, ep bmc.Endpoint, owner bool) *Driver {
 	}
 }
 
-func dial(ctx context.Context, opts Options, tlsCfg *tls.Config, budgets *budgets, log logr.Logger, ep bmc.Endpoint, creds bmc.Credentials) (*Driver, error) {
+func dial(ctx context.Context, opts Options, tlsCfg *tls.Config, budgets *budget.Set, log logr.Logger, ep bmc.Endpoint, creds bmc.Credentials) (*Driver, error) {
 	s := newSession(opts, tlsCfg, budgets, log, ep, creds)
 	d := newDriver(s, ep, true)
 	if err := s.connect(ctx, d.logger(ctx)); err != nil {
@@ -152,8 +152,8 @@ func (d *Driver) Stats() bmc.Stats {
 		Requests:     w.requests.Load(),
 		Connections:  w.connections.Load(),
 		Logins:       w.logins.Load(),
-		Throttled:    w.throttled.Load(),
-		ThrottleWait: time.Duration(w.throttleWait.Load()),
+		Throttled:    w.throttle.Throttled(),
+		ThrottleWait: w.throttle.ThrottleWait(),
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/internal/budget"
 )
 
 // Clock is the time source for retry back-off and settle polling. Any value
@@ -183,7 +184,7 @@ type Dialer struct {
 	opts    Options
 	tls     *tls.Config
 	err     error
-	budgets *budgets // one request budget per endpoint Key
+	budgets *budget.Set // one request budget per endpoint Key
 }
 
 var _ bmc.Dialer = (*Dialer)(nil)
@@ -193,7 +194,7 @@ var _ bmc.Dialer = (*Dialer)(nil)
 func NewDialer(opts Options) *Dialer {
 	opts = opts.withDefaults()
 	cfg, err := opts.tlsConfig()
-	return &Dialer{opts: opts, tls: cfg, err: err, budgets: newBudgets(opts.RequestsPerSecond, opts.RequestBurst)}
+	return &Dialer{opts: opts, tls: cfg, err: err, budgets: budget.NewSet(opts.RequestsPerSecond, opts.RequestBurst)}
 }
 
 // Dial connects to the BMC, logs in (one session, reused until Close) and

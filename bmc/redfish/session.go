@@ -17,6 +17,7 @@ import (
 	"github.com/stmcginnis/gofish/schemas"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/internal/budget"
 )
 
 // session is one login on one Redfish service over one set of kept-alive
@@ -61,8 +62,8 @@ type loginAttempt struct {
 // dial again.
 var errSessionClosed = bmc.Transient(fmt.Errorf("the shared Redfish session was closed by the driver that opened it: %w", bmc.ErrSessionExpired))
 
-func newSession(opts Options, tlsCfg *tls.Config, budgets *budgets, log logr.Logger, ep bmc.Endpoint, creds bmc.Credentials) *session {
-	bg, release := budgets.acquire(ep.Key())
+func newSession(opts Options, tlsCfg *tls.Config, budgets *budget.Set, log logr.Logger, ep bmc.Endpoint, creds bmc.Credentials) *session {
+	bg, release := budgets.Acquire(ep.Key())
 	w := newWire(tlsCfg, opts.ConnectTimeout, opts.MaxConnections, bg)
 	var rt http.RoundTripper = w
 	if opts.WrapTransport != nil {
@@ -336,7 +337,7 @@ func (s *session) once(ctx context.Context, fn func(rctx context.Context) error)
 		return fmt.Errorf("%w (%v)", ctx.Err(), classify(err))
 	}
 	if rctx.Err() != nil {
-		var bw *budgetWaitError
+		var bw *budget.WaitError
 		if errors.As(err, &bw) {
 			return bmc.Transient(fmt.Errorf("no turn in the endpoint's request budget within the request timeout %s (%s; raise Options.RequestsPerSecond if the BMC can take more): %w",
 				s.opts.RequestTimeout, bw.Error(), context.DeadlineExceeded))

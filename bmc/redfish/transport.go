@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/bmckit/bmckit/internal/budget"
 )
 
 // wire is the http.RoundTripper under the gofish client. gofish gives no
@@ -25,13 +27,12 @@ import (
 // logins and logouts included.
 type wire struct {
 	base   *http.Transport
-	budget *budget // shared by every session to the endpoint; nil: unlimited
+	budget *budget.Budget // shared by every session to the endpoint; nil: unlimited
 
-	requests     atomic.Int64
-	connections  atomic.Int64
-	logins       atomic.Int64
-	throttled    atomic.Int64 // requests that waited for the budget
-	throttleWait atomic.Int64 // nanoseconds they waited
+	requests    atomic.Int64
+	connections atomic.Int64
+	logins      atomic.Int64
+	throttle    budget.Counter // requests that waited for the budget, and how long
 
 	mu       sync.Mutex
 	header   string // "X-Auth-Token" or "Authorization"
@@ -40,7 +41,7 @@ type wire struct {
 	rootBody []byte
 }
 
-func newWire(tlsCfg *tls.Config, connectTimeout time.Duration, maxConns int, bg *budget) *wire {
+func newWire(tlsCfg *tls.Config, connectTimeout time.Duration, maxConns int, bg *budget.Budget) *wire {
 	w := &wire{budget: bg}
 	dialer := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
 	w.base = &http.Transport{
@@ -101,12 +102,7 @@ func (w *wire) CloseIdleConnections() { w.base.CloseIdleConnections() }
 // turn in the endpoint's budget, within the request's ctx (so the wait
 // counts against RequestTimeout), before it takes a connection.
 func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
-	waited, err := w.budget.wait(req.Context())
-	if waited > 0 {
-		w.throttled.Add(1)
-		w.throttleWait.Add(int64(waited))
-	}
-	if err != nil {
+	if err := w.throttle.Wait(req.Context(), w.budget); err != nil {
 		if req.Body != nil {
 			_ = req.Body.Close() // RoundTrip must close it, even on error
 		}
