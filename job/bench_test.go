@@ -125,10 +125,15 @@ func cpuTime() time.Duration {
 }
 
 // countingStore counts committed writes (Create, Update, Delete) of job
-// records.
+// records. It passes the change feed through: without it the Runner's
+// Follower falls back to listing every job on each scan.
 type countingStore struct {
 	storage.Store
 	jobWrites atomic.Int64
+}
+
+func (s *countingStore) Changes(ctx context.Context, prefix string, since int64, limit int) (storage.Changes, error) {
+	return s.Store.(storage.ChangeFeed).Changes(ctx, prefix, since, limit)
 }
 
 func (s *countingStore) Create(ctx context.Context, k string, v []byte) (int64, error) {

@@ -107,6 +107,9 @@ func (r *Runner) Start(ctx context.Context) error {
 	}
 	now := r.cfg.Clock.Now()
 	l.nextRenew = now.Add(r.cfg.LeaseDuration / 3)
+	if _, ok := r.cfg.Store.(storage.ChangeFeed); !ok {
+		r.log.Info("the Store has no change feed (storage.ChangeFeed): every scan lists all jobs, which costs time in proportion to the jobs stored; a wrapper around a store should pass Changes through")
+	}
 	defer func() {
 		l.stop()
 		_ = r.stepper.Close(context.WithoutCancel(ctx))
