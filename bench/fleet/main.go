@@ -53,6 +53,8 @@ type config struct {
 	endpointConcurrency int
 	endpoints           int
 	powerDelay          time.Duration
+	requestLimit        float64
+	rps                 float64
 	submitters          int
 	dsn                 string
 	timeout             time.Duration
@@ -71,6 +73,8 @@ func main() {
 	flag.IntVar(&c.endpointConcurrency, "endpoint-concurrency", 0, "job.Config.EndpointConcurrency (0: the job package's default)")
 	flag.IntVar(&c.endpoints, "endpoints", 4, "redfish: simulated endpoints the systems are spread over")
 	flag.DurationVar(&c.powerDelay, "power-delay", 2*time.Second, "redfish: how long a power change takes to land")
+	flag.Float64Var(&c.requestLimit, "request-limit", 0, "redfish: requests/s each simulated endpoint serves; it answers 503 beyond (0: no limit)")
+	flag.Float64Var(&c.rps, "rps", 0, "redfish: the driver's request budget per endpoint, redfish.Options.RequestsPerSecond (0: its default; negative: none)")
 	flag.IntVar(&c.submitters, "submitters", 64, "goroutines submitting the jobs")
 	flag.StringVar(&c.dsn, "dsn", envOr("BMCKIT_BENCH_POSTGRES_DSN", "postgres://bmckit:bmckit@127.0.0.1:5432/bmckit?sslmode=disable"),
 		"postgres: server DSN (default from BMCKIT_BENCH_POSTGRES_DSN)")
@@ -286,7 +290,7 @@ func run(c config) (bool, error) {
 	if c.target == "fake" {
 		tgt, err = newFakeTarget(c.n, c.latency)
 	} else {
-		tgt, err = newRedfishTarget(c.n, c.endpoints, c.powerDelay)
+		tgt, err = newRedfishTarget(c.n, c.endpoints, c.powerDelay, c.requestLimit, c.rps)
 	}
 	if err != nil {
 		return false, err

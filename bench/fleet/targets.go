@@ -141,6 +141,8 @@ func (t *fakeTarget) notes() []string { return nil }
 // the Redfish driver; power changes land powerDelay after the request.
 type redfishTarget struct {
 	delay   time.Duration
+	limit   float64 // requests/s each endpoint serves (0: no limit)
+	rps     float64 // the driver's request budget per endpoint (0: its default)
 	servers []*redfishtest.Server
 	perSrv  []int
 	n       int
@@ -154,17 +156,17 @@ type redfishTarget struct {
 
 type sysChanges struct{ resets, boots, dropped int }
 
-func newRedfishTarget(n, k int, delay time.Duration) (*redfishTarget, error) {
+func newRedfishTarget(n, k int, delay time.Duration, limit, rps float64) (*redfishTarget, error) {
 	if k <= 0 || k > n {
 		return nil, fmt.Errorf("-endpoints %d: want 1 to -n (%d)", k, n)
 	}
-	t := &redfishTarget{delay: delay, n: n, changes: map[string]*sysChanges{}}
+	t := &redfishTarget{delay: delay, limit: limit, rps: rps, n: n, changes: map[string]*sysChanges{}}
 	for e := range k {
 		count := n / k
 		if e < n%k {
 			count++
 		}
-		srv := redfishtest.NewServer(redfishtest.Config{Systems: count, PowerDelay: delay, OnStateChange: t.recorder(e)})
+		srv := redfishtest.NewServer(redfishtest.Config{Systems: count, PowerDelay: delay, RequestLimit: limit, OnStateChange: t.recorder(e)})
 		for id := 1; id <= count; id++ {
 			srv.SetPower(fmt.Sprint(id), "On")
 		}
@@ -175,7 +177,7 @@ func newRedfishTarget(n, k int, delay time.Duration) (*redfishTarget, error) {
 	t.probe.SetPower("1", "On")
 	mk := func() bmc.Dialer {
 		var sd bmc.SchemeDialer
-		sd.Register("redfish", redfish.NewDialer(redfish.Options{}))
+		sd.Register("redfish", redfish.NewDialer(redfish.Options{RequestsPerSecond: rps}))
 		return &sd
 	}
 	t.drv, t.probeD = mk(), mk()
@@ -259,15 +261,19 @@ func (t *redfishTarget) verify() ([]string, string) {
 }
 
 func (t *redfishTarget) notes() []string {
-	var logins, reqs, conns []string
+	var logins, reqs, conns, over, peak []string
 	for _, s := range t.servers {
+		over = append(over, fmt.Sprint(s.OverLimit()))
+		peak = append(peak, fmt.Sprintf("%.0f", s.PeakRate()))
 		logins = append(logins, fmt.Sprint(s.Logins()))
 		reqs = append(reqs, fmt.Sprint(len(s.Requests())))
 		conns = append(conns, fmt.Sprint(s.Connections()))
 	}
 	return []string{
-		fmt.Sprintf("Redfish endpoints: %d, systems per endpoint %v, power delay %s, redfish.Options{} (the driver's defaults).",
-			len(t.servers), t.perSrv, t.delay),
+		fmt.Sprintf("Redfish endpoints: %d, systems per endpoint %v, power delay %s, request limit per endpoint %g/s (0: none), driver budget %g/s (0: its default, %d/s).",
+			len(t.servers), t.perSrv, t.delay, t.limit, t.rps, redfish.DefaultRequestsPerSecond),
+		fmt.Sprintf("Requests refused over the endpoint's limit (Server.OverLimit): %s; busiest second (Server.PeakRate): %s requests.",
+			strings.Join(over, ", "), strings.Join(peak, ", ")),
 		fmt.Sprintf("Logins per endpoint (Server.Logins): %s; HTTP requests per endpoint: %s; TCP connections per endpoint: %s.",
 			strings.Join(logins, ", "), strings.Join(reqs, ", "), strings.Join(conns, ", ")),
 	}
