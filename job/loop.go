@@ -32,8 +32,9 @@ type held struct {
 	until        time.Time // lease validity, by this runner's clock
 	renewFailing bool
 
-	j   *Job  // as last loaded or written; nil: load before the next step
-	rev int64 // j's revision
+	j     *Job  // as last loaded or written; nil: load before the next step
+	rev   int64 // j's revision
+	stale bool  // another writer changed the job during the step in flight
 
 	next      time.Time // when the next step is due
 	idx       int       // index in the timer heap; -1 when not in it
@@ -186,8 +187,9 @@ func (l *loop) scan() {
 		if e := r.queue.jobs[name]; e != nil {
 			if hd := l.held[e.sys]; hd != nil && hd.job == name {
 				// Changed under the job this runner runs (a cancel, a spec
-				// edit): reload it, and look at it now.
-				hd.j = nil
+				// edit): reload it, and look at it now (or after the step
+				// in flight, which must not bring its stale copy back).
+				hd.j, hd.stale = nil, true
 				l.schedule(hd, r.cfg.Clock.Now())
 			}
 		}
@@ -379,6 +381,14 @@ func (l *loop) stepped(o stepOutcome) {
 	l.running--
 	now := r.cfg.Clock.Now()
 	h.j, h.rev = o.j, o.rev
+	if h.stale {
+		// Another writer changed the job while the step ran; a step that
+		// did not write (a poll) would not have noticed.
+		h.j, h.stale = nil, false
+		if o.err == nil && !o.done {
+			o.res.RequeueAfter = 0
+		}
+	}
 	switch {
 	case h.lost:
 		l.drop(h, false)

@@ -284,6 +284,32 @@ func TestRunnerCancel(t *testing.T) {
 	}
 }
 
+// A cancel that arrives while the job polls for a power change (steps that
+// write nothing) is seen at the next step, not when the change lands.
+func TestRunnerCancelWhilePolling(t *testing.T) {
+	e := newEnv(t, job.Config{})
+	url := "redfish://10.0.6.2"
+	// The power-off never lands within the test.
+	b := e.addBMC(t, url, fake.Options{Power: bmc.PowerOn, PowerTransition: time.Hour})
+	polling := make(chan struct{}, 1)
+	b.SetHook(fake.MethodPowerState, func(ctx context.Context, c fake.Call) error {
+		select {
+		case polling <- struct{}{}:
+		default:
+		}
+		return nil
+	})
+	e.start(t)
+	_, err := e.runner.Submit(context.Background(), "c", netboot(url))
+	require.NoError(t, err)
+	recv(t, polling)
+	recv(t, polling) // a second read-back: the job is waiting between polls
+	require.NoError(t, e.runner.Cancel(context.Background(), "c"))
+	j := wait(t, e.runner, "c")
+	assertCompleted(t, j, conditions.ResultCanceled)
+	assert.Empty(t, b.CallsTo(fake.MethodSetBootOverride), "nothing after the cancel")
+}
+
 // A runner that dies mid-task (lock not released, task left in phase
 // Started) is resumed by a new runner on the same store once the lease
 // expires; finished tasks are not re-run.
