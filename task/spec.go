@@ -192,10 +192,15 @@ func (s *Spec) Validate() error {
 	bad := func(field, format string, args ...any) error {
 		return &FieldError{Path: field, Msg: fmt.Sprintf(format, args...)}
 	}
+	// (A fixed array, not a map literal: Validate runs on every job start,
+	// and the map cost more than the rest of validation.)
 	var set []string
-	for name, ok := range map[string]bool{"power": s.Power != nil, "bootDevice": s.BootDevice != nil, "virtualMedia": s.VirtualMedia != nil, "waitForBoot": s.WaitForBoot != nil} {
-		if ok {
-			set = append(set, name)
+	for _, a := range [...]struct {
+		name string
+		ok   bool
+	}{{"power", s.Power != nil}, {"bootDevice", s.BootDevice != nil}, {"virtualMedia", s.VirtualMedia != nil}, {"waitForBoot", s.WaitForBoot != nil}} {
+		if a.ok {
+			set = append(set, a.name)
 		}
 	}
 	if len(set) == 0 {
