@@ -1,10 +1,20 @@
-// Command bmcjob runs one job, given as a JSON spec, against one BMC and
-// prints its progress and final status.
+// Command bmcjob runs jobs against one BMC: a job given as a JSON spec file,
+// or one-shot power and boot commands that need no spec, and prints their
+// progress and result.
 //
-//	BMC_PASSWORD=... go run ./examples/bmcjob -spec job.json -user admin
-//	go run ./examples/bmcjob -simulate -spec job.json
+//	bmcjob run -spec job.json [-bmc URL] [-user NAME] [-insecure] [-simulate]
+//	bmcjob power status|on|off|soft-off|cycle|reset -bmc URL [-user NAME]
+//	bmcjob boot pxe|disk|cd|bios|http [-uri URL] [-persistent] [-mode uefi|legacy] -bmc URL
+//	bmcjob -spec job.json ...     (the flags alone, as before: same as run)
+//	bmcjob -h                     (usage; also "bmcjob COMMAND -h")
 //
-// The spec is a job.Spec (decoded strictly: unknown fields are errors):
+// For example:
+//
+//	BMC_PASSWORD=... go run ./examples/bmcjob power status -bmc redfish://10.0.0.5 -user admin
+//	go run ./examples/bmcjob boot http -uri https://boot.example/ipxe.efi -simulate
+//	go run ./examples/bmcjob run -simulate -spec job.json
+//
+// The spec of run is a job.Spec (decoded strictly: unknown fields are errors):
 //
 //	{
 //	  "bmc": "redfish://10.0.0.5/redfish/v1/Systems/1",
@@ -15,32 +25,24 @@
 //	  ]
 //	}
 //
-// -bmc overrides the spec's "bmc". The password comes from the environment
-// variable BMC_PASSWORD (never a flag: flags show in process listings).
-// -simulate runs the job against an in-process simulated Redfish BMC instead
-// (its address replaces the spec's). -insecure skips TLS verification for
-// BMCs with self-signed certificates. Jobs are kept in memory; the exit code
-// is 0 only when the job succeeded.
+// -bmc overrides the spec's "bmc" (it is required by the one-shot commands).
+// The password comes from the environment variable BMC_PASSWORD (never a
+// flag: flags show in process listings). -simulate runs against an
+// in-process simulated Redfish BMC instead (its address replaces any other).
+// -insecure skips TLS verification for BMCs with self-signed certificates.
+// Flags may come before or after a command's arguments. Jobs are kept in
+// memory; the exit code is 0 only when the job succeeded (and for -h).
 package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"time"
-
-	"github.com/bmckit/bmckit/bmc"
-	"github.com/bmckit/bmckit/bmc/ipmi"
-	"github.com/bmckit/bmckit/bmc/redfish"
-	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
-	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/job"
-	"github.com/bmckit/bmckit/storage/memstore"
-	"github.com/bmckit/bmckit/task"
+	"strings"
 )
 
 func main() {
@@ -52,122 +54,101 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, password string, out io.Writer) error {
-	fs := flag.NewFlagSet("bmcjob", flag.ContinueOnError)
-	specPath := fs.String("spec", "", "JSON job spec file (- for standard input); required")
-	bmcURL := fs.String("bmc", "", "BMC address; overrides the spec's bmc")
-	user := fs.String("user", "", "BMC user name (password from $BMC_PASSWORD)")
-	insecure := fs.Bool("insecure", false, "skip TLS certificate verification (self-signed BMCs)")
-	simulate := fs.Bool("simulate", false, "run against an in-process simulated Redfish BMC")
-	timeout := fs.Duration("timeout", 30*time.Minute, "give up waiting after this long")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *specPath == "" {
-		return fmt.Errorf("-spec is required")
-	}
-	var raw []byte
-	var err error
-	if *specPath == "-" {
-		raw, err = io.ReadAll(io.LimitReader(os.Stdin, 1<<20))
-	} else {
-		raw, err = os.ReadFile(*specPath)
-	}
-	if err != nil {
-		return fmt.Errorf("reading -spec: %w", err)
-	}
-	creds := bmc.Credentials{Username: *user, Password: password}
-	rfOpts := redfish.Options{InsecureSkipVerify: *insecure}
-	if *simulate {
-		srv := redfishtest.NewTLSServer(redfishtest.Config{PowerDelay: 2 * time.Second})
-		defer srv.Close()
-		srv.SetPower("1", "On")
-		*bmcURL = srv.Address("1")
-		creds = srv.Credentials()
-		rfOpts.CACertPEM = srv.CACertPEM()
-		fmt.Fprintf(out, "simulated Redfish BMC at %s\n", *bmcURL)
-	}
-	if *bmcURL != "" {
-		// The address from the flag replaces the spec's, before strict
-		// decoding and validation.
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &fields); err != nil {
-			return fmt.Errorf("-spec %s: %w: decoding JSON: %v", *specPath, job.ErrInvalidSpec, err)
-		}
-		fields["bmc"], _ = json.Marshal(*bmcURL)
-		raw, _ = json.Marshal(fields)
-	}
-	spec, err := job.DecodeSpec(raw)
-	if err != nil {
-		return fmt.Errorf("-spec %s: %w", *specPath, err)
-	}
-
-	var dialer bmc.SchemeDialer
-	dialer.Register("redfish", redfish.NewDialer(rfOpts))
-	ipmiDialer, err := ipmi.NewDialer(ipmi.Options{})
-	if err != nil {
-		return err
-	}
-	dialer.Register("ipmi", ipmiDialer)
-
-	var last string
-	runner, err := job.NewRunner(job.Config{
-		Store:       memstore.New(),
-		Dialer:      &dialer,
-		Credentials: job.StaticCredentials{"cli": creds},
-		OnUpdate: func(j job.Job) {
-			if j.Status.CurrentTask >= len(j.Status.Tasks) {
-				return
-			}
-			ts := j.Status.Tasks[j.Status.CurrentTask]
-			line := fmt.Sprintf("task %d/%d %s: %s", j.Status.CurrentTask+1, len(j.Spec.Tasks), j.Spec.Tasks[j.Status.CurrentTask].Describe(), phaseName(ts.Phase))
-			if ts.LastError != "" {
-				line += " (retrying: " + ts.LastError + ")"
-			}
-			if line != last {
-				last = line
-				fmt.Fprintf(out, "%s %s\n", time.Now().Format("15:04:05"), line)
-			}
-		},
-	})
-	if err != nil {
-		return err
-	}
-	spec.CredentialsRef = "cli"
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- runner.Start(runCtx) }()
-	if _, err := runner.Submit(ctx, "bmcjob", spec); err != nil {
-		return err
-	}
-	waitCtx, waitCancel := context.WithTimeout(ctx, *timeout)
-	defer waitCancel()
-	j, err := runner.Wait(waitCtx, "bmcjob")
-	cancel()
-	<-done
-	if err != nil {
-		return fmt.Errorf("waiting for the job: %w", err)
-	}
-	enc := json.NewEncoder(out)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(j.Status); err != nil {
-		return err
-	}
-	if j.Status.Result != conditions.ResultSucceeded {
-		return fmt.Errorf("job %s: %s", j.Status.Result, j.Status.Message)
-	}
-	return nil
+// command is one subcommand. Its run gets the arguments after its name, the
+// password from the environment and where to print; -h must make it return
+// flag.ErrHelp (a FlagSet from newFlagSet does).
+type command struct {
+	name    string
+	args    string // the synopsis after the name, for the usage text
+	summary string
+	run     func(ctx context.Context, args []string, password string, out io.Writer) error
 }
 
-func phaseName(p task.Phase) string {
-	switch p {
-	case task.PhaseStarted:
-		return "sending"
-	case task.PhaseRequested:
-		return "verifying"
-	case task.PhaseDone:
-		return "done"
+// commands is the dispatch table: a new subcommand is one entry here (and
+// its own file).
+var commands = []command{
+	{"run", "-spec FILE [flags]", "run a job from a JSON spec file (- for standard input)", runSpec},
+	{"power", "status|on|off|soft-off|cycle|reset [flags]", "read or change the power state", powerCmd},
+	{"boot", "pxe|disk|cd|bios|http [-uri URL] [flags]", "set the boot device override", bootCmd},
+}
+
+// run dispatches to a command; it returns nil for -h.
+func run(ctx context.Context, args []string, password string, out io.Writer) error {
+	err := dispatch(ctx, args, password, out)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
 	}
-	return "pending"
+	return err
+}
+
+func dispatch(ctx context.Context, args []string, password string, out io.Writer) error {
+	if len(args) == 0 {
+		usage(out)
+		return errors.New("a command is required: " + commandNames() + " (-h for help)")
+	}
+	name := args[0]
+	switch {
+	case name == "-h" || name == "-help" || name == "--help" || name == "help":
+		usage(out)
+		return flag.ErrHelp
+	case strings.HasPrefix(name, "-"):
+		// The flags alone, as before commands existed: bmcjob -spec f.json.
+		return runSpec(ctx, args, password, out)
+	}
+	for _, c := range commands {
+		if c.name == name {
+			return c.run(ctx, args[1:], password, out)
+		}
+	}
+	return fmt.Errorf("unknown command %q: want one of %s (-h for help)", name, commandNames())
+}
+
+func commandNames() string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	return strings.Join(names, ", ")
+}
+
+func usage(out io.Writer) {
+	fmt.Fprintln(out, "usage: bmcjob COMMAND [arguments] [flags]")
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "commands:")
+	for _, c := range commands {
+		fmt.Fprintf(out, "  %-8s %s\n  %-8s   %s\n", c.name, c.args, "", c.summary)
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "The password comes from $BMC_PASSWORD. \"bmcjob COMMAND -h\" lists a command's flags;")
+	fmt.Fprintln(out, "\"bmcjob -spec FILE\" (flags only) is the same as \"bmcjob run -spec FILE\".")
+}
+
+// newFlagSet is a command's FlagSet: errors and -h print to out, and Parse
+// returns flag.ErrHelp for -h.
+func newFlagSet(name, synopsis string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("bmcjob "+name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "usage: bmcjob %s %s\n\nflags:\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseInterspersed parses flags that may come before, between or after
+// the positional arguments (bmcjob boot http -uri URL -bmc ...), which
+// flag.Parse alone stops at, and returns the positional ones.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
 }

@@ -49,8 +49,11 @@ func TestBMCJobBadSpecNamesTheField(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `unknown field "extra"`) {
 		t.Fatalf("want an unknown-field error, got %v", err)
 	}
-	if err := run(context.Background(), nil, "", &out); err == nil || !strings.Contains(err.Error(), "-spec is required") {
+	if err := run(context.Background(), []string{"run"}, "", &out); err == nil || !strings.Contains(err.Error(), "-spec is required") {
 		t.Fatalf("want -spec required, got %v", err)
+	}
+	if err := run(context.Background(), nil, "", &out); err == nil || !strings.Contains(err.Error(), "a command is required") {
+		t.Fatalf("want a command required, got %v", err)
 	}
 }
 

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/task"
+)
+
+// powerOps are the arguments of "bmcjob power".
+var powerOps = map[string]task.PowerOp{
+	"on": task.PowerOn, "off": task.PowerOff, "soft-off": task.PowerSoftOff,
+	"cycle": task.PowerCycle, "reset": task.PowerReset,
+}
+
+// powerCmd is "bmcjob power on|off|soft-off|cycle|reset": a one-task job.
+func powerCmd(ctx context.Context, args []string, password string, out io.Writer) error {
+	const synopsis = "on|off|soft-off|cycle|reset -bmc URL [flags]"
+	fs := newFlagSet("power", synopsis, out)
+	tf := addTargetFlags(fs, 10*time.Minute)
+	asJSON := fs.Bool("json", false, "print the job's final status as JSON")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return fmt.Errorf("power: want one of on, off, soft-off, cycle, reset; got %q", strings.Join(pos, " "))
+	}
+	ts := task.Spec{}
+	if op, ok := powerOps[pos[0]]; ok {
+		ts.Power = &task.PowerAction{Op: op}
+	} else {
+		return fmt.Errorf("power: %q is not one of on, off, soft-off, cycle, reset", pos[0])
+	}
+	return oneShot(ctx, tf, ts, password, *asJSON, out)
+}
+
+// bootDevices are the arguments of "bmcjob boot".
+var bootDevices = map[string]task.BootDevice{
+	"pxe": task.BootPXE, "disk": task.BootDisk, "cd": task.BootCDROM, "cdrom": task.BootCDROM, "bios": task.BootBIOS,
+}
+
+// bootCmd is "bmcjob boot pxe|disk|cd|bios": a one-task job setting the
+// boot override (once unless -persistent), read back where the BMC can.
+func bootCmd(ctx context.Context, args []string, password string, out io.Writer) error {
+	const synopsis = "pxe|disk|cd|bios -bmc URL [-persistent] [-mode uefi|legacy] [flags]"
+	fs := newFlagSet("boot", synopsis, out)
+	tf := addTargetFlags(fs, 10*time.Minute)
+	persistent := fs.Bool("persistent", false, "keep the override for every boot (default: next boot only)")
+	mode := fs.String("mode", "", "firmware boot mode: uefi or legacy (default: leave it)")
+	asJSON := fs.Bool("json", false, "print the job's final status as JSON")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return fmt.Errorf("boot: want one device of pxe, disk, cd, bios; got %q", strings.Join(pos, " "))
+	}
+	dev, ok := bootDevices[pos[0]]
+	if !ok {
+		return fmt.Errorf("boot: %q is not one of pxe, disk, cd, bios", pos[0])
+	}
+	ts := task.Spec{BootDevice: &task.BootDeviceAction{Device: dev, Persistent: *persistent, Mode: task.BootMode(*mode)}}
+	return oneShot(ctx, tf, ts, password, *asJSON, out)
+}
+
+// oneShot runs a job of the one task ts and prints its outcome: a line
+// "<task>: <result>: <message>", or the status as JSON.
+func oneShot(ctx context.Context, tf *targetFlags, ts task.Spec, password string, asJSON bool, out io.Writer) error {
+	if err := ts.Validate(); err != nil {
+		return err
+	}
+	c, err := tf.open(out, password)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	if c.addr == "" {
+		return errors.New("-bmc is required (or -simulate)")
+	}
+	spec := job.Spec{BMC: c.addr, Tasks: []task.Spec{ts}}
+	if err := spec.Validate(); err != nil {
+		return fmt.Errorf("-bmc: %w", err)
+	}
+	j, err := runJob(ctx, c, spec, tf.timeout, out)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(j.Status); err != nil {
+			return err
+		}
+	} else {
+		st := j.Status.Tasks[0]
+		fmt.Fprintf(out, "%s: %s: %s\n", ts.Describe(), st.Result, st.Message)
+	}
+	if j.Status.Result != conditions.ResultSucceeded {
+		return fmt.Errorf("%s %s (%s): %s", ts.Describe(), j.Status.Result, j.Status.Reason, j.Status.Message)
+	}
+	return nil
+}
