@@ -22,11 +22,10 @@ import (
 	"github.com/bmckit/bmckit/storage/memstore"
 )
 
-// BenchmarkRunner runs b.N netboot jobs (3 tasks each) through the Runner
-// over 64 fake BMCs with no latency, on memstore: the runner's own overhead
-// (state machine, JSON records, CAS writes, locks), not a BMC's.
-func BenchmarkRunner(b *testing.B) {
-	const bmcs = 64
+// benchRunner starts a Runner over store and a fleet of bmcs fake BMCs
+// (answering at once, servers On) and returns it with the BMCs' addresses;
+// it stops at the end of the benchmark.
+func benchRunner(b *testing.B, store storage.Store, bmcs int, workers int) (*job.Runner, []string) {
 	fleet := fake.NewFleet()
 	urls := make([]string, bmcs)
 	for i := range urls {
@@ -36,7 +35,7 @@ func BenchmarkRunner(b *testing.B) {
 		}
 	}
 	r, err := job.NewRunner(job.Config{
-		Store: memstore.New(), Dialer: fleet, Workers: 32,
+		Store: store, Dialer: fleet, Workers: workers,
 		PollInterval: time.Millisecond, ScanInterval: 5 * time.Millisecond,
 	})
 	if err != nil {
@@ -45,7 +44,17 @@ func BenchmarkRunner(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	b.Cleanup(func() { cancel(); <-done })
+	return r, urls
+}
+
+// BenchmarkRunner runs b.N netboot jobs (3 tasks each) through the Runner
+// over 64 fake BMCs with no latency, on memstore: the runner's own overhead
+// (state machine, JSON records, CAS writes, locks), not a BMC's.
+func BenchmarkRunner(b *testing.B) {
+	const bmcs = 64
+	r, urls := benchRunner(b, memstore.New(), bmcs, 32)
+	ctx := context.Background()
 
 	spec := func(i int) job.Spec {
 		s := netboot(urls[i%bmcs])
@@ -167,22 +176,8 @@ func BenchmarkRunnerBoltstore(b *testing.B) {
 	}
 	defer bs.Close(context.Background())
 	store := &countingStore{Store: bs}
-	fleet := fake.NewFleet()
-	urls := make([]string, bmcs)
-	for i := range urls {
-		urls[i] = fmt.Sprintf("redfish://10.8.%d.%d/redfish/v1/Systems/1", i/200, i%200+1)
-		if _, err := fleet.AddNew(urls[i], fake.Options{Power: bmc.PowerOn}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	r, err := job.NewRunner(job.Config{Store: store, Dialer: fleet, PollInterval: time.Millisecond, ScanInterval: 5 * time.Millisecond})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	r, urls := benchRunner(b, store, bmcs, 0)
+	ctx := context.Background()
 	b.ResetTimer()
 	// Submitted concurrently, as many clients would.
 	var wg sync.WaitGroup
