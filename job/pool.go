@@ -94,7 +94,12 @@ func (p *ConnPool) getFor(ctx context.Context, ep bmc.Endpoint, creds bmc.Creden
 	stale := p.sweepLocked(now)
 	if c := p.systems[sys]; c != nil {
 		if c.credsHash == h && !c.sess.dead {
-			c.lastUsed, c.user = now, user
+			c.lastUsed = now
+			if user != "" {
+				// A Get on behalf of no job (a monitor's read) must not
+				// take the connection away from the job using it.
+				c.user = user
+			}
 			p.mu.Unlock()
 			closeAll(ctx, stale)
 			return c.drv, nil

@@ -194,6 +194,12 @@ func (r *Runner) Submit(ctx context.Context, name string, spec Spec) (*Job, erro
 	return j, nil
 }
 
+// Pool is the Runner's BMC connection pool, for components that must share
+// its sessions (package monitor reads systems through it, so it never opens
+// a second session next to a job). The Runner owns it and closes it when
+// Start returns.
+func (r *Runner) Pool() *ConnPool { return r.stepper.Pool() }
+
 // Get returns the stored job.
 func (r *Runner) Get(ctx context.Context, name string) (*Job, error) {
 	j, _, err := r.load(ctx, name)

@@ -1,0 +1,51 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/bmckit/bmckit/storage"
+)
+
+// LockInfo is what a system's lock record says, for readers outside the
+// Runner and [StoreLocker] (package monitor checks it so that it never opens
+// a session to a system that a job on another runner is using). See
+// docs/jobs.md, "Exclusivity".
+type LockInfo struct {
+	// Holder is the job that holds the system until it completed; "" when
+	// the system is free.
+	Holder string
+	// Owner is who may act on the system now: a Runner's Config.Owner, or on
+	// the controller path the holding job itself. "" after a clean stop.
+	Owner string
+	// Lease is the lease's length. A lease has expired for a reader only
+	// once it saw the same Revision for a whole Lease by its own clock;
+	// never compare the writer's timestamps with the reader's clock.
+	Lease time.Duration
+	// Revision is the record's store revision; 0 when there is no record.
+	Revision int64
+}
+
+// ReadLock reads the lock record that Runners and StoreLockers sharing s
+// under keyPrefix (their KeyPrefix; "" means "bmckit/") keep for system, a
+// [bmc.Endpoint.SystemKey]. A missing or undecodable record reads as a free
+// system (Holder ""). Safe for concurrent use.
+func ReadLock(ctx context.Context, s storage.Store, keyPrefix, system string) (LockInfo, error) {
+	if keyPrefix == "" {
+		keyPrefix = "bmckit/"
+	}
+	t := lockTable{store: s, prefix: keyPrefix + "systems/"}
+	rec, err := s.Get(ctx, t.key(system))
+	if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return LockInfo{}, nil
+		}
+		return LockInfo{}, err
+	}
+	var l lockRecord
+	if unmarshalRecord(rec.Value, &l) != nil {
+		return LockInfo{Revision: rec.Revision}, nil
+	}
+	return LockInfo{Holder: l.Holder, Owner: l.Owner, Lease: time.Duration(l.LeaseMillis) * time.Millisecond, Revision: rec.Revision}, nil
+}

@@ -1,0 +1,71 @@
+package job_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/fake"
+	"github.com/bmckit/bmckit/internal/clock"
+	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/task"
+)
+
+func TestReadLockSeesStoreLockerRecords(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	sys := "10.0.0.5:443/redfish/v1/Systems/1"
+
+	info, err := job.ReadLock(ctx, s, "", sys)
+	require.NoError(t, err)
+	assert.Equal(t, job.LockInfo{}, info, "no record: free")
+
+	l := job.NewStoreLocker(s, job.StoreLockerConfig{LeaseDuration: time.Minute})
+	_, err = l.Lock(ctx, sys, "netboot-1")
+	require.NoError(t, err)
+	info, err = job.ReadLock(ctx, s, "bmckit/", sys)
+	require.NoError(t, err)
+	assert.Equal(t, "netboot-1", info.Holder)
+	assert.Equal(t, "netboot-1", info.Owner)
+	assert.Equal(t, time.Minute, info.Lease)
+	assert.NotZero(t, info.Revision)
+
+	require.NoError(t, l.Unlock(ctx, sys, "netboot-1"))
+	info, err = job.ReadLock(ctx, s, "", sys)
+	require.NoError(t, err)
+	assert.Empty(t, info.Holder)
+}
+
+// A Get on behalf of no job (package monitor reading through the pool) keeps
+// the connection attributed to the job that uses it, so a stale Release by
+// another job does not close it.
+func TestPoolGetKeepsTheJobsClaimOnTheConnection(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	url := "redfish://10.0.0.9/redfish/v1/Systems/1"
+	fleet := fake.NewFleet()
+	srv, err := fleet.AddNew(url, fake.Options{Clock: clk, PowerTransition: time.Minute})
+	require.NoError(t, err)
+	st, err := job.NewStepper(job.StepperConfig{Dialer: fleet, Clock: clk})
+	require.NoError(t, err)
+	defer st.Close(ctx)
+
+	j := &job.Job{Name: "on-1", Generation: 1, CreatedAt: clk.Now(), Spec: job.Spec{BMC: url, Tasks: []task.Spec{{Power: &task.PowerAction{Op: task.PowerOn}}}}}
+	res, err := st.Step(ctx, j, func(context.Context, *job.Job) error { return nil })
+	require.NoError(t, err)
+	require.False(t, res.Done, "the power change takes a minute")
+
+	ep, err := bmc.ParseEndpoint(url)
+	require.NoError(t, err)
+	_, err = st.Pool().Get(ctx, ep, bmc.Credentials{})
+	require.NoError(t, err)
+	require.NoError(t, st.Release(ctx, &job.Job{Name: "an-earlier-job", Spec: job.Spec{BMC: url}}))
+	assert.Equal(t, 1, st.Pool().Len(), "the job's connection stays open")
+	assert.Equal(t, 1, srv.Sessions().Open)
+	assert.Equal(t, 1, srv.Sessions().Logins)
+}
