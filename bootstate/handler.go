@@ -14,6 +14,9 @@ type HandlerConfig struct {
 	// MaxBodyBytes limits the request body. Defaults to DefaultMaxBodyBytes
 	// (4 KiB).
 	MaxBodyBytes int64
+	// ClientAddr finds the caller's IP for address binding
+	// (StartOptions.AllowedSources). Defaults to RemoteIP (the TCP peer).
+	ClientAddr ClientAddr
 }
 
 // Handler serves POST /bootstate for a [Tracker]: a booted server posts a
@@ -27,23 +30,30 @@ type HandlerConfig struct {
 //   - 400: malformed JSON, wrong types, unknown fields, bad UUID, attempt
 //     ID, signal or message; 413: body over the limit; 405: not POST.
 //   - 401: token missing or wrong (with tokens enabled).
-//   - 403: a signal callers may not post (not in Config.CallbackSignals).
+//   - 403: a signal callers may not post (not in Config.CallbackSignals),
+//     or a caller address outside the attempt's AllowedSources.
 //   - 404: no boot attempt was started for the system.
 //   - 409: the attempt named is not the system's current one (a late
-//     callback from an earlier boot).
+//     callback from an earlier boot), or it already ended without booting
+//     (a callback after its deadline: the attempt is TimedOut and the
+//     signal is not recorded). Never retry a 409: nothing will change.
 //   - 503 with Retry-After: the store failed; nothing is promised, retry.
 //
 // Nothing is written for any answer but 200.
 type Handler struct {
-	t   *Tracker
-	max int64
+	t      *Tracker
+	max    int64
+	client ClientAddr
 }
 
 var _ http.Handler = (*Handler)(nil)
 
 // NewHandler returns the /bootstate handler of t.
 func NewHandler(t *Tracker, cfg HandlerConfig) *Handler {
-	h := &Handler{t: t, max: cfg.MaxBodyBytes}
+	h := &Handler{t: t, max: cfg.MaxBodyBytes, client: cfg.ClientAddr}
+	if h.client == nil {
+		h.client = RemoteIP
+	}
 	if h.max <= 0 {
 		h.max = DefaultMaxBodyBytes
 	}
@@ -99,7 +109,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if msg == "" {
 		msg = fmt.Sprintf("%s posted from %s", signal, r.RemoteAddr)
 	}
-	rec, err := h.t.RecordSignal(r.Context(), req.SystemUUID, req.AttemptID, signal, msg)
+	src := h.client(r)
+	if src == "" {
+		src = "unknown"
+	}
+	rec, err := h.t.recordSignal(r.Context(), req.SystemUUID, req.AttemptID, signal, msg, src)
 	if err != nil {
 		h.t.log.V(1).Info("boot state callback rejected", "systemUUID", req.SystemUUID, "attemptID", req.AttemptID, "error", err.Error())
 		status := statusOf(err)
@@ -121,8 +135,10 @@ func statusOf(err error) int {
 	switch {
 	case errors.Is(err, ErrUnknownSystem):
 		return http.StatusNotFound
-	case errors.Is(err, ErrStaleAttempt):
+	case errors.Is(err, ErrStaleAttempt), errors.Is(err, ErrAttemptEnded):
 		return http.StatusConflict
+	case errors.Is(err, ErrSourceNotAllowed):
+		return http.StatusForbidden
 	case errors.Is(err, ErrUnauthorized):
 		return http.StatusUnauthorized
 	case errors.Is(err, ErrStore):

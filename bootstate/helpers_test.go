@@ -169,3 +169,17 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// assertUnchanged fails if any stored key was written since before.
+func assertUnchanged(t *testing.T, s storage.Store, before map[string]int64) {
+	t.Helper()
+	after := snapshot(t, s)
+	if len(after) != len(before) {
+		t.Fatalf("keys changed: %v -> %v", before, after)
+	}
+	for k, rev := range before {
+		if after[k] != rev {
+			t.Fatalf("%s was written (revision %d -> %d)", k, rev, after[k])
+		}
+	}
+}

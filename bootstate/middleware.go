@@ -57,16 +57,22 @@ type FetchConfig struct {
 	// answer 503 without serving, so the booting server (iPXE and Ignition
 	// both retry) asks again and the signal is not lost.
 	FailOpen bool
+	// ClientAddr finds the caller's IP for address binding
+	// (StartOptions.AllowedSources): a fetch from another address gets 403,
+	// is not served and writes nothing. Defaults to RemoteIP (the TCP peer).
+	ClientAddr ClientAddr
 }
 
 // FetchMiddleware wraps the host's own iPXE-script or Ignition handler and
 // records cfg.Signal for the system a request names, BEFORE calling the
 // wrapped handler, which then serves exactly what it would have served.
 //
-// Requests that name no system, an unknown system, or a retired attempt are
-// served unchanged and not recorded: what to serve them is the host's call.
-// Only a store failure (503 unless FailOpen) or, with RequireToken, a bad
-// token (401) keeps the wrapped handler from running.
+// Requests that name no system, an unknown system, a retired attempt or
+// one that already ended are served unchanged and not recorded: what to
+// serve them is the host's call. Only a store failure (503 unless
+// FailOpen), with RequireToken a bad token (401), or a source address the
+// attempt does not allow (403, see StartOptions.AllowedSources) keeps the
+// wrapped handler from running.
 //
 // It panics if cfg.Signal is not a valid signal name (a programming error
 // caught at wiring time).
@@ -136,7 +142,15 @@ func (t *Tracker) recordFetch(w http.ResponseWriter, r *http.Request, cfg FetchC
 	// The path is left out of the message (and the logs): a host's
 	// extractor may carry the token in it, and records never hold tokens.
 	msg := fmt.Sprintf("fetched with %s from %s", r.Method, r.RemoteAddr)
-	if _, err := t.RecordSignal(r.Context(), u, id.AttemptID, cfg.Signal, msg); err != nil {
+	client := cfg.ClientAddr
+	if client == nil {
+		client = RemoteIP
+	}
+	src := client(r)
+	if src == "" {
+		src = "unknown"
+	}
+	if _, err := t.recordSignal(r.Context(), u, id.AttemptID, cfg.Signal, msg, src); err != nil {
 		return t.fetchFailed(w, cfg, u, err)
 	}
 	return true
@@ -144,7 +158,14 @@ func (t *Tracker) recordFetch(w http.ResponseWriter, r *http.Request, cfg FetchC
 
 // fetchFailed decides what a recording failure means for the request.
 func (t *Tracker) fetchFailed(w http.ResponseWriter, cfg FetchConfig, u string, err error) bool {
-	if errors.Is(err, ErrUnknownSystem) || errors.Is(err, ErrStaleAttempt) {
+	if errors.Is(err, ErrSourceNotAllowed) {
+		// Never serve a bound machine's script or config (which may carry
+		// its token) to another address.
+		t.log.Info("fetch from an address the boot attempt does not allow; refused", "systemUUID", u, "signal", cfg.Signal, "reason", err.Error())
+		writeError(w, http.StatusForbidden, "this address may not fetch for this system")
+		return false
+	}
+	if errors.Is(err, ErrUnknownSystem) || errors.Is(err, ErrStaleAttempt) || errors.Is(err, ErrAttemptEnded) {
 		t.log.V(1).Info("fetch not recorded", "systemUUID", u, "signal", cfg.Signal, "reason", err.Error())
 		return true
 	}

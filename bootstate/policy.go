@@ -55,6 +55,12 @@ type Policy struct {
 	Mode PolicyMode `json:"mode,omitempty"`
 	// Signals are the signal names the policy waits for.
 	Signals []string `json:"signals,omitempty"`
+	// Deadlines bound single signals (boot stages), each measured from the
+	// attempt's start or from the previous entry's signal; an attempt
+	// whose stage deadline passes times out with that stage's reason (see
+	// [ReasonStageTimeout]). The attempt's overall deadline still applies.
+	// Defaults to none.
+	Deadlines []SignalDeadline `json:"deadlines,omitempty"`
 }
 
 // AllOfSignals returns a Policy that completes once every signal was received.
@@ -64,7 +70,9 @@ func AllOfSignals(signals ...string) Policy { return Policy{Mode: AllOf, Signals
 func AnyOfSignals(signals ...string) Policy { return Policy{Mode: AnyOf, Signals: signals} }
 
 // IsZero reports whether p is the zero Policy (use the default).
-func (p Policy) IsZero() bool { return p.Mode == "" && len(p.Signals) == 0 }
+func (p Policy) IsZero() bool {
+	return p.Mode == "" && len(p.Signals) == 0 && len(p.Deadlines) == 0
+}
 
 // Validate checks the mode and every signal name.
 func (p Policy) Validate() error {
@@ -81,7 +89,7 @@ func (p Policy) Validate() error {
 			return fmt.Errorf("policy: %w", err)
 		}
 	}
-	return nil
+	return validateDeadlines(p.Deadlines)
 }
 
 // Satisfied reports whether the signals recorded in conds satisfy p.

@@ -25,8 +25,15 @@ type Record struct {
 	Policy Policy `json:"policy"`
 	// StartedAt is when the attempt was opened.
 	StartedAt time.Time `json:"startedAt"`
-	// Deadline is when the attempt times out unless completed before.
+	// Deadline is when the attempt times out unless completed before
+	// (Policy.Deadlines may end it earlier, per stage; see NextDeadline).
 	Deadline time.Time `json:"deadline"`
+	// AllowedSources are the addresses (IPs or CIDR prefixes, normalized)
+	// the machine may fetch and call back from; empty: any address.
+	AllowedSources []string `json:"allowedSources,omitempty"`
+	// TimedOutStage is the signal whose own deadline ended the attempt, if
+	// one did (empty when the overall deadline did, or it did not time out).
+	TimedOutStage string `json:"timedOutStage,omitempty"`
 	// Conditions holds Completed and Running (kept consistent by the
 	// conditions helpers) and one condition per signal received.
 	Conditions []conditions.Condition `json:"conditions,omitempty"`
@@ -60,6 +67,15 @@ func (r *Record) Completed() bool {
 func (r *Record) Message() string {
 	if c := conditions.Get(r.Conditions, conditions.TypeCompleted); c != nil {
 		return c.Message
+	}
+	return ""
+}
+
+// Reason returns the Completed condition's reason: Booted, TimedOut, a
+// stage timeout such as IPXETimeout, Superseded; empty while waiting.
+func (r *Record) Reason() string {
+	if c := conditions.Get(r.Conditions, conditions.TypeCompleted); c != nil && c.Status == conditions.True {
+		return c.Reason
 	}
 	return ""
 }
@@ -107,11 +123,24 @@ func (r *Record) evaluate(now time.Time) (changed, timedOut bool) {
 	if r.Completed() {
 		return false, false
 	}
-	if !now.Before(r.Deadline) {
+	if due, ok := r.passedDeadline(now); ok {
 		r.Result = conditions.ResultTimedOut
-		msg := fmt.Sprintf("boot attempt %q timed out after %s %s",
-			r.AttemptID, r.Deadline.Sub(r.StartedAt), r.waitingMessage())
-		conditions.MarkCompleted(&r.Conditions, 0, conditions.ResultTimedOut, conditions.ReasonTimedOut, msg, now)
+		reason := conditions.ReasonTimedOut
+		var msg string
+		if due.signal == "" {
+			msg = fmt.Sprintf("boot attempt %q timed out after %s (started %s, deadline %s) %s",
+				r.AttemptID, r.Deadline.Sub(r.StartedAt), stamp(r.StartedAt), stamp(r.Deadline), r.waitingMessage())
+		} else {
+			reason = ReasonStageTimeout(due.signal)
+			r.TimedOutStage = due.signal
+			from := "the attempt's start"
+			if due.d.From == FromPreviousSignal {
+				from = "its previous stage (" + r.Policy.Deadlines[indexOfDeadline(r.Policy.Deadlines, due.signal)-1].Signal + ")"
+			}
+			msg = fmt.Sprintf("boot attempt %q timed out at stage %s: not received within %s of %s (started %s, stage base %s, due %s, noticed %s) %s",
+				r.AttemptID, due.signal, due.d.Within, from, stamp(r.StartedAt), stamp(due.base), stamp(due.at), stamp(now), r.waitingMessage())
+		}
+		conditions.MarkCompleted(&r.Conditions, 0, conditions.ResultTimedOut, reason, msg, now)
 		return true, true
 	}
 	if r.Policy.Satisfied(r.Conditions) {
@@ -122,4 +151,15 @@ func (r *Record) evaluate(now time.Time) (changed, timedOut bool) {
 		return true, false
 	}
 	return conditions.MarkRunning(&r.Conditions, 0, r.waitingMessage(), now), false
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func indexOfDeadline(ds []SignalDeadline, signal string) int {
+	for i, d := range ds {
+		if d.Signal == signal {
+			return i
+		}
+	}
+	return -1
 }

@@ -37,7 +37,12 @@ func (t *Tracker) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if _, err := t.expire(ctx, d.systemUUID, d.attemptID); err != nil && !errors.Is(err, ErrUnknownSystem) && ctx.Err() == nil {
+			rec, err := t.expire(ctx, d.systemUUID, d.attemptID)
+			if err == nil && rec.AttemptID == d.attemptID {
+				// Still open (a stage deadline moved on): queue the next.
+				t.queueDeadline(rec)
+			}
+			if err != nil && !errors.Is(err, ErrUnknownSystem) && ctx.Err() == nil {
 				// Keep the deadline: the record did not change, so no
 				// resync would bring it back.
 				retry := min(t.resync, 5*time.Second)
@@ -75,9 +80,7 @@ func (t *Tracker) resyncDeadlines(ctx context.Context, follow *storage.Follower)
 			t.log.Error(err, "skipping undecodable boot record", "key", ev.Key)
 			continue
 		}
-		if !rec.Completed() {
-			t.deadlines.add(deadline{at: rec.Deadline, systemUUID: rec.SystemUUID, attemptID: rec.AttemptID})
-		}
+		t.queueDeadline(rec)
 	}
 	return err
 }

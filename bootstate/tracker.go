@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -238,8 +239,16 @@ type StartOptions struct {
 	// Timeout is how long the attempt may take. Defaults to the tracker's
 	// DefaultTimeout.
 	Timeout time.Duration
-	// Policy decides completion. Defaults to the tracker's DefaultPolicy.
+	// Policy decides completion and may bound single signals
+	// (Policy.Deadlines). Defaults to the tracker's DefaultPolicy; a Policy
+	// with Deadlines but no Signals takes the default's Mode and Signals.
 	Policy Policy
+	// AllowedSources are the addresses the machine may fetch and call
+	// back from: IPs or CIDR prefixes (see [ParseSources]), typically from
+	// the host's DHCP lease data. Fetches and callbacks for this attempt
+	// from any other address get 403 and write nothing. Defaults to none
+	// (any address).
+	AllowedSources []string
 }
 
 // StartBoot opens the boot record of attemptID with the default policy; see
@@ -273,6 +282,12 @@ func (t *Tracker) Start(ctx context.Context, opts StartOptions) (Record, error) 
 	pol := opts.Policy
 	if pol.IsZero() {
 		pol = t.policy
+	} else if pol.Mode == "" && len(pol.Signals) == 0 {
+		pol.Mode, pol.Signals = t.policy.Mode, t.policy.Signals
+	}
+	srcs, err := ParseSources(opts.AllowedSources)
+	if err != nil {
+		return Record{}, fmt.Errorf("bootstate: start boot of system %s: %w", u, err)
 	}
 	if err := pol.Validate(); err != nil {
 		return Record{}, fmt.Errorf("bootstate: start boot of system %s: %w", u, err)
@@ -298,12 +313,13 @@ func (t *Tracker) Start(ctx context.Context, opts StartOptions) (Record, error) 
 		now := t.clock.Now().UTC()
 		prev := t.retire(rec, exists, opts.AttemptID)
 		*rec = Record{
-			SystemUUID: u,
-			AttemptID:  opts.AttemptID,
-			Policy:     pol,
-			StartedAt:  now,
-			Deadline:   now.Add(timeout),
-			Previous:   prev,
+			SystemUUID:     u,
+			AttemptID:      opts.AttemptID,
+			Policy:         pol,
+			StartedAt:      now,
+			Deadline:       now.Add(timeout),
+			AllowedSources: srcs,
+			Previous:       prev,
 		}
 		rec.evaluate(now)
 		created = true
@@ -315,10 +331,15 @@ func (t *Tracker) Start(ctx context.Context, opts StartOptions) (Record, error) 
 	if created {
 		t.log.V(1).Info("boot attempt started", "systemUUID", u, "attemptID", rec.AttemptID, "deadline", rec.Deadline, "policy", rec.Policy.String())
 	}
-	if !rec.Completed() {
-		t.deadlines.add(deadline{at: rec.Deadline, systemUUID: u, attemptID: rec.AttemptID})
-	}
+	t.queueDeadline(rec)
 	return rec, nil
+}
+
+// queueDeadline queues the next deadline of an open attempt for Run.
+func (t *Tracker) queueDeadline(rec Record) {
+	if !rec.Completed() {
+		t.deadlines.add(deadline{at: rec.NextDeadline(), systemUUID: rec.SystemUUID, attemptID: rec.AttemptID})
+	}
 }
 
 // retire returns the history list with the current attempt (if any)
@@ -401,7 +422,7 @@ func (t *Tracker) Wait(ctx context.Context, systemUUID, attemptID string) (Recor
 		if rec.Completed() {
 			return rec, nil
 		}
-		wait := min(rec.Deadline.Sub(t.clock.Now()), t.poll)
+		wait := min(rec.NextDeadline().Sub(t.clock.Now()), t.poll)
 		select {
 		case <-ctx.Done():
 			return Record{}, ctx.Err()
@@ -421,7 +442,10 @@ func (t *Tracker) expire(ctx context.Context, systemUUID, attemptID string) (Rec
 	var timedOut bool
 	rec, _, err := t.update(ctx, u, false, func(rec *Record, _ bool) (bool, error) {
 		timedOut = false
-		if rec.AttemptID != attemptID || rec.Completed() || t.clock.Now().Before(rec.Deadline) {
+		if rec.AttemptID != attemptID || rec.Completed() {
+			return false, nil
+		}
+		if _, passed := rec.passedDeadline(t.clock.Now()); !passed {
 			return false, nil
 		}
 		changed, to := rec.evaluate(t.clock.Now().UTC())
@@ -445,12 +469,22 @@ func (t *Tracker) timedOut(ctx context.Context, rec Record) {
 }
 
 // RecordSignal records a signal for the system's attempt attemptID (empty:
-// the current attempt) and applies the policy. It is what [Handler] and the
-// fetch middleware call; hosts call it for their own signals. Repeating a
+// the current attempt) and applies the policy. Hosts call it for their own
+// signals; it checks neither tokens nor source addresses. Repeating a
 // signal already recorded writes nothing. Signals for a retired attempt
 // return ErrStaleAttempt; for a system without a record, ErrUnknownSystem;
-// both write nothing. It does not check tokens.
+// for an attempt that already ended without booting, ErrAttemptEnded; all
+// three write nothing, except that a deadline that passed and was not yet
+// applied is applied (the attempt is marked TimedOut, as BootResult would),
+// and the late signal itself is not recorded.
 func (t *Tracker) RecordSignal(ctx context.Context, systemUUID, attemptID, signal, message string) (Record, error) {
+	return t.recordSignal(ctx, systemUUID, attemptID, signal, message, "")
+}
+
+// recordSignal is RecordSignal; a non-empty source (the caller's IP) is
+// checked against the attempt's AllowedSources inside the same
+// compare-and-swap, before anything is written.
+func (t *Tracker) recordSignal(ctx context.Context, systemUUID, attemptID, signal, message, source string) (Record, error) {
 	u, err := ParseSystemUUID(systemUUID)
 	if err != nil {
 		return Record{}, fmt.Errorf("bootstate: %w", err)
@@ -467,12 +501,21 @@ func (t *Tracker) RecordSignal(ctx context.Context, systemUUID, attemptID, signa
 		if attemptID != "" && rec.AttemptID != attemptID {
 			return false, fmt.Errorf("bootstate: %w: system %s is on attempt %q, signal %s was for attempt %q", ErrStaleAttempt, u, rec.AttemptID, signal, attemptID)
 		}
+		if source != "" && !sourceAllowed(rec.AllowedSources, source) {
+			return false, fmt.Errorf("bootstate: %w: %s from %s for system %s attempt %q (allowed: %s)", ErrSourceNotAllowed, signal, source, u, rec.AttemptID, strings.Join(rec.AllowedSources, ", "))
+		}
+		if rec.Completed() && rec.Result != conditions.ResultSucceeded {
+			return false, fmt.Errorf("bootstate: %w: %s for system %s attempt %q arrived after it ended as %s: %s", ErrAttemptEnded, signal, u, rec.AttemptID, rec.Result, rec.Message())
+		}
 		if rec.HasSignal(signal) {
 			return false, nil
 		}
 		now := t.clock.Now().UTC()
-		// A passed deadline is applied before the signal counts.
-		_, timedOut = rec.evaluate(now)
+		// A passed deadline is applied first, and the late signal does
+		// not count (nor is it recorded).
+		if _, timedOut = rec.evaluate(now); timedOut {
+			return true, nil
+		}
 		conditions.Set(&rec.Conditions, conditions.Condition{
 			Type: signal, Status: conditions.True, Reason: ReasonSignalReceived, Message: message, LastTransitionTime: now,
 		})
@@ -484,14 +527,16 @@ func (t *Tracker) RecordSignal(ctx context.Context, systemUUID, attemptID, signa
 	if err != nil {
 		return Record{}, err
 	}
+	if timedOut {
+		t.timedOut(ctx, rec)
+		return rec, fmt.Errorf("bootstate: %w: %s for system %s attempt %q arrived after its deadline: %s", ErrAttemptEnded, signal, u, rec.AttemptID, rec.Message())
+	}
 	if wrote {
 		t.log.V(1).Info("boot signal recorded", "systemUUID", u, "attemptID", rec.AttemptID, "signal", signal)
+		t.queueDeadline(rec) // a stage measured from this signal is armed now
 	}
 	if completed {
 		t.log.Info("boot attempt completed", "systemUUID", u, "attemptID", rec.AttemptID, "result", rec.Result)
-	}
-	if timedOut {
-		t.timedOut(ctx, rec)
 	}
 	return rec, nil
 }

@@ -316,13 +316,16 @@ func TestTimeoutAppliedLazilyWithoutRun(t *testing.T) {
 	if err != nil || !done || res != conditions.ResultTimedOut || !strings.Contains(msg, "nothing received yet") {
 		t.Fatalf("BootResult at deadline = %v %q %q %v", done, res, msg, err)
 	}
-	// A signal after the deadline is recorded but does not turn the
-	// timeout into success.
-	rec, err := e.tr.RecordSignal(ctx, uuidA, "a", bootstate.SignalBootStateReceived, "")
-	if err != nil {
-		t.Fatal(err)
+	// A signal after the deadline is refused (ErrAttemptEnded), writes
+	// nothing and does not turn the timeout into success.
+	before := snapshot(t, e.store)
+	_, err = e.tr.RecordSignal(ctx, uuidA, "a", bootstate.SignalBootStateReceived, "")
+	if !errors.Is(err, bootstate.ErrAttemptEnded) {
+		t.Fatalf("late signal: %v, want ErrAttemptEnded", err)
 	}
-	if rec.Result != conditions.ResultTimedOut || !rec.HasSignal(bootstate.SignalBootStateReceived) {
+	assertUnchanged(t, e.store, before)
+	rec, _ := e.tr.Get(ctx, uuidA)
+	if rec.Result != conditions.ResultTimedOut || rec.HasSignal(bootstate.SignalBootStateReceived) {
 		t.Fatalf("late signal: result %q, conditions %+v", rec.Result, rec.Conditions)
 	}
 	if calls != 1 {
@@ -337,11 +340,13 @@ func TestLateSignalPastDeadlineTimesOut(t *testing.T) {
 	})
 	mustStart(t, e.tr, bootstate.StartOptions{SystemUUID: uuidA, AttemptID: "a", Timeout: time.Minute})
 	e.clock.Advance(2 * time.Minute)
+	// The first reader after the deadline is this late signal: it applies
+	// the timeout (and fires OnTimeout) but is not recorded itself.
 	rec, err := e.tr.RecordSignal(context.Background(), uuidA, "a", bootstate.SignalBootStateReceived, "")
-	if err != nil {
-		t.Fatal(err)
+	if !errors.Is(err, bootstate.ErrAttemptEnded) {
+		t.Fatalf("late signal: %v, want ErrAttemptEnded", err)
 	}
-	if rec.Result != conditions.ResultTimedOut || calls != 1 {
+	if rec.Result != conditions.ResultTimedOut || calls != 1 || rec.HasSignal(bootstate.SignalBootStateReceived) {
 		t.Fatalf("signal after the deadline: result %q, OnTimeout calls %d", rec.Result, calls)
 	}
 }
