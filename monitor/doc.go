@@ -1,0 +1,53 @@
+// Package monitor keeps fleet awareness: a durable record per machine with a
+// Contactable condition, the power state and the time of the last
+// successful read, refreshed on a jittered interval, so operators see dead
+// BMCs and wrong credentials before a job fails on them.
+//
+//	mon, _ := monitor.New(monitor.Config{
+//		Store:       store,
+//		Pool:        runner.Pool(),  // share the job Runner's sessions
+//		Owner:       "bmckit-0",     // the Runner's Config.Owner
+//		Credentials: resolver,
+//	})
+//	go mon.Start(ctx)                // blocks; a manager.Runnable
+//	mon.Add(ctx, "redfish://10.0.0.5/redfish/v1/Systems/1", "rack12")
+//
+// # Records
+//
+// Each machine is a [Machine] record, JSON under
+// <KeyPrefix>machines/<escaped SystemKey> (the identity job locks use): the
+// BMC address and credentials reference (never a secret), Generation, and a
+// [Status] with the Contactable condition (True, or False with a reason:
+// [ReasonUnauthorized], [ReasonUnreachable], [ReasonTLSError],
+// [ReasonTimeout], [ReasonCredentialsUnresolved], [ReasonNotSupported],
+// [ReasonBMCError]; the message names the BMC), the power state, and
+// LastReadTime. The condition follows conditions.Set: LastTransitionTime
+// moves only when its status flips. Hosts follow the records through the
+// Store's change feed ([Monitor.Follower], [Decode]) or read them with
+// [Monitor.Get] and [Monitor.List].
+//
+// # Reads
+//
+// A refresh is one [bmc.Driver.PowerState] call through a job.ConnPool: one
+// GET of the system on Redfish when the session is open. Give the monitor
+// the job Runner's pool (Runner.Pool): it then reads a system a job is using
+// on that job's session, never a second one, and its requests count against
+// the drivers' per-endpoint request budget, which lives in the Dialer behind
+// the pool. A machine is read at once when it is added, when its address or
+// credentials reference changes, and when its resolved credentials change
+// (checked every Config.CredentialsCheckInterval, or at once after
+// [Monitor.CredentialsChanged]).
+//
+// # Replicas
+//
+// Monitors sharing a Store share the work. A replica reads a machine only
+// after it won a compare-and-swap of the record that claims the next
+// interval (Refresh), so each machine is read by one replica per interval.
+// Other replicas count the interval from when they saw the claim, by their
+// own clocks, never by comparing the claimer's timestamps with theirs; a
+// dead replica's machines are taken over one interval after its last claim
+// was seen. A system whose job lock another runner holds is skipped until
+// the job is done.
+//
+// docs/monitor.md has the decisions and the alternatives rejected.
+package monitor

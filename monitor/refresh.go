@@ -1,0 +1,281 @@
+package monitor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/storage"
+)
+
+// refreshJob is what the loop hands a refresh: the record as it last saw it.
+type refreshJob struct {
+	key   string
+	rec   *Machine // not modified: a refresh works on a copy
+	rev   int64
+	ep    bmc.Endpoint
+	force bool
+}
+
+type outcomeKind int
+
+const (
+	outcomeRead       outcomeKind = iota // claimed and read (answered or not)
+	outcomeLost                          // another writer changed the record first
+	outcomeDeferred                      // a job on another runner holds the system
+	outcomeGone                          // the record was deleted
+	outcomeStoreError                    // the store failed; try again later
+)
+
+// outcome is a refresh's result for the loop.
+type outcome struct {
+	key  string
+	kind outcomeKind
+	rec  *Machine // the record as last written or read; nil if unknown
+	rev  int64
+	hash string // outcomeRead: the credentials used
+	seq  int64  // outcomeRead: the claim's Seq
+}
+
+// refresh claims the machine's next interval by compare-and-swap, reads the
+// BMC (one PowerState call through the shared pool) and writes the result.
+func (m *Monitor) refresh(ctx context.Context, j refreshJob) outcome {
+	o := outcome{key: j.key}
+	if busy, err := m.heldElsewhere(ctx, j.rec.System); err != nil {
+		return m.storeFailed(ctx, o, "reading the system's job lock", err)
+	} else if busy {
+		m.deferred.Add(1)
+		o.kind = outcomeDeferred
+		return o
+	}
+
+	// Claim.
+	now := m.cfg.Clock.Now()
+	claimed := *j.rec
+	claimed.Status.Conditions = append([]conditions.Condition(nil), j.rec.Status.Conditions...)
+	next := m.jittered()
+	if j.rec.Refresh.Owner == "" {
+		next = m.spread()
+	}
+	claimed.Refresh = Refresh{Owner: m.cfg.Owner, Seq: j.rec.Refresh.Seq + 1, Claimed: now.UTC(), Next: now.Add(next).UTC()}
+	data, err := encode(&claimed)
+	if err != nil {
+		return m.storeFailed(ctx, o, "encoding the claim", err)
+	}
+	rev, err := m.cfg.Store.Update(ctx, j.key, data, j.rev)
+	if err != nil {
+		if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound) {
+			m.lost.Add(1)
+			return m.reload(ctx, o)
+		}
+		return m.storeFailed(ctx, o, "claiming the refresh", err)
+	}
+	m.setOwn(j.key, rev)
+	o.rec, o.rev = &claimed, rev
+
+	// Read.
+	power, hash, password, readErr, timedOut := m.read(ctx, j.ep, claimed.CredentialsRef)
+	if ctx.Err() != nil {
+		o.kind = outcomeLost // stopping: the claim stands, the next read is due at its Next
+		return o
+	}
+	m.reads.Add(1)
+	o.kind, o.hash, o.seq = outcomeRead, hash, claimed.Refresh.Seq
+
+	// Result.
+	result := claimed
+	result.Status.Conditions = append([]conditions.Condition(nil), claimed.Status.Conditions...)
+	changed := m.apply(&result, j.ep, power, readErr, timedOut, password)
+	if !changed {
+		return o // a failure like the last one: the claim recorded the attempt
+	}
+	data, err = encode(&result)
+	if err != nil {
+		return m.storeFailed(ctx, o, "encoding the result", err)
+	}
+	rev, err = m.cfg.Store.Update(ctx, j.key, data, rev)
+	if err == nil {
+		m.setOwn(j.key, rev)
+		o.rec, o.rev = &result, rev
+		return o
+	}
+	if !errors.Is(err, storage.ErrConflict) && !errors.Is(err, storage.ErrNotFound) {
+		m.log.Error(err, "writing a machine's status failed; the next read will write it", "system", claimed.System)
+		return o
+	}
+	// Someone wrote the record since the claim (Add changed it, or it was
+	// removed): keep the result only if the claim and the spec still stand.
+	var final *Machine
+	rec, err := storage.Modify(ctx, m.cfg.Store, j.key, func(cur *storage.Record) ([]byte, error) {
+		final = nil
+		if cur == nil {
+			return nil, storage.ErrNoChange
+		}
+		mc, err := Decode(cur.Value)
+		if err != nil {
+			return nil, err
+		}
+		final = mc
+		if mc.Refresh.Owner != m.cfg.Owner || mc.Refresh.Seq != claimed.Refresh.Seq || mc.Generation != claimed.Generation {
+			return nil, storage.ErrNoChange
+		}
+		mc.Status = result.Status
+		return encode(mc)
+	})
+	if err != nil {
+		m.log.Error(err, "writing a machine's status failed; the next read will write it", "system", claimed.System)
+		return o
+	}
+	if final == nil {
+		o.kind = outcomeGone
+		return o
+	}
+	m.setOwn(j.key, rec.Revision)
+	o.rec, o.rev = final, rec.Revision
+	return o
+}
+
+// read resolves the credentials and reads the power state, retrying once on
+// a new session when the pooled one turns out to be spent.
+func (m *Monitor) read(ctx context.Context, ep bmc.Endpoint, ref string) (power bmc.PowerState, hash, password string, err error, timedOut bool) {
+	rctx, cancel := context.WithTimeout(ctx, m.cfg.ReadTimeout)
+	defer cancel()
+	creds, cerr := m.cfg.Credentials.Resolve(rctx, ref)
+	hash = credsHash(creds, cerr)
+	if cerr != nil {
+		return "", hash, "", &credentialsError{ref: ref, err: cerr}, false
+	}
+	for attempt := 0; ; attempt++ {
+		var drv bmc.Driver
+		drv, err = m.pool.Get(rctx, ep, creds)
+		if err == nil {
+			power, err = drv.PowerState(rctx)
+		}
+		if err != nil && attempt == 0 && errors.Is(err, bmc.ErrSessionExpired) && rctx.Err() == nil {
+			// The session is spent (it expired, or a job's end closed it
+			// under this read): the next Get dials again.
+			m.pool.Invalidate(ctx, ep)
+			continue
+		}
+		break
+	}
+	return power, hash, creds.Password, err, err != nil && ctx.Err() == nil && rctx.Err() != nil
+}
+
+// apply records a read's result on mc and reports whether the record
+// changed.
+func (m *Monitor) apply(mc *Machine, ep bmc.Endpoint, power bmc.PowerState, err error, timedOut bool, password string) bool {
+	now := m.cfg.Clock.Now()
+	c := conditions.Condition{Type: TypeContactable, ObservedGeneration: mc.Generation, LastTransitionTime: now}
+	changed := mc.Status.ObservedGeneration != mc.Generation
+	mc.Status.ObservedGeneration = mc.Generation
+	if err == nil {
+		c.Status, c.Reason, c.Message = conditions.True, ReasonContacted, mc.BMC+" answered"
+		mc.Status.Power = power
+		mc.Status.LastReadTime = now.UTC()
+		changed = true
+	} else {
+		m.failed.Add(1)
+		var ce *credentialsError
+		if errors.As(err, &ce) {
+			c.Reason, c.Message = ReasonCredentialsUnresolved, "resolving credentials "+fmt.Sprintf("%q", ce.ref)+" for "+mc.BMC+": "+ce.err.Error()
+		} else {
+			c.Reason, c.Message = classify(ep, mc.BMC, err, timedOut)
+		}
+		c.Status, c.Message = conditions.False, scrub(c.Message, password)
+	}
+	prev := mc.Contactable()
+	var before conditions.Condition
+	if prev != nil {
+		before = *prev
+	}
+	if conditions.Set(&mc.Status.Conditions, c) {
+		changed = true
+		if before.Status != c.Status || before.Reason != c.Reason {
+			m.log.Info("machine contactable changed", "system", mc.System, "status", string(c.Status), "reason", c.Reason, "message", c.Message)
+		}
+	}
+	if err != nil {
+		m.log.V(1).Info("machine read failed", "system", mc.System, "reason", c.Reason, "error", c.Message)
+	}
+	return changed
+}
+
+// credentialsError is a failed resolution of a machine's credentials.
+type credentialsError struct {
+	ref string
+	err error
+}
+
+func (e *credentialsError) Error() string {
+	return fmt.Sprintf("resolving credentials %q: %v", e.ref, e.err)
+}
+
+func (e *credentialsError) Unwrap() error { return e.err }
+
+// credsHash identifies a credentials version in memory (never stored or
+// logged), as job.ConnPool does.
+func credsHash(c bmc.Credentials, err error) string {
+	if err != nil {
+		return "unresolved"
+	}
+	h := sha256.Sum256([]byte(c.Username + "\x00" + c.Password))
+	return hex.EncodeToString(h[:])
+}
+
+// heldElsewhere reports whether a job holds system under a lease owned by
+// another runner (not this monitor's Owner) that has not expired by this
+// monitor's observation: the monitor then stays away, or it would open a
+// second session next to that job's.
+func (m *Monitor) heldElsewhere(ctx context.Context, system string) (bool, error) {
+	info, err := job.ReadLock(ctx, m.cfg.Store, m.cfg.KeyPrefix, system)
+	if err != nil {
+		return false, err
+	}
+	if info.Holder == "" || info.Owner == "" || info.Owner == m.cfg.Owner {
+		m.mu.Lock()
+		delete(m.locks, system)
+		m.mu.Unlock()
+		return false, nil
+	}
+	now := m.cfg.Clock.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen, ok := m.locks[system]
+	if !ok || seen.rev != info.Revision {
+		m.locks[system] = lockSeen{rev: info.Revision, at: now}
+		return true, nil
+	}
+	return now.Sub(seen.at) < info.Lease, nil
+}
+
+// reload reads the record after a lost claim, for the loop.
+func (m *Monitor) reload(ctx context.Context, o outcome) outcome {
+	rec, err := m.cfg.Store.Get(ctx, o.key)
+	if errors.Is(err, storage.ErrNotFound) {
+		o.kind = outcomeGone
+		return o
+	}
+	if err != nil {
+		return m.storeFailed(ctx, o, "re-reading the record after a lost claim", err)
+	}
+	mc, err := Decode(rec.Value)
+	if err != nil {
+		return m.storeFailed(ctx, o, "decoding the record", err)
+	}
+	o.kind, o.rec, o.rev = outcomeLost, mc, rec.Revision
+	return o
+}
+
+func (m *Monitor) storeFailed(ctx context.Context, o outcome, what string, err error) outcome {
+	if ctx.Err() == nil {
+		m.log.Error(err, what+" failed; will retry", "key", o.key)
+	}
+	o.kind = outcomeStoreError
+	return o
+}
