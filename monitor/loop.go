@@ -107,6 +107,7 @@ func (m *Monitor) Start(ctx context.Context) error {
 		}
 	}()
 	for {
+		m.quietAt.Store(0)
 		now := m.cfg.Clock.Now()
 		if !now.Before(l.nextScan) {
 			l.scan(now)
@@ -133,6 +134,8 @@ func (m *Monitor) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-m.wake:
+			m.quietAt.Store(0)
+			m.pokesSeen.Store(m.pokes.Load())
 			l.nextScan = time.Time{}
 		case o := <-l.results:
 			l.finished(o)

@@ -114,9 +114,12 @@ type Monitor struct {
 	// quietAt is the clock time (UnixNano) at which the loop last went to
 	// wait with nothing to do at that time; 0 while busy. Tests on a fake
 	// clock wait for it before moving the clock.
-	quietAt  atomic.Int64
-	rngMu    sync.Mutex
-	rngState uint64
+	quietAt atomic.Int64
+	// pokes counts pokes; pokesSeen is pokes as of the loop's last wake-up
+	// by one (for the same tests).
+	pokes, pokesSeen atomic.Int64
+	rngMu            sync.Mutex
+	rngState         uint64
 }
 
 // lockSeen is when this monitor first saw a job lock record at a revision,
@@ -188,7 +191,7 @@ func New(cfg Config) (*Monitor, error) {
 	if m.pool == nil {
 		// Sessions outlive the interval, so a refresh is one request where
 		// the protocol allows it.
-		idle := cfg.Interval + cfg.Interval/2 + cfg.ReadTimeout
+		idle := 2*cfg.Interval + cfg.ReadTimeout
 		m.pool, m.ownPool = job.NewConnPool(cfg.Dialer, idle, cfg.Clock.Now), true
 	}
 	return m, nil
@@ -337,6 +340,7 @@ func (m *Monitor) Stats() Stats {
 }
 
 func (m *Monitor) poke() {
+	m.pokes.Add(1)
 	select {
 	case m.wake <- struct{}{}:
 	default:
