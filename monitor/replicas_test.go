@@ -59,6 +59,7 @@ func testReplicas(t *testing.T, stores [2]storage.Store) {
 		_, err := ms[i%2].Add(context.Background(), u, "lab")
 		require.NoError(t, err)
 	}
+	settle(t, clk, ms...)
 	const run = 8 * interval
 	advance(t, clk, run, time.Second, ms...)
 
