@@ -62,7 +62,7 @@ func kindOf(s *task.Spec) kind {
 	case s.VirtualMedia != nil:
 		return mediaKind{s.VirtualMedia}
 	case s.WaitForBoot != nil:
-		return waitForBootKind{s.WaitForBoot}
+		return waitForBootKind{s.WaitForBoot, s.Timeout.Duration}
 	}
 	return invalidKind{}
 }

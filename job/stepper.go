@@ -388,9 +388,9 @@ func (r *stepRun) initialize(ctx context.Context) (res StepResult, done bool, er
 		conditions.MarkPending(&j.Status.Tasks[i].Conditions, j.Generation, now)
 	}
 	for i := range j.Spec.Tasks {
-		if _, ok := kindOf(&j.Spec.Tasks[i]).(bootWaiter); ok && r.s.cfg.Boot == nil {
+		if why := bootUnsupported(r.s.cfg.Boot, kindOf(&j.Spec.Tasks[i])); why != "" {
 			res, err := r.finish(ctx, conditions.ResultFailed, conditions.ReasonNotSupported,
-				fmt.Sprintf("task %d (%s): no BootTracker configured for wait-for-boot tasks", i+1, j.Spec.Tasks[i].Describe()), conditions.ReasonSkipped)
+				fmt.Sprintf("task %d (%s): %s", i+1, j.Spec.Tasks[i].Describe(), why), conditions.ReasonSkipped)
 			return res, true, err
 		}
 	}
@@ -408,8 +408,8 @@ func (r *stepRun) initialize(ctx context.Context) (res StepResult, done bool, er
 // now: the boot it waits for starts with the tasks before it.
 func (r *stepRun) openNextBoot(ctx context.Context, from int) error {
 	for i := from; i < len(r.j.Spec.Tasks); i++ {
-		if w, ok := kindOf(&r.j.Spec.Tasks[i]).(bootWaiter); ok {
-			return r.s.cfg.Boot.StartBoot(ctx, w.systemUUID(r.j), BootAttemptID(r.j, i), r.taskTimeout(i))
+		if _, ok := kindOf(&r.j.Spec.Tasks[i]).(bootWaiter); ok {
+			return r.openBoot(ctx, i, BootAttemptID(r.j, i))
 		}
 	}
 	return nil

@@ -95,10 +95,14 @@ type VirtualMediaAction struct {
 
 // WaitForBootAction completes when the server's boot record says it booted
 // (see package bootstate), or fails when the boot times out. The task's
-// Timeout is the boot deadline.
+// Timeout is the boot deadline (of each try, with retries).
 type WaitForBootAction struct {
 	// SystemUUID names the server; it defaults to the job's system UUID.
 	SystemUUID string `json:"systemUUID,omitempty"`
+	// WaitForBootPolicy (inline in JSON) is the per-attempt policy:
+	// completion signals, per-signal deadlines, allowed source addresses
+	// and retries. See waitforboot.go.
+	WaitForBootPolicy
 }
 
 // ErrInvalid is wrapped by every validation error.
@@ -262,6 +266,9 @@ func (s *Spec) Validate() error {
 	case s.WaitForBoot != nil:
 		if u := s.WaitForBoot.SystemUUID; u != "" && !looksLikeUUID(u) {
 			return bad("waitForBoot.systemUUID", "%q is not a UUID", truncate(u, 80))
+		}
+		if err := s.WaitForBoot.validatePolicy(); err != nil {
+			return err
 		}
 	}
 	if len(s.Name) > 253 {

@@ -33,6 +33,10 @@ type Status struct {
 	// Attempts counts how many times the action was sent (or, for a resumed
 	// task, re-checked).
 	Attempts int `json:"attempts,omitempty"`
+	// BootTries records each try of a wait-for-boot task (one boot
+	// attempt each; more than one with WaitForBootPolicy.Retries), oldest
+	// first. Empty for the other kinds.
+	BootTries []BootTry `json:"bootTries,omitempty"`
 	// StartTime is when the task was first started.
 	StartTime *time.Time `json:"startTime,omitempty"`
 	// RequestTime is when the BMC last accepted the action.
