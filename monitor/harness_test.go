@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -141,4 +143,110 @@ func mustJSON(t *testing.T, v any) string {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// proxy forwards TCP connections from a loopback port to target; down
+// closes the port and every connection (the BMC becomes unreachable:
+// connection refused), up listens on the same port again.
+type proxy struct {
+	t      *testing.T
+	target string
+	addr   string
+
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[net.Conn]bool
+	wg    sync.WaitGroup
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	p := &proxy{t: t, target: target, addr: "127.0.0.1:0", conns: map[net.Conn]bool{}}
+	p.up()
+	t.Cleanup(func() { p.down(); p.wg.Wait() })
+	return p
+}
+
+func (p *proxy) up() {
+	p.t.Helper()
+	ln, err := net.Listen("tcp", p.addr)
+	require.NoError(p.t, err)
+	p.mu.Lock()
+	p.ln, p.addr = ln, ln.Addr().String()
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", p.target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns[c], p.conns[s] = true, true
+			p.mu.Unlock()
+			p.wg.Add(2)
+			go func() { defer p.wg.Done(); _, _ = io.Copy(s, c); _ = s.Close() }()
+			go func() { defer p.wg.Done(); _, _ = io.Copy(c, s); _ = c.Close() }()
+		}
+	}()
+}
+
+func (p *proxy) down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		_ = p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	clear(p.conns)
+}
+
+// countingDialer counts sessions: dials, and how many were open at once.
+type countingDialer struct {
+	d bmc.Dialer
+
+	mu                   sync.Mutex
+	dials, open, maxOpen int
+}
+
+func (c *countingDialer) Dial(ctx context.Context, ep bmc.Endpoint, cr bmc.Credentials) (bmc.Driver, error) {
+	drv, err := c.d.Dial(ctx, ep, cr)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.dials++
+	c.open++
+	c.maxOpen = max(c.maxOpen, c.open)
+	c.mu.Unlock()
+	return &countedDriver{Driver: drv, c: c}, nil
+}
+
+func (c *countingDialer) counts() (dials, open, maxOpen int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dials, c.open, c.maxOpen
+}
+
+type countedDriver struct {
+	bmc.Driver
+	c    *countingDialer
+	once sync.Once
+}
+
+func (d *countedDriver) Close(ctx context.Context) error {
+	d.once.Do(func() {
+		d.c.mu.Lock()
+		d.c.open--
+		d.c.mu.Unlock()
+	})
+	return d.Driver.Close(ctx)
 }
