@@ -18,6 +18,10 @@ const (
 	// CapabilityBootMode: setting a BootOverride with a Mode other than
 	// BootModeUnchanged fails.
 	CapabilityBootMode Capability = "boot-mode"
+	// CapabilityBootHTTP: setting a BootOverride with BootDeviceUEFIHTTP
+	// (UEFI HTTP boot from a URI) fails, as on IPMI BMCs and Redfish
+	// services without UefiHttp or HttpBootUri.
+	CapabilityBootHTTP Capability = "boot-http"
 	// CapabilityVirtualMediaCD: the CD virtual media device is missing.
 	CapabilityVirtualMediaCD Capability = "virtual-media-cd"
 	// CapabilityVirtualMediaUSB: the USB virtual media device is missing.
@@ -38,7 +42,7 @@ const (
 // Capabilities lists every Capability, in a stable order.
 func Capabilities() []Capability {
 	return []Capability{
-		CapabilityBootOverride, CapabilityBootOverrideReadBack, CapabilityBootMode,
+		CapabilityBootOverride, CapabilityBootOverrideReadBack, CapabilityBootMode, CapabilityBootHTTP,
 		CapabilityVirtualMediaCD, CapabilityVirtualMediaUSB, CapabilityBMCReset,
 		CapabilityPowerSoftOff, CapabilityPowerCycle, CapabilityPowerReset,
 	}

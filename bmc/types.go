@@ -59,11 +59,17 @@ type BootDevice string
 
 // Boot devices.
 const (
-	BootDeviceNone     BootDevice = "none" // no override
-	BootDevicePXE      BootDevice = "pxe"
-	BootDeviceDisk     BootDevice = "disk"
-	BootDeviceCDROM    BootDevice = "cdrom"
-	BootDeviceBIOS     BootDevice = "bios" // firmware setup
+	BootDeviceNone  BootDevice = "none" // no override
+	BootDevicePXE   BootDevice = "pxe"
+	BootDeviceDisk  BootDevice = "disk"
+	BootDeviceCDROM BootDevice = "cdrom"
+	BootDeviceBIOS  BootDevice = "bios" // firmware setup
+
+	// BootDeviceUEFIHTTP is UEFI HTTP boot (Redfish UefiHttp) from
+	// BootOverride.URI; with an empty URI the BMC's URI is left as it is
+	// (firmware without one uses the URI the network's DHCP offers).
+	// Drivers and BMCs without it return an error wrapping
+	// [ErrNotSupported] (see [CapabilityBootHTTP]).
 	BootDeviceUEFIHTTP BootDevice = "uefi-http"
 )
 
@@ -85,6 +91,11 @@ type BootOverride struct {
 	// Mode is the firmware mode; BootModeUnchanged when setting leaves it, and
 	// when reading means the BMC did not say.
 	Mode BootMode
+	// URI is what BootDeviceUEFIHTTP boots (Redfish HttpBootUri). Setting a
+	// URI with any other device is a permanent error, and so is UEFI HTTP
+	// boot with BootModeLegacy. Read back, it is the URI the BMC holds for
+	// an HTTP boot override, "" with any other device.
+	URI string
 }
 
 // MediaKind is the kind of virtual media device.

@@ -40,13 +40,17 @@ func factory(d bmc.Dialer, ep bmc.Endpoint, creds bmc.Credentials) func(t *testi
 	}
 }
 
+// noHTTPBoot: bmclib has no UEFI HTTP boot; Unsupported/boot-http checks
+// that SetBootOverride(uefi-http) is refused with bmc.ErrNotSupported.
+var noHTTPBoot = []bmctest.Capability{bmc.CapabilityBootHTTP}
+
 // TestConformanceIPMIToolGoIPMISimulator runs the suite through bmclib's
 // ipmitool provider (the real ipmitool) against go-ipmi's simulator.
 func TestConformanceIPMIToolGoIPMISimulator(t *testing.T) {
 	t.Parallel()
 	d := ipmitoolDialer(t, bmclib.IPMIToolOptions{CipherSuite: 3})
 	sim := ipmitest.NewServer(t, ipmitest.Options{})
-	bmctest.Run(t, bmctest.Options{SettleTimeout: 30 * time.Second, PollInterval: 20 * time.Millisecond},
+	bmctest.Run(t, bmctest.Options{Unsupported: noHTTPBoot, SettleTimeout: 30 * time.Second, PollInterval: 20 * time.Millisecond},
 		factory(d, sim.Endpoint, sim.Credentials))
 }
 
@@ -57,7 +61,7 @@ func TestConformanceIPMIToolOpenIPMI(t *testing.T) {
 	d := ipmitoolDialer(t, bmclib.IPMIToolOptions{CipherSuite: 3})
 	sim := ipmitest.StartOpenIPMI(t, ipmitest.OpenIPMIOptions{})
 	bmctest.Run(t, bmctest.Options{
-		Unsupported:   []bmctest.Capability{bmc.CapabilityBMCReset},
+		Unsupported:   []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityBMCReset},
 		SettleTimeout: 30 * time.Second,
 		PollInterval:  50 * time.Millisecond,
 	}, factory(d, sim.Endpoint, sim.Credentials))

@@ -279,6 +279,8 @@ func (d *Driver) SetBootOverride(ctx context.Context, o bmc.BootOverride) error 
 		return fail(fmt.Errorf("boot device %q has no bmclib equivalent: %w", o.Device, bmc.ErrNotSupported))
 	case !ok:
 		return fail(bmc.Permanent(fmt.Errorf("invalid boot device %q: want none, pxe, disk, cdrom or bios", o.Device)))
+	case o.URI != "":
+		return fail(bmc.Permanent(fmt.Errorf("boot device %q with a URI: only %q boots from a URI", o.Device, bmc.BootDeviceUEFIHTTP)))
 	case o.Mode != bmc.BootModeUnchanged && o.Mode != bmc.BootModeUEFI && o.Mode != bmc.BootModeLegacy:
 		return fail(bmc.Permanent(fmt.Errorf("invalid boot mode %q: want uefi, legacy or empty (unchanged)", o.Mode)))
 	}

@@ -73,6 +73,9 @@ func (b *broken) BootOverride(ctx context.Context) (bmc.BootOverride, error) {
 	if b.bug == "boot-persistence-lost" {
 		o.Persistent = false
 	}
+	if b.bug == "http-boot-uri-lost" {
+		o.URI = ""
+	}
 	return o, err
 }
 
@@ -96,6 +99,9 @@ func (b *broken) EjectMedia(ctx context.Context, kind bmc.MediaKind) error {
 func (b *broken) ResetBMC(ctx context.Context, t bmc.BMCResetType) error {
 	if b.bug == "hangs-on-done-ctx" && ctx.Err() != nil {
 		<-make(chan struct{}) // the bug under test: blocks although ctx is done
+	}
+	if b.bug == "bmc-reset-powers-off" {
+		b.BMC().SetPower(bmc.PowerOff) // the bug under test: the host loses power
 	}
 	return b.Driver.ResetBMC(ctx, t)
 }
@@ -135,6 +141,9 @@ var bugs = []struct {
 	{"unauthorized-untyped", "Dial/WrongPassword", nil},
 	{"racy", "Concurrency/Reads", nil},                       // caught by the race detector only
 	{"once-ignored", "BootOverride/pxe-once-unchanged", nil}, // the fake's IgnoreOnceOverride
+	{"http-boot-uri-lost", "BootHTTP/once", nil},
+	{"bmc-reset-powers-off", "ResetBMC/warm", nil},
+	{"http-boot-refused", "BootHTTP/once", nil}, // the fake lacks boot-http, the suite is not told
 }
 
 const (
@@ -163,8 +172,12 @@ func TestBrokenDriver(t *testing.T) {
 	}
 	creds := bmc.Credentials{Username: "admin", Password: testPassword}
 	bmctest.Run(t, opts, func(t *testing.T) bmctest.Target {
+		lacks := unsupported
+		if bug == "http-boot-refused" {
+			lacks = []fake.Capability{bmc.CapabilityBootHTTP}
+		}
 		srv := fake.New(fake.Options{
-			Unsupported: unsupported, Username: creds.Username, Password: creds.Password,
+			Unsupported: lacks, Username: creds.Username, Password: creds.Password,
 			IgnoreOnceOverride: bug == "once-ignored",
 		})
 		dial := func(ctx context.Context, c bmc.Credentials) (bmc.Driver, error) {
@@ -179,7 +192,7 @@ func TestBrokenDriver(t *testing.T) {
 			t.Fatal(err)
 		}
 		tg := bmctest.Target{Driver: d, Dial: dial, Credentials: creds}
-		if bug != "correct" && bug != "once-ignored" {
+		if bug != "correct" && bug != "once-ignored" && bug != "http-boot-refused" {
 			tg.Driver = &broken{Driver: d.(*fake.Driver), bug: bug}
 		}
 		return tg

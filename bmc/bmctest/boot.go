@@ -79,7 +79,7 @@ func (tc *tcase) setBootOverride(want bmc.BootOverride) {
 		tc.requireOpError("BootOverride", err)
 		tc.Fatalf("BootOverride after setting %+v: %v", want, err)
 	}
-	if got.Device != want.Device || got.Persistent != want.Persistent {
+	if got.Device != want.Device || got.Persistent != want.Persistent || got.URI != want.URI {
 		tc.Errorf("BootOverride read back %+v after setting %+v", got, want)
 	}
 	// BootModeUnchanged on read means the BMC did not say.

@@ -38,7 +38,14 @@
 //     device is a permanent error.
 //   - Virtual media (CD and USB): insert and read back, insert twice, insert
 //     replacing an image, eject and read back, eject an empty device.
-//   - BMC reset (warm and cold): accepted, and the BMC answers again.
+//   - UEFI HTTP boot (bmc.BootDeviceUEFIHTTP with a URI from
+//     [Options.HTTPBootURIs]): once, persistent and in UEFI mode, set twice
+//     and read back with its URI; a second URI replaces the first; another
+//     device set afterwards reads back without a URI; a URI with another
+//     device is a permanent error.
+//   - BMC reset (warm and cold): accepted, the BMC answers again on the
+//     same driver and (with [Target.Dial]) through a new session, and the
+//     server's power is unchanged (On).
 //   - Unsupported capabilities: for each capability in [Options.Unsupported]
 //     the methods needing it return a permanent error wrapping
 //     [bmc.ErrNotSupported].

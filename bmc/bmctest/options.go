@@ -45,6 +45,12 @@ type Options struct {
 	// and http://127.0.0.1:8080/bmctest-2.iso.
 	MediaImages [2]string
 
+	// HTTPBootURIs are two URIs BootHTTP/... sets with
+	// bmc.BootDeviceUEFIHTTP. The peer need not fetch them. Defaults to
+	// http://127.0.0.1:8080/bmctest-1.efi and
+	// https://127.0.0.1:8443/bmctest-2.efi.
+	HTTPBootURIs [2]string
+
 	// CallTimeout bounds a single call whose ctx is already cancelled or
 	// expired: a driver that has not returned by then fails the
 	// Context/... subtests as hung. It guards against hangs; it is not a
@@ -79,6 +85,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MediaImages[1] == "" {
 		o.MediaImages[1] = "http://127.0.0.1:8080/bmctest-2.iso"
+	}
+	if o.HTTPBootURIs[0] == "" {
+		o.HTTPBootURIs[0] = "http://127.0.0.1:8080/bmctest-1.efi"
+	}
+	if o.HTTPBootURIs[1] == "" {
+		o.HTTPBootURIs[1] = "https://127.0.0.1:8443/bmctest-2.efi"
 	}
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = 30 * time.Second

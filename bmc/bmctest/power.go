@@ -87,18 +87,44 @@ func (s *suite) resetBMC(t *testing.T, path string) {
 			if tc.opts.lacks(bmc.CapabilityBMCReset) {
 				tc.Skipf("the peer lacks %s (Options.Unsupported); Unsupported/%s checks the error", bmc.CapabilityBMCReset, bmc.CapabilityBMCReset)
 			}
+			// A reset of the BMC leaves the server alone: it is on before
+			// and after.
+			tc.ensurePower(bmc.PowerOn)
 			tc.noErr(fmt.Sprintf("ResetBMC(%s)", rt), r.ResetBMC(tc.ctx(), rt))
-			// The BMC must answer again (transient errors while it restarts
-			// are fine).
-			tc.poll("the BMC to answer PowerState after its reset", func() (bool, string) {
-				_, err := tc.readPower()
-				if err != nil && !bmc.IsTransient(err) {
-					tc.Fatalf("PowerState after ResetBMC: permanent error: %v", err)
-				}
+			// The BMC must answer again, on this driver and (with
+			// Target.Dial) through a new session; transient errors while
+			// it restarts are fine.
+			answers := func(what string, read func() (bmc.PowerState, error)) {
+				tc.poll("the BMC to answer "+what+" after its reset", func() (bool, string) {
+					st, err := read()
+					if err != nil && !bmc.IsTransient(err) {
+						tc.Fatalf("%s after ResetBMC: permanent error: %v", what, err)
+					}
+					if err != nil {
+						return false, err.Error()
+					}
+					if st != bmc.PowerOn {
+						tc.Fatalf("%s after ResetBMC(%s) reads %s; a BMC reset must leave the server's power alone (it was On)", what, rt, st)
+					}
+					return true, ""
+				})
+			}
+			answers("PowerState", tc.readPower)
+			if tc.target.Dial == nil {
+				return
+			}
+			answers("Dial and PowerState", func() (bmc.PowerState, error) {
+				d, err := tc.target.Dial(tc.ctx(), tc.target.Credentials)
 				if err != nil {
-					return false, err.Error()
+					tc.requireOpError("Dial after ResetBMC", err)
+					return bmc.PowerUnknown, err
 				}
-				return true, ""
+				defer func() { _ = d.Close(tc.ctx()) }()
+				st, err := d.PowerState(tc.ctx())
+				if err != nil {
+					tc.requireOpError("PowerState on a new session after ResetBMC", err)
+				}
+				return st, err
 			})
 		})
 	}

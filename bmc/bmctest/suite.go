@@ -45,6 +45,7 @@ type Target struct {
 //
 //	Power/{On,OnWhenOn,Off,OffWhenOff,SoftOff,SoftOffWhenOff,Cycle,CycleWhenOff,Reset,ResetWhenOff,InvalidAction}
 //	BootOverride/<device>-<once|persistent>-<mode|unchanged>, BootOverride/InvalidDevice
+//	BootHTTP/{once,persistent,uefi,ReplacesURI,ThenPXE,URIWithOtherDevice}
 //	VirtualMedia/<cd|usb>/{InsertEject,InsertTwice,InsertReplaces,EjectEmpty}
 //	ResetBMC/{warm,cold}
 //	Unsupported/<capability>
@@ -61,6 +62,7 @@ func Run(t *testing.T, opts Options, newTarget func(t *testing.T) Target) {
 	s := &suite{opts: opts.withDefaults(), newTarget: newTarget}
 	s.group(t, "Power", s.power)
 	s.group(t, "BootOverride", s.bootOverride)
+	s.group(t, "BootHTTP", s.bootHTTP)
 	s.group(t, "VirtualMedia", s.virtualMedia)
 	s.group(t, "ResetBMC", s.resetBMC)
 	s.group(t, "Unsupported", s.unsupported)

@@ -48,6 +48,15 @@ func (tc *tcase) checkUnsupported(c Capability) {
 			o := bmc.BootOverride{Device: bmc.BootDevicePXE, Mode: m}
 			tc.requireNotSupported(fmt.Sprintf("SetBootOverride(%+v)", o), setter.SetBootOverride(ctx, o))
 		}
+	case bmc.CapabilityBootHTTP:
+		setter, ok := tc.drv.(bmc.BootOverrideSetter)
+		if !ok {
+			tc.Skipf("%T does not implement bmc.BootOverrideSetter", tc.drv)
+		}
+		for _, persistent := range []bool{false, true} {
+			o := bmc.BootOverride{Device: bmc.BootDeviceUEFIHTTP, URI: tc.opts.HTTPBootURIs[0], Persistent: persistent}
+			tc.requireNotSupported(fmt.Sprintf("SetBootOverride(%+v)", o), setter.SetBootOverride(ctx, o))
+		}
 	case bmc.CapabilityVirtualMediaCD, bmc.CapabilityVirtualMediaUSB:
 		vm, ok := tc.drv.(bmc.VirtualMedia)
 		if !ok {

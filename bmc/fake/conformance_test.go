@@ -79,7 +79,7 @@ func TestConformance(t *testing.T) {
 	// A BMC that drops one-time overrides fails the once subtests (see
 	// bmctest's own tests); with them skipped the rest passes.
 	t.Run("OnceOverrideIgnored", func(t *testing.T) {
-		var skip []string
+		skip := []string{"BootHTTP/once"}
 		for _, dev := range []string{"pxe", "disk", "cdrom", "bios"} {
 			for _, mode := range []string{"unchanged", "uefi", "legacy"} {
 				skip = append(skip, "BootOverride/"+dev+"-once-"+mode)
@@ -87,6 +87,16 @@ func TestConformance(t *testing.T) {
 		}
 		bmctest.Run(t, bmctest.Options{PollInterval: time.Millisecond, Skip: skip}, func(t *testing.T) bmctest.Target {
 			_, drv := dialTarget(t, fake.Options{IgnoreOnceOverride: true})
+			return bmctest.Target{Driver: drv}
+		})
+	})
+
+	// A BMC without UEFI HTTP boot: SetBootOverride(uefi-http) is refused
+	// with bmc.ErrNotSupported (Unsupported/boot-http), the rest works.
+	t.Run("NoHTTPBoot", func(t *testing.T) {
+		lacks := []bmc.Capability{bmc.CapabilityBootHTTP}
+		bmctest.Run(t, bmctest.Options{PollInterval: time.Millisecond, Unsupported: lacks}, func(t *testing.T) bmctest.Target {
+			_, drv := dialTarget(t, fake.Options{Unsupported: lacks})
 			return bmctest.Target{Driver: drv}
 		})
 	})

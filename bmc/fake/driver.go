@@ -260,7 +260,10 @@ func (d *Driver) SetPower(ctx context.Context, action bmc.PowerAction) error {
 	return d.do(ctx, MethodSetPower, []any{action}, func() error { return d.bmc.setPower(action) })
 }
 
-// SetBootOverride implements [bmc.BootOverrideSetter].
+// SetBootOverride implements [bmc.BootOverrideSetter]. It supports
+// bmc.BootDeviceUEFIHTTP with a URI (read back by BootOverride) unless the
+// BMC lacks bmc.CapabilityBootHTTP; a URI with another device, and UEFI
+// HTTP boot in legacy mode, are permanent errors.
 func (d *Driver) SetBootOverride(ctx context.Context, o bmc.BootOverride) error {
 	return d.do(ctx, MethodSetBootOverride, []any{o}, func() error {
 		b := d.bmc
@@ -268,7 +271,17 @@ func (d *Driver) SetBootOverride(ctx context.Context, o bmc.BootOverride) error 
 			return fmt.Errorf("boot override: %w", bmc.ErrNotSupported)
 		}
 		switch o.Device {
-		case bmc.BootDeviceNone, bmc.BootDevicePXE, bmc.BootDeviceDisk, bmc.BootDeviceCDROM, bmc.BootDeviceBIOS, bmc.BootDeviceUEFIHTTP:
+		case bmc.BootDeviceNone, bmc.BootDevicePXE, bmc.BootDeviceDisk, bmc.BootDeviceCDROM, bmc.BootDeviceBIOS:
+			if o.URI != "" {
+				return bmc.Permanent(fmt.Errorf("boot device %q with URI %q: only %q boots from a URI", o.Device, o.URI, bmc.BootDeviceUEFIHTTP))
+			}
+		case bmc.BootDeviceUEFIHTTP:
+			if b.lacks[bmc.CapabilityBootHTTP] {
+				return fmt.Errorf("UEFI HTTP boot: %w", bmc.ErrNotSupported)
+			}
+			if o.Mode == bmc.BootModeLegacy {
+				return bmc.Permanent(fmt.Errorf("UEFI HTTP boot in legacy mode: want mode uefi or unchanged"))
+			}
 		default:
 			return bmc.Permanent(fmt.Errorf("invalid boot device %q", o.Device))
 		}
@@ -289,7 +302,7 @@ func (d *Driver) SetBootOverride(ctx context.Context, o bmc.BootOverride) error 
 			b.override = bmc.BootOverride{Device: bmc.BootDeviceNone, Mode: mode}
 			return nil // accepted and dropped, as some BMCs do
 		}
-		b.override = bmc.BootOverride{Device: o.Device, Persistent: o.Persistent, Mode: mode}
+		b.override = bmc.BootOverride{Device: o.Device, Persistent: o.Persistent, Mode: mode, URI: o.URI}
 		return nil
 	})
 }

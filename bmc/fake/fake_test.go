@@ -444,7 +444,7 @@ func TestCallLog(t *testing.T) {
 		"#1 Dial()",
 		"#1 SetPower(on)",
 		"#1 InsertMedia(cd, http://127.0.0.1/x.iso)",
-		`#1 SetBootOverride({tape false }): bmc set boot override on redfish://10.0.0.9/redfish/v1/Systems/1: invalid boot device "tape"`,
+		`#1 SetBootOverride({tape false  }): bmc set boot override on redfish://10.0.0.9/redfish/v1/Systems/1: invalid boot device "tape"`,
 	}
 	for i, c := range calls {
 		if c.String() != want[i] {

@@ -46,7 +46,7 @@ func factory(d *ipmi.Dialer, ep bmc.Endpoint, creds bmc.Credentials) func(t *tes
 func TestConformanceGoIPMISimulator(t *testing.T) {
 	t.Parallel()
 	sim := ipmitest.NewServer(t, ipmitest.Options{})
-	bmctest.Run(t, bmctest.Options{SettleTimeout: 20 * time.Second, PollInterval: 20 * time.Millisecond},
+	bmctest.Run(t, bmctest.Options{Unsupported: noHTTPBoot, SettleTimeout: 20 * time.Second, PollInterval: 20 * time.Millisecond},
 		factory(dialer(t, ipmi.Options{RequestsPerSecond: -1}), sim.Endpoint, sim.Credentials))
 }
 
@@ -58,7 +58,7 @@ func TestConformanceGoIPMISimulator(t *testing.T) {
 func TestConformanceGoIPMISimulatorSlowPower(t *testing.T) {
 	t.Parallel()
 	sim := ipmitest.NewServer(t, ipmitest.Options{PowerDelay: 150 * time.Millisecond})
-	bmctest.Run(t, bmctest.Options{SettleTimeout: 20 * time.Second, PollInterval: 20 * time.Millisecond},
+	bmctest.Run(t, bmctest.Options{Unsupported: noHTTPBoot, SettleTimeout: 20 * time.Second, PollInterval: 20 * time.Millisecond},
 		factory(dialer(t, ipmi.Options{RequestsPerSecond: 200}), sim.Endpoint, sim.Credentials))
 }
 
@@ -69,11 +69,15 @@ func TestConformanceOpenIPMI(t *testing.T) {
 	t.Parallel()
 	sim := ipmitest.StartOpenIPMI(t, ipmitest.OpenIPMIOptions{})
 	bmctest.Run(t, bmctest.Options{
-		Unsupported:   []bmctest.Capability{bmc.CapabilityBMCReset, bmc.CapabilityBootOverrideReadBack},
+		Unsupported:   []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityBMCReset, bmc.CapabilityBootOverrideReadBack},
 		SettleTimeout: 20 * time.Second,
 		PollInterval:  50 * time.Millisecond,
 	}, factory(dialer(t, unlimited(sim.DialOptions())), sim.Endpoint, sim.Credentials))
 }
+
+// noHTTPBoot: IPMI has no UEFI HTTP boot; Unsupported/boot-http checks
+// that SetBootOverride(uefi-http) is refused with bmc.ErrNotSupported.
+var noHTTPBoot = []bmctest.Capability{bmc.CapabilityBootHTTP}
 
 // unlimited turns the request budget off: the suites poll faster than a
 // real job does.

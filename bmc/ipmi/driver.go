@@ -446,6 +446,9 @@ func (d *Driver) SetBootOverride(ctx context.Context, o bmc.BootOverride) error 
 	if err == nil && o.Mode != bmc.BootModeUnchanged && o.Mode != bmc.BootModeUEFI && o.Mode != bmc.BootModeLegacy {
 		err = fmt.Errorf("invalid boot mode %q: want uefi, legacy or empty (unchanged)", o.Mode)
 	}
+	if err == nil && o.URI != "" {
+		err = fmt.Errorf("boot device %q with a URI: only %q boots from a URI", o.Device, bmc.BootDeviceUEFIHTTP)
+	}
 	if err != nil {
 		if !errors.Is(err, bmc.ErrNotSupported) {
 			err = bmc.Permanent(err)

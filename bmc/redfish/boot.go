@@ -13,7 +13,10 @@ import (
 )
 
 // SetBootOverride PATCHes the system's Boot with only the fields being set,
-// then reads it back. With If-Match from the last read when the driver has
+// then reads it back. bmc.BootDeviceUEFIHTTP sets BootSourceOverrideTarget
+// UefiHttp and, with a URI, HttpBootUri; a BMC that does not list UefiHttp
+// among the allowed targets, or whose Boot has no HttpBootUri, gets no
+// PATCH: the error wraps bmc.ErrNotSupported. With If-Match from the last read when the driver has
 // an ETag; a BMC that rejects If-Match (400/412) gets the PATCH again
 // without it (and never again on this connection), one that requires it
 // (428) gets a fresh ETag. When the read-back shows the BMC ignored or
@@ -32,7 +35,7 @@ func (d *Driver) SetBootOverride(ctx context.Context, o bmc.BootOverride) error 
 }
 
 func (d *Driver) setBootOverride(ctx context.Context, o bmc.BootOverride) error {
-	boot, err := bootPatch(o, d.sys.Boot.AllowableBootSourceOverrideTargetValues)
+	boot, err := bootPatch(o, d.sys.Boot)
 	if err != nil {
 		return err
 	}
@@ -80,15 +83,19 @@ func (d *Driver) setBootOverride(ctx context.Context, o bmc.BootOverride) error 
 	}
 	if got := bootOverride(doc.Boot); !overrideApplied(o, got) {
 		d.logger(ctx).Info("BMC did not apply the boot override", "want", o, "got", got)
-		return bmc.Permanent(fmt.Errorf("%w: asked for %s, read back device=%s persistent=%t mode=%q (Target=%s Enabled=%s)",
-			ErrOverrideNotApplied, describe(o), got.Device, got.Persistent, got.Mode,
+		return bmc.Permanent(fmt.Errorf("%w: asked for %s, read back device=%s persistent=%t mode=%q uri=%q (Target=%s Enabled=%s)",
+			ErrOverrideNotApplied, describe(o), got.Device, got.Persistent, got.Mode, got.URI,
 			doc.Boot.BootSourceOverrideTarget, doc.Boot.BootSourceOverrideEnabled))
 	}
 	return nil
 }
 
 func describe(o bmc.BootOverride) string {
-	return fmt.Sprintf("device=%s persistent=%t mode=%q", o.Device, o.Persistent, o.Mode)
+	s := fmt.Sprintf("device=%s persistent=%t mode=%q", o.Device, o.Persistent, o.Mode)
+	if o.URI != "" {
+		s += fmt.Sprintf(" uri=%q", o.URI)
+	}
+	return s
 }
 
 // patch sends one PATCH, with If-Match when etag is set. Not retried on

@@ -52,7 +52,7 @@ func startSim(t *testing.T, cfg redfishtest.Config, opts redfish.Options, tlsSer
 // onceSubtests are the suite's one-time boot override subtests, for
 // personalities that ignore Once (TestBootOnce checks the error there).
 func onceSubtests() []string {
-	var out []string
+	out := []string{"BootHTTP/once"}
 	for _, d := range []string{"pxe", "disk", "cdrom", "bios"} {
 		for _, m := range []string{"unchanged", "uefi", "legacy"} {
 			out = append(out, fmt.Sprintf("BootOverride/%s-once-%s", d, m))
@@ -134,6 +134,16 @@ func TestConformance(t *testing.T) {
 		{name: "BootOnceRevertedAtOnce", cfg: redfishtest.Config{BootOnce: redfishtest.BootOnceReverted},
 			suite: bmctest.Options{Skip: onceSubtests()}},
 		{name: "BootOnceRevertedLater", cfg: redfishtest.Config{BootOnce: redfishtest.BootOnceReverted, BootOnceRevertAfter: time.Hour}},
+		// UEFI HTTP boot refused with bmc.ErrNotSupported, without a PATCH:
+		// a Boot without HttpBootUri (an older schema), and a BMC that
+		// does not list UefiHttp among the allowed targets.
+		{name: "NoHTTPBootURI", cfg: redfishtest.Config{NoHTTPBootURI: true},
+			suite: bmctest.Options{Unsupported: []bmctest.Capability{bmc.CapabilityBootHTTP}}},
+		{name: "NoUefiHttpTarget", cfg: redfishtest.Config{BootTargets: []string{"None", "Pxe", "Hdd", "Cd", "BiosSetup"}},
+			suite: bmctest.Options{Unsupported: []bmctest.Capability{bmc.CapabilityBootHTTP}}},
+		// The BMC drops every request for 5 s (on a clock the suite
+		// advances 1 s per poll) after a Manager.Reset.
+		{name: "BMCResetDowntimeFakeClock", fakeClock: true, cfg: redfishtest.Config{BMCResetDowntime: 5 * time.Second}},
 		{name: "MediaUnderManager", cfg: redfishtest.Config{Media: redfishtest.MediaUnderManager}},
 		{name: "MediaUnderSystem", cfg: redfishtest.Config{Media: redfishtest.MediaUnderSystem}},
 		{name: "SeveralSystemsByID", cfg: redfishtest.Config{Systems: 3}, systemID: "2"},

@@ -16,6 +16,8 @@ var systemSeeds = []string{
 	`{"@odata.id":"/redfish/v1/Systems/1","Id":"1","UUID":"u","PowerState":"On","Boot":{"BootSourceOverrideTarget":"Pxe","BootSourceOverrideEnabled":"Once","BootSourceOverrideMode":"UEFI","BootSourceOverrideTarget@Redfish.AllowableValues":["None","Pxe","Hdd"]},"Actions":{"#ComputerSystem.Reset":{"target":"/redfish/v1/Systems/1/Actions/ComputerSystem.Reset","ResetType@Redfish.AllowableValues":["On","ForceOff","PowerCycle"]}},"Links":{"ManagedBy":[{"@odata.id":"/redfish/v1/Managers/BMC"}]}}`,
 	`{"PowerState":"PoweringOff","Boot":{"BootSourceOverrideEnabled":"Continuous","BootSourceOverrideTarget":"Usb"},"Actions":{"#ComputerSystem.Reset":{"target":"/x","@Redfish.ActionInfo":"/x/info"}},"VirtualMedia":{"@odata.id":"/v"}}`,
 	`{"PowerState":"Paused","Boot":{}}`,
+	`{"PowerState":"On","Boot":{"BootSourceOverrideTarget":"UefiHttp","BootSourceOverrideEnabled":"Once","HttpBootUri":"https://h/x.efi","BootSourceOverrideTarget@Redfish.AllowableValues":["None","UefiHttp"]}}`,
+	`{"PowerState":"On","Boot":{"BootSourceOverrideTarget":"Pxe","BootSourceOverrideEnabled":"Continuous","HttpBootUri":null}}`,
 	`{"PowerState":null,"Actions":{"#ComputerSystem.Reset":{"ResetType@Redfish.AllowableValues":[]}}}`,
 	`{"PowerState":7}`,
 	`[]`,
@@ -61,12 +63,19 @@ func FuzzParseSystem(f *testing.F) {
 			}
 		}
 		want := bmc.BootOverride{Device: bmc.BootDevicePXE, Mode: bmc.BootModeUEFI}
-		b, err := bootPatch(want, doc.Boot.AllowableBootSourceOverrideTargetValues)
-		if err == nil {
-			raw, _ := json.Marshal(struct{ Boot *schemas.Boot }{b})
-			if strings.Contains(string(raw), "@Redfish") {
-				t.Fatalf("PATCH body carries an annotation: %s", raw)
+		for _, want := range []bmc.BootOverride{want, {Device: bmc.BootDeviceUEFIHTTP, URI: "http://h/x.efi"}} {
+			b, err := bootPatch(want, doc.Boot)
+			if err == nil {
+				raw, _ := json.Marshal(struct{ Boot *schemas.Boot }{b})
+				if strings.Contains(string(raw), "@Redfish") {
+					t.Fatalf("PATCH body carries an annotation: %s", raw)
+				}
+			} else if want.Device == bmc.BootDeviceUEFIHTTP && !errors.Is(err, bmc.ErrNotSupported) {
+				t.Fatalf("bootPatch(%+v): %v, want ErrNotSupported", want, err)
 			}
+		}
+		if o.URI != "" && o.Device != bmc.BootDeviceUEFIHTTP {
+			t.Fatalf("override %+v: a URI without UEFI HTTP boot", o)
 		}
 	})
 }

@@ -171,22 +171,42 @@ var bootTargets = map[bmc.BootDevice]schemas.BootSource{
 // bootPatch builds the Boot object for a PATCH: a fresh schemas.Boot with
 // only the fields being set (a Boot read from the BMC would carry
 // read-only annotations such as @Redfish.AllowableValues, which BMCs refuse).
-func bootPatch(o bmc.BootOverride, allowed []schemas.BootSource) (*schemas.Boot, error) {
+// cur is the Boot last read: its allowed targets, and whether it has
+// HttpBootUri at all. UEFI HTTP boot needs UefiHttp among the allowed
+// targets (when the BMC lists them) and, with a URI, the HttpBootUri
+// property (ComputerSystem v1_9 and later); otherwise the error wraps
+// bmc.ErrNotSupported. An empty URI leaves HttpBootUri as it is.
+func bootPatch(o bmc.BootOverride, cur schemas.Boot) (*schemas.Boot, error) {
 	target, ok := bootTargets[o.Device]
 	if !ok {
 		return nil, bmc.Permanent(fmt.Errorf("boot device %q: want none, pxe, disk, cdrom, bios or uefi-http", o.Device))
+	}
+	if o.URI != "" && o.Device != bmc.BootDeviceUEFIHTTP {
+		return nil, bmc.Permanent(fmt.Errorf("boot device %s with a URI: only %s boots from a URI", o.Device, bmc.BootDeviceUEFIHTTP))
 	}
 	b := &schemas.Boot{}
 	if o.Device == bmc.BootDeviceNone {
 		b.BootSourceOverrideEnabled = schemas.DisabledBootSourceOverrideEnabled
 		return b, nil
 	}
-	if len(allowed) > 0 && !slices.Contains(allowed, target) {
+	if allowed := cur.AllowableBootSourceOverrideTargetValues; len(allowed) > 0 && !slices.Contains(allowed, target) {
 		names := make([]string, len(allowed))
 		for i, a := range allowed {
 			names[i] = string(a)
 		}
 		return nil, fmt.Errorf("boot device %s (Redfish %s): the BMC allows only %s: %w", o.Device, target, strings.Join(names, ", "), bmc.ErrNotSupported)
+	}
+	if o.Device == bmc.BootDeviceUEFIHTTP {
+		if o.Mode == bmc.BootModeLegacy {
+			return nil, bmc.Permanent(fmt.Errorf("boot device %s in legacy mode: UEFI HTTP boot needs mode uefi (or unchanged)", o.Device))
+		}
+		if o.URI != "" {
+			if cur.HTTPBootURI == nil {
+				return nil, fmt.Errorf("boot device %s from %s: the BMC's Boot has no HttpBootUri (ComputerSystem before v1_9), so it cannot boot a given URI: %w", o.Device, o.URI, bmc.ErrNotSupported)
+			}
+			uri := o.URI
+			b.HTTPBootURI = &uri
+		}
 	}
 	b.BootSourceOverrideTarget = target
 	b.BootSourceOverrideEnabled = schemas.OnceBootSourceOverrideEnabled
@@ -227,6 +247,11 @@ func bootOverride(b schemas.Boot) bmc.BootOverride {
 			o.Device = dev
 		}
 	}
+	// HttpBootUri may outlive an HTTP boot override; it is reported only
+	// with one.
+	if o.Device == bmc.BootDeviceUEFIHTTP && b.HTTPBootURI != nil {
+		o.URI = *b.HTTPBootURI
+	}
 	return o
 }
 
@@ -236,6 +261,9 @@ func overrideApplied(want, got bmc.BootOverride) bool {
 		return got.Device == bmc.BootDeviceNone
 	}
 	if got.Device != want.Device || got.Persistent != want.Persistent {
+		return false
+	}
+	if want.URI != "" && got.URI != want.URI {
 		return false
 	}
 	return want.Mode == bmc.BootModeUnchanged || got.Mode == want.Mode

@@ -202,7 +202,8 @@ func (d *Driver) MediaStatus(ctx context.Context, kind bmc.MediaKind) (bmc.Media
 }
 
 // ResetBMC restarts the BMC itself (warm: GracefulRestart, cold:
-// ForceRestart). The session dies with it; the next call logs in again.
+// ForceRestart). The session dies with it: the next call logs in again
+// (failing transiently while the BMC restarts), and Close does not log out.
 func (d *Driver) ResetBMC(ctx context.Context, t bmc.BMCResetType) error {
 	op := fmt.Sprintf("reset BMC (%s)", t)
 	var rt string
@@ -254,5 +255,6 @@ func (d *Driver) ResetBMC(ctx context.Context, t bmc.BMCResetType) error {
 	if err != nil {
 		return d.opErr(op, err)
 	}
+	d.s.forget()
 	return nil
 }

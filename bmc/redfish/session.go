@@ -291,6 +291,15 @@ func (s *session) close(ctx context.Context, log logr.Logger) {
 	s.release()
 }
 
+// forget drops the session's logout URI: the BMC restarted (ResetBMC) and
+// forgot its sessions, so closing must not wait for a BMC that may be down.
+// A later call is answered 401 and logs in again.
+func (s *session) forget() {
+	s.mu.Lock()
+	s.sessionURI = ""
+	s.mu.Unlock()
+}
+
 // abandon releases what a session that never logged in holds.
 func (s *session) abandon() {
 	s.wire.CloseIdleConnections()

@@ -154,6 +154,12 @@ type Config struct {
 	// BootTargets are the allowed BootSourceOverrideTarget values.
 	// Defaults to None, Pxe, Hdd, Cd, BiosSetup, UefiHttp.
 	BootTargets []string
+	// NoHTTPBootURI leaves HttpBootUri out of the system's Boot (a
+	// ComputerSystem schema before v1_9) and answers a PATCH naming it 400
+	// PropertyUnknown: the BMC cannot boot a given URI over UEFI HTTP.
+	// Defaults to false: Boot has HttpBootUri and UEFI HTTP boot works
+	// (UefiHttp is among the default BootTargets).
+	NoHTTPBootURI bool
 	// BootOnce selects what happens to one-time overrides. Defaults to
 	// BootOnceHonoured.
 	BootOnce BootOnceMode
@@ -161,6 +167,13 @@ type Config struct {
 	// visible. Defaults to 0 (reverted right after the PATCH is answered,
 	// visible to no read).
 	BootOnceRevertAfter time.Duration
+
+	// BMCResetDowntime is how long the BMC does not answer after it
+	// accepted a Manager.Reset (it forgets its sessions either way): every
+	// request meanwhile, on any connection, is answered by closing the
+	// connection, as a rebooting BMC's network stack does, logged with Note
+	// "down" (Config.Clock). Defaults to 0: the BMC answers again at once.
+	BMCResetDowntime time.Duration
 
 	// Media selects where virtual media hangs. Defaults to MediaUnderManager.
 	Media MediaLocation

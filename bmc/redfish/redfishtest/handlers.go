@@ -90,6 +90,14 @@ func (s *Server) faults(next http.Handler) http.Handler {
 		}
 		s.mu.Lock()
 		req.Time = s.now()
+		if req.Time.Before(s.downUntil) {
+			// Restarting after a Manager.Reset: no answer at all.
+			req.Note = "down"
+			s.log = append(s.log, req)
+			s.mu.Unlock()
+			dropConnection(w)
+			return
+		}
 		if limit, ok := s.admit(req.Time); !ok {
 			req.Note, req.Status = "over limit", http.StatusServiceUnavailable
 			s.log = append(s.log, req)
@@ -127,13 +135,8 @@ func (s *Server) faults(next http.Handler) http.Handler {
 			redfishError(rec, http.StatusServiceUnavailable, "Base.1.8.ServiceTemporarilyUnavailable", "injected: service temporarily unavailable")
 			return
 		case FaultReset:
-			if hj, ok := w.(http.Hijacker); ok {
-				if conn, _, err := hj.Hijack(); err == nil {
-					_ = conn.Close()
-					return
-				}
-			}
-			panic(http.ErrAbortHandler)
+			dropConnection(w)
+			return
 		case FaultSlow:
 			t := time.NewTimer(s.cfg.Faults.SlowDelay)
 			select {
@@ -147,6 +150,17 @@ func (s *Server) faults(next http.Handler) http.Handler {
 		next.ServeHTTP(rec, r.WithContext(contextWith(r, e)))
 		s.reportStateChange(e)
 	})
+}
+
+// dropConnection closes the request's connection without an answer.
+func dropConnection(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			_ = conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
 }
 
 // auth checks X-Auth-Token (when sessions are on) or basic auth.
@@ -309,6 +323,15 @@ func (s *Server) getSystem(w http.ResponseWriter, r *http.Request) {
 		reset["ResetType@Redfish.AllowableValues"] = s.cfg.ResetTypes
 	}
 	etag := fmt.Sprintf(`W/"%d"`, sys.etag)
+	boot := map[string]any{
+		"BootSourceOverrideTarget":                         sys.bootTarget,
+		"BootSourceOverrideEnabled":                        sys.bootEnabled,
+		"BootSourceOverrideMode":                           sys.bootMode,
+		"BootSourceOverrideTarget@Redfish.AllowableValues": s.cfg.BootTargets,
+	}
+	if !s.cfg.NoHTTPBootURI {
+		boot["HttpBootUri"] = sys.httpBootURI
+	}
 	doc := map[string]any{
 		"@odata.id":   uri,
 		"@odata.type": "#ComputerSystem.v1_20_0.ComputerSystem",
@@ -317,14 +340,9 @@ func (s *Server) getSystem(w http.ResponseWriter, r *http.Request) {
 		"Name":        "System " + sys.id,
 		"UUID":        sys.uuid,
 		"PowerState":  reported(sys),
-		"Boot": map[string]any{
-			"BootSourceOverrideTarget":                         sys.bootTarget,
-			"BootSourceOverrideEnabled":                        sys.bootEnabled,
-			"BootSourceOverrideMode":                           sys.bootMode,
-			"BootSourceOverrideTarget@Redfish.AllowableValues": s.cfg.BootTargets,
-		},
-		"Actions": map[string]any{"#ComputerSystem.Reset": reset},
-		"Links":   map[string]any{"ManagedBy": []any{link(managerURI)}},
+		"Boot":        boot,
+		"Actions":     map[string]any{"#ComputerSystem.Reset": reset},
+		"Links":       map[string]any{"ManagedBy": []any{link(managerURI)}},
 	}
 	if s.cfg.Media == MediaUnderSystem {
 		doc["VirtualMedia"] = link(uri + "/VirtualMedia")
@@ -389,12 +407,19 @@ func (s *Server) patchSystem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for k := range boot {
-		if !slices.Contains(bootFields, k) {
+		if k == "HttpBootUri" && s.cfg.NoHTTPBootURI {
+			redfishError(w, http.StatusBadRequest, "Base.1.8.PropertyUnknown", "property Boot/HttpBootUri is not known")
+			return
+		}
+		if !slices.Contains(bootFields, k) && k != "HttpBootUri" {
 			redfishError(w, http.StatusBadRequest, "Base.1.8.PropertyNotWritable", "property Boot/"+k+" is not writable")
 			return
 		}
 	}
-	target, enabled, mode := sys.bootTarget, sys.bootEnabled, sys.bootMode
+	target, enabled, mode, uri := sys.bootTarget, sys.bootEnabled, sys.bootMode, sys.httpBootURI
+	if v, ok := boot["HttpBootUri"]; ok {
+		uri = v
+	}
 	if v, ok := boot["BootSourceOverrideTarget"]; ok {
 		if !slices.Contains(s.cfg.BootTargets, v) {
 			redfishError(w, http.StatusBadRequest, "Base.1.8.PropertyValueNotInList", "BootSourceOverrideTarget "+v+" is not allowed")
@@ -417,12 +442,16 @@ func (s *Server) patchSystem(w http.ResponseWriter, r *http.Request) {
 		mode = v
 	}
 	w.WriteHeader(http.StatusNoContent)
-	s.stateChanged(r, sys.id, "boot:"+target+"/"+enabled)
+	change := "boot:" + target + "/" + enabled
+	if _, ok := boot["HttpBootUri"]; ok {
+		change += " " + uri
+	}
+	s.stateChanged(r, sys.id, change)
 	if enabled == "Once" && s.cfg.BootOnce == BootOnceIgnored {
 		noteOf(r, "ignored")
 		return
 	}
-	sys.bootTarget, sys.bootEnabled, sys.bootMode = target, enabled, mode
+	sys.bootTarget, sys.bootEnabled, sys.bootMode, sys.httpBootURI = target, enabled, mode, uri
 	sys.etag++
 	if enabled == "Once" && s.cfg.BootOnce == BootOnceReverted {
 		sys.revertAt = s.now().Add(s.cfg.BootOnceRevertAfter)
@@ -515,6 +544,9 @@ func (s *Server) resetManager(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.bmcResets++
 	s.sessions = map[string]*session{} // a rebooting BMC forgets its sessions
+	if d := s.cfg.BMCResetDowntime; d > 0 {
+		s.downUntil = s.now().Add(d)
+	}
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -42,6 +42,7 @@ type Server struct {
 	faultFunc func(method, path string) Fault
 	faultRate float64
 	bmcResets int
+	downUntil time.Time // after a Manager.Reset: requests are dropped until then
 	changes   []PowerChange
 	changeSeq int64 // last StateChange.Seq
 	rate      requestRate
@@ -97,6 +98,7 @@ type system struct {
 	etag     int
 
 	bootTarget, bootEnabled, bootMode string
+	httpBootURI                       string
 	revertAt                          time.Time
 
 	boots   int
@@ -121,6 +123,9 @@ type SystemState struct {
 	Pending string
 	// Boot override as the BMC holds it.
 	BootTarget, BootEnabled, BootMode string
+	// HTTPBootURI is the Boot's HttpBootUri ("" when never set; it is kept
+	// when the override is consumed or disabled, as BMCs do).
+	HTTPBootURI string
 	// Boots counts how often the server started (off-to-on, restarts, cycles).
 	Boots int
 	// Resets counts accepted reset requests by ResetType.
@@ -289,6 +294,14 @@ func (s *Server) PowerChanges() []PowerChange {
 	return append([]PowerChange(nil), s.changes...)
 }
 
+// Down reports whether the BMC is restarting after a Manager.Reset (see
+// Config.BMCResetDowntime): requests are dropped until it answers again.
+func (s *Server) Down() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now().Before(s.downUntil)
+}
+
 // BMCResets counts accepted Manager.Reset requests.
 func (s *Server) BMCResets() int {
 	s.mu.Lock()
@@ -315,7 +328,7 @@ func (s *Server) System(id string) SystemState {
 	}
 	s.settle(sys)
 	st := SystemState{ID: sys.id, UUID: sys.uuid, Power: sys.power, BootTarget: sys.bootTarget,
-		BootEnabled: sys.bootEnabled, BootMode: sys.bootMode, Boots: sys.boots, Dropped: sys.dropped,
+		BootEnabled: sys.bootEnabled, BootMode: sys.bootMode, HTTPBootURI: sys.httpBootURI, Boots: sys.boots, Dropped: sys.dropped,
 		Resets: map[string]int{}}
 	if sys.pending != nil {
 		st.Pending = sys.pending.target
