@@ -12,8 +12,8 @@ import (
 
 // FuzzDecodeSpec: decoding and validating a job spec from outside never
 // panics, errors wrap ErrInvalidSpec, an accepted spec re-encodes and
-// re-decodes to an equal Spec, and a password in the BMC URL never shows in
-// an error.
+// re-decodes to an equal Spec, and a password in the BMC URL (or in an
+// image or HTTP boot URI) never shows in an error.
 func FuzzDecodeSpec(f *testing.F) {
 	b, err := json.Marshal(validJobSpec())
 	if err != nil {
@@ -27,6 +27,14 @@ func FuzzDecodeSpec(f *testing.F) {
 		`{"bmc":"redfish://user:secret@h","tasks":[{"power":{"op":"on"}}]}`,
 		`{"bmc":"ipmi://h","tasks":[{"power":{"op":"on"}}]}}`,
 		`{"bmc":"ipmi://h","tasks":null}`,
+		`{"bmc":"redfish://h/redfish/v1/Systems/1","tasks":[{"powerStatus":{}},{"reachable":{},"timeout":"20s"}]}`,
+		`{"bmc":"redfish://h","tasks":[{"bmcReset":{"type":"cold"}},{"reachable":{}}]}`,
+		`{"bmc":"redfish://h","tasks":[{"bmcReset":{"type":"hot"}}]}`,
+		`{"bmc":"redfish://h","tasks":[{"bootDevice":{"device":"http","uri":"https://boot.example/ipxe.efi","mode":"uefi","persistent":true}}]}`,
+		`{"bmc":"redfish://h","tasks":[{"bootDevice":{"device":"http","uri":"https://user:secret@boot.example/x.efi"}}]}`,
+		`{"bmc":"redfish://h","tasks":[{"bootDevice":{"device":"http","uri":"http://h/a b.efi"}}]}`,
+		`{"bmc":"redfish://h","tasks":[{"bootDevice":{"device":"disk","uri":"http://h/x.efi"}}]}`,
+		`{"bmc":"redfish://h","tasks":[{"powerStatus":{},"reachable":{}}]}`,
 		`{}`, `[]`, `null`, ``,
 	} {
 		f.Add([]byte(s))
@@ -42,6 +50,11 @@ func FuzzDecodeSpec(f *testing.F) {
 			bmcErr := strings.HasPrefix(err.Error(), job.ErrInvalidSpec.Error()+": bmc:")
 			if bmcErr && strings.Contains(string(data), ":secret@") && strings.Contains(err.Error(), "secret") {
 				t.Fatalf("error repeats a password: %v", err)
+			}
+			// Image and boot URIs with credentials are refused without
+			// echoing them.
+			if strings.Contains(err.Error(), "secret@") {
+				t.Fatalf("error repeats a URL's credentials: %v", err)
 			}
 			return
 		}

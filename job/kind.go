@@ -57,6 +57,12 @@ func kindOf(s *task.Spec) kind {
 	switch {
 	case s.Power != nil:
 		return powerKind{s.Power}
+	case s.PowerStatus != nil:
+		return powerStatusKind{s.PowerStatus}
+	case s.Reachable != nil:
+		return reachableKind{s.Reachable}
+	case s.BMCReset != nil:
+		return bmcResetKind{s.BMCReset}
 	case s.BootDevice != nil:
 		return bootDeviceKind{s.BootDevice}
 	case s.VirtualMedia != nil:

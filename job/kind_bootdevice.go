@@ -16,6 +16,11 @@ import (
 // again up to MaxVerifyResends times, then the task fails with
 // VerificationFailed. Without a getter the override counts as set once the
 // BMC accepted it, and the task message says it was not read back.
+//
+// Device http is UEFI HTTP boot (bmc.BootDeviceUEFIHTTP) from the action's
+// URI, read back with the device: a BMC reporting another URI did not keep
+// the override. Drivers and BMCs without it answer bmc.ErrNotSupported, and
+// the task fails at once with reason NotSupported.
 type bootDeviceKind struct{ a *task.BootDeviceAction }
 
 func (k bootDeviceKind) defaultTimeout(cfg *StepperConfig) time.Duration {
@@ -36,6 +41,9 @@ func (k bootDeviceKind) override() bmc.BootOverride {
 		o.Device = bmc.BootDeviceCDROM
 	case task.BootBIOS:
 		o.Device = bmc.BootDeviceBIOS
+	case task.BootHTTP:
+		o.Device = bmc.BootDeviceUEFIHTTP
+		o.URI = k.a.URI
 	}
 	switch k.a.Mode {
 	case task.BootModeUEFI:
@@ -70,7 +78,8 @@ func (k bootDeviceKind) check(ctx context.Context, _ *stepRun, drv bmc.Driver, a
 		return false, "", err
 	}
 	match := got.Device == want.Device && got.Persistent == want.Persistent &&
-		(want.Mode == bmc.BootModeUnchanged || got.Mode == bmc.BootModeUnchanged || got.Mode == want.Mode)
+		(want.Mode == bmc.BootModeUnchanged || got.Mode == bmc.BootModeUnchanged || got.Mode == want.Mode) &&
+		(want.URI == "" || got.URI == want.URI)
 	return match, describeOverride(got), nil
 }
 
@@ -93,5 +102,9 @@ func describeOverride(o bmc.BootOverride) string {
 	if o.Mode != bmc.BootModeUnchanged {
 		s += ", " + string(o.Mode)
 	}
-	return s + ")"
+	s += ")"
+	if o.URI != "" {
+		s += " from " + truncate(o.URI, 200)
+	}
+	return s
 }

@@ -29,6 +29,15 @@ func FuzzDecode(f *testing.F) {
 		`{"power":{"op":"on"},"power":null}`,
 		`{"virtualMedia":{"imageURL":"http://u:p/w@h/x.iso"}}`,
 		`{"waitForBoot":{"systemUUID":"4c4c4544-0047-3510-8052-b4c04f56443\u00e9"}}`,
+		`{"powerStatus":{}}`,
+		`{"reachable":{},"timeout":"10s"}`,
+		`{"bmcReset":{"type":"warm"}}`,
+		`{"bmcReset":{}}`,
+		`{"bootDevice":{"device":"http","uri":"https://boot.example/ipxe.efi","mode":"uefi"}}`,
+		`{"bootDevice":{"device":"http","uri":"http://a:secret@h/x.efi"}}`,
+		`{"bootDevice":{"device":"http","uri":"http://[::1]:80/x\u0000.efi"}}`,
+		`{"bootDevice":{"device":"pxe","uri":"http://h/x.efi"}}`,
+		`{"bootDevice":{"device":"http"}}`,
 		`{}`, `null`, ``, `[`,
 	} {
 		f.Add([]byte(s))

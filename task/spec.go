@@ -19,8 +19,11 @@ type Spec struct {
 	Name string `json:"name,omitempty"`
 
 	Power        *PowerAction        `json:"power,omitempty"`
+	PowerStatus  *PowerStatusAction  `json:"powerStatus,omitempty"`
+	Reachable    *ReachableAction    `json:"reachable,omitempty"`
 	BootDevice   *BootDeviceAction   `json:"bootDevice,omitempty"`
 	VirtualMedia *VirtualMediaAction `json:"virtualMedia,omitempty"`
+	BMCReset     *BMCResetAction     `json:"bmcReset,omitempty"`
 	WaitForBoot  *WaitForBootAction  `json:"waitForBoot,omitempty"`
 
 	// Timeout bounds the task, retries and verification included. Zero means
@@ -46,6 +49,16 @@ type PowerAction struct {
 	Op PowerOp `json:"op"`
 }
 
+// PowerStatusAction reads the power state without changing it (Rufio's
+// "status" power action): one read, recorded in the task's
+// Status.PowerState and Message. It has no fields.
+type PowerStatusAction struct{}
+
+// ReachableAction checks that the BMC answers and accepts the credentials:
+// a session (the connection the job already has, or a login) and one read
+// of the power state. It changes nothing. It has no fields.
+type ReachableAction struct{}
+
 // BootDevice is a boot source.
 type BootDevice string
 
@@ -55,6 +68,10 @@ const (
 	BootDisk  BootDevice = "disk"
 	BootCDROM BootDevice = "cdrom"
 	BootBIOS  BootDevice = "bios"
+	// BootHTTP is UEFI HTTP boot from BootDeviceAction.URI (Redfish
+	// BootSourceOverrideTarget UefiHttp with HttpBootUri). BMCs without it
+	// (IPMI, older Redfish services) fail the task with reason NotSupported.
+	BootHTTP BootDevice = "http"
 )
 
 // BootMode is the firmware boot mode.
@@ -71,8 +88,34 @@ type BootDeviceAction struct {
 	Device BootDevice `json:"device"`
 	// Persistent keeps the override for every boot; false means next boot only.
 	Persistent bool `json:"persistent,omitempty"`
-	// Mode is "uefi", "legacy" or empty (leave unchanged).
+	// Mode is "uefi", "legacy" or empty (leave unchanged). Device "http"
+	// is UEFI only: "legacy" is refused.
 	Mode BootMode `json:"mode,omitempty"`
+	// URI is what device "http" boots: an http:// or https:// URL with a
+	// host and without credentials (at most 2048 characters), read back
+	// with the device. Required for "http", refused for the other devices.
+	URI string `json:"uri,omitempty"`
+}
+
+// BMCResetType is a reset of the BMC itself.
+type BMCResetType string
+
+// BMC reset types.
+const (
+	// BMCResetWarm restarts the BMC's firmware (Redfish GracefulRestart of
+	// the Manager, IPMI Warm Reset).
+	BMCResetWarm BMCResetType = "warm"
+	// BMCResetCold reboots the BMC (Redfish ForceRestart of the Manager,
+	// IPMI Cold Reset).
+	BMCResetCold BMCResetType = "cold"
+)
+
+// BMCResetAction resets the BMC itself (not the server, whose power is
+// unaffected), then waits until the BMC answers again through a new
+// session, within the task's Timeout.
+type BMCResetAction struct {
+	// Type is "warm" or "cold"; required.
+	Type BMCResetType `json:"type"`
 }
 
 // MediaKind is the virtual media device kind.
@@ -133,23 +176,52 @@ func (e *FieldError) Error() string {
 // Unwrap returns ErrInvalid.
 func (e *FieldError) Unwrap() error { return ErrInvalid }
 
-// Action names which action field is set: "power", "bootDevice",
-// "virtualMedia", "waitForBoot", or "" when none is.
+// Action names which action field is set: "power", "powerStatus",
+// "reachable", "bootDevice", "virtualMedia", "bmcReset", "waitForBoot", or
+// "" when none is.
 func (s *Spec) Action() string {
 	switch {
 	case s.Power != nil:
 		return "power"
+	case s.PowerStatus != nil:
+		return "powerStatus"
+	case s.Reachable != nil:
+		return "reachable"
 	case s.BootDevice != nil:
 		return "bootDevice"
 	case s.VirtualMedia != nil:
 		return "virtualMedia"
+	case s.BMCReset != nil:
+		return "bmcReset"
 	case s.WaitForBoot != nil:
 		return "waitForBoot"
 	}
 	return ""
 }
 
-// Describe is a short human description, e.g. "power off" or "boot pxe (once, uefi)".
+// actionNames lists every action field by JSON name, in actions' order.
+const actionNames = "power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot"
+
+// actionSet is one action field: its JSON name and whether it is set.
+type actionSet struct {
+	name string
+	ok   bool
+}
+
+// actions lists every action field, in Action's order. (A fixed array,
+// not a map: Validate runs on every job start, and a map cost more than the
+// rest of validation.)
+func (s *Spec) actions() [7]actionSet {
+	return [...]actionSet{
+		{"power", s.Power != nil}, {"powerStatus", s.PowerStatus != nil}, {"reachable", s.Reachable != nil},
+		{"bootDevice", s.BootDevice != nil}, {"virtualMedia", s.VirtualMedia != nil},
+		{"bmcReset", s.BMCReset != nil}, {"waitForBoot", s.WaitForBoot != nil},
+	}
+}
+
+// Describe is a short human description, e.g. "power off", "boot pxe (once,
+// uefi)", "boot http (once) from https://boot.example/ipxe.efi" or "reset BMC
+// (cold)".
 func (s *Spec) Describe() string {
 	if s.Name != "" {
 		return s.Name
@@ -157,6 +229,12 @@ func (s *Spec) Describe() string {
 	switch {
 	case s.Power != nil:
 		return "power " + string(s.Power.Op)
+	case s.PowerStatus != nil:
+		return "power status"
+	case s.Reachable != nil:
+		return "check BMC reachable"
+	case s.BMCReset != nil:
+		return "reset BMC (" + string(s.BMCReset.Type) + ")"
 	case s.BootDevice != nil:
 		when := "once"
 		if s.BootDevice.Persistent {
@@ -166,7 +244,11 @@ func (s *Spec) Describe() string {
 		if s.BootDevice.Mode != "" {
 			d += ", " + string(s.BootDevice.Mode)
 		}
-		return d + ")"
+		d += ")"
+		if s.BootDevice.URI != "" {
+			d += " from " + truncate(s.BootDevice.URI, 120)
+		}
+		return d
 	case s.VirtualMedia != nil:
 		if s.VirtualMedia.Eject {
 			return "eject " + string(s.VirtualMedia.kind())
@@ -196,19 +278,14 @@ func (s *Spec) Validate() error {
 	bad := func(field, format string, args ...any) error {
 		return &FieldError{Path: field, Msg: fmt.Sprintf(format, args...)}
 	}
-	// (A fixed array, not a map literal: Validate runs on every job start,
-	// and the map cost more than the rest of validation.)
 	var set []string
-	for _, a := range [...]struct {
-		name string
-		ok   bool
-	}{{"power", s.Power != nil}, {"bootDevice", s.BootDevice != nil}, {"virtualMedia", s.VirtualMedia != nil}, {"waitForBoot", s.WaitForBoot != nil}} {
+	for _, a := range s.actions() {
 		if a.ok {
 			set = append(set, a.name)
 		}
 	}
 	if len(set) == 0 {
-		return &FieldError{Msg: "no action set: set exactly one of power, bootDevice, virtualMedia, waitForBoot"}
+		return &FieldError{Msg: "no action set: set exactly one of " + actionNames}
 	}
 	if len(set) > 1 {
 		sort.Strings(set)
@@ -227,16 +304,37 @@ func (s *Spec) Validate() error {
 		default:
 			return bad("power.op", "%q is not one of on, off, soft-off, cycle, reset", s.Power.Op)
 		}
-	case s.BootDevice != nil:
-		switch s.BootDevice.Device {
-		case BootPXE, BootDisk, BootCDROM, BootBIOS:
+	case s.PowerStatus != nil, s.Reachable != nil:
+		// No fields.
+	case s.BMCReset != nil:
+		switch s.BMCReset.Type {
+		case BMCResetWarm, BMCResetCold:
 		default:
-			return bad("bootDevice.device", "%q is not one of pxe, disk, cdrom, bios", s.BootDevice.Device)
+			return bad("bmcReset.type", "%q is not one of warm, cold", s.BMCReset.Type)
 		}
-		switch s.BootDevice.Mode {
+	case s.BootDevice != nil:
+		b := s.BootDevice
+		switch b.Device {
+		case BootPXE, BootDisk, BootCDROM, BootBIOS, BootHTTP:
+		default:
+			return bad("bootDevice.device", "%q is not one of pxe, disk, cdrom, bios, http", b.Device)
+		}
+		switch b.Mode {
 		case "", BootModeUEFI, BootModeLegacy:
 		default:
-			return bad("bootDevice.mode", "%q is not one of uefi, legacy (or empty to leave unchanged)", s.BootDevice.Mode)
+			return bad("bootDevice.mode", "%q is not one of uefi, legacy (or empty to leave unchanged)", b.Mode)
+		}
+		if b.Device != BootHTTP {
+			if b.URI != "" {
+				return bad("bootDevice.uri", "only device http boots from a URI; remove it or set device http")
+			}
+			break
+		}
+		if b.Mode == BootModeLegacy {
+			return bad("bootDevice.mode", "UEFI HTTP boot cannot boot in legacy mode: set uefi or leave it empty")
+		}
+		if err := checkBootURI(b.URI); err != "" {
+			return bad("bootDevice.uri", "%s", err)
 		}
 	case s.VirtualMedia != nil:
 		v := s.VirtualMedia
@@ -289,6 +387,31 @@ func Decode(data []byte) (Spec, error) {
 		return Spec{}, err
 	}
 	return s, nil
+}
+
+// maxBootURI bounds BootDeviceAction.URI (BMCs store a few hundred bytes
+// at most; Redfish's HttpBootUri has no stated limit).
+const maxBootURI = 2048
+
+// checkBootURI returns what is wrong with an HTTP boot URI, or "".
+func checkBootURI(uri string) string {
+	switch {
+	case uri == "":
+		return "required for device http: the http:// or https:// URL of the EFI program to boot"
+	case len(uri) > maxBootURI:
+		return fmt.Sprintf("%d characters, at most %d", len(uri), maxBootURI)
+	case strings.Contains(uri, "@"):
+		// Checked before the error below, which echoes the URL, so that a
+		// password is never repeated.
+		return "credentials in the boot URI are not accepted"
+	case strings.ContainsFunc(uri, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return fmt.Sprintf("%q contains spaces or control characters", truncate(uri, 200))
+	}
+	u, err := url.Parse(uri)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.Opaque != "" {
+		return fmt.Sprintf("%q is not an http:// or https:// URL with a host", truncate(uri, 200))
+	}
+	return ""
 }
 
 func truncate(s string, n int) string {

@@ -29,6 +29,12 @@ func validSpecs() map[string]task.Spec {
 		"media eject":       {VirtualMedia: &task.VirtualMediaAction{Kind: task.MediaCD, Eject: true}},
 		"wait for boot":     {WaitForBoot: &task.WaitForBootAction{SystemUUID: "4C4C4544-0047-3510-8052-B4C04F564433"}, Timeout: task.Duration{Duration: 20 * time.Minute}},
 		"wait no uuid":      {WaitForBoot: &task.WaitForBootAction{}},
+		"power status":      {PowerStatus: &task.PowerStatusAction{}},
+		"reachable":         {Reachable: &task.ReachableAction{}, Timeout: task.Duration{Duration: 20 * time.Second}},
+		"bmc reset warm":    {BMCReset: &task.BMCResetAction{Type: task.BMCResetWarm}},
+		"bmc reset cold":    {BMCReset: &task.BMCResetAction{Type: task.BMCResetCold}, Timeout: task.Duration{Duration: 10 * time.Minute}},
+		"boot http":         {BootDevice: &task.BootDeviceAction{Device: task.BootHTTP, URI: "https://boot.example/ipxe.efi"}},
+		"boot http uefi":    {BootDevice: &task.BootDeviceAction{Device: task.BootHTTP, URI: "http://10.0.0.1:8080/a/b.efi?x=1", Mode: task.BootModeUEFI, Persistent: true}},
 	}
 }
 
@@ -52,6 +58,26 @@ func TestDecodeWireFormat(t *testing.T) {
 	assert.Equal(t, task.Spec{Name: "netboot", BootDevice: &task.BootDeviceAction{Device: task.BootPXE, Persistent: true, Mode: task.BootModeUEFI}, Timeout: task.Duration{Duration: 2 * time.Minute}}, s)
 	assert.Equal(t, "bootDevice", s.Action())
 
+	s, err = task.Decode([]byte(`{"bootDevice":{"device":"http","uri":"https://boot.example/ipxe.efi"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP, URI: "https://boot.example/ipxe.efi"}}, s)
+	for in, want := range map[string]task.Spec{
+		`{"powerStatus":{}}`:              {PowerStatus: &task.PowerStatusAction{}},
+		`{"reachable":{}}`:                {Reachable: &task.ReachableAction{}},
+		`{"bmcReset":{"type":"cold"}}`:    {BMCReset: &task.BMCResetAction{Type: task.BMCResetCold}},
+		`{"name":"x","powerStatus":{}}`:   {Name: "x", PowerStatus: &task.PowerStatusAction{}},
+		`{"reachable":{},"timeout":"5s"}`: {Reachable: &task.ReachableAction{}, Timeout: task.Duration{Duration: 5 * time.Second}},
+	} {
+		got, err := task.Decode([]byte(in))
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+		b, err := json.Marshal(got)
+		require.NoError(t, err)
+		assert.JSONEq(t, in, string(b))
+	}
+	_, err = task.Decode([]byte(`{"powerStatus":{"op":"on"}}`))
+	assert.ErrorContains(t, err, `unknown field "op"`)
+
 	b, err := json.Marshal(task.Spec{VirtualMedia: &task.VirtualMediaAction{Eject: true}})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"virtualMedia":{"eject":true}}`, string(b), "a zero timeout is not written")
@@ -64,12 +90,26 @@ func TestValidateNamesTheWrongField(t *testing.T) {
 		spec task.Spec
 		want []string // substrings of the error
 	}{
-		{"none set", task.Spec{}, []string{"no action set", "power, bootDevice, virtualMedia, waitForBoot"}},
+		{"none set", task.Spec{}, []string{"no action set", "power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot"}},
+		{"status and reachable", task.Spec{PowerStatus: &task.PowerStatusAction{}, Reachable: &task.ReachableAction{}}, []string{"powerStatus and reachable are all set"}},
+		{"bad bmc reset type", task.Spec{BMCReset: &task.BMCResetAction{Type: "lukewarm"}}, []string{`bmcReset.type: "lukewarm" is not one of warm, cold`}},
+		{"empty bmc reset type", task.Spec{BMCReset: &task.BMCResetAction{}}, []string{`bmcReset.type: ""`}},
+		{"http without uri", task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP}}, []string{"bootDevice.uri: required for device http"}},
+		{"uri with pxe", task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootPXE, URI: "http://h/x.efi"}}, []string{"bootDevice.uri: only device http boots from a URI"}},
+		{"http legacy", task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP, URI: "http://h/x.efi", Mode: task.BootModeLegacy}}, []string{"bootDevice.mode: UEFI HTTP boot cannot boot in legacy mode"}},
+		{"http uri bad scheme", task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP, URI: "tftp://h/x.efi"}}, []string{`bootDevice.uri: "tftp://h/x.efi" is not an http:// or https:// URL with a host`}},
+		{"http uri no host", task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP, URI: "http:///x.efi"}}, []string{"bootDevice.uri:"}},
+		{"http uri relative", task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP, URI: "x.efi"}}, []string{`bootDevice.uri: "x.efi"`}},
+		{"http uri opaque", task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP, URI: "http:x.efi"}}, []string{`bootDevice.uri: "http:x.efi"`}},
+		{"http uri space", task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP, URI: "http://h/a b.efi"}}, []string{"bootDevice.uri:", "spaces or control characters"}},
+		{"http uri credentials", task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP, URI: "https://admin:hunter2@h/x.efi"}}, []string{"bootDevice.uri: credentials in the boot URI are not accepted"}},
+		{"http uri credentials bad scheme", task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP, URI: "ftp://a:hunter2@h/x"}}, []string{"bootDevice.uri: credentials"}},
+		{"http uri too long", task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP, URI: "http://h/" + strings.Repeat("x", 2040)}}, []string{"bootDevice.uri: 2049 characters, at most 2048"}},
 		{"two set", task.Spec{Power: &task.PowerAction{Op: task.PowerOn}, BootDevice: &task.BootDeviceAction{Device: task.BootPXE}}, []string{"bootDevice and power are all set", "exactly one"}},
 		{"three set", task.Spec{Power: &task.PowerAction{Op: task.PowerOn}, VirtualMedia: &task.VirtualMediaAction{Eject: true}, WaitForBoot: &task.WaitForBootAction{}}, []string{"power and virtualMedia and waitForBoot are all set"}},
 		{"bad power op", task.Spec{Power: &task.PowerAction{Op: "of"}}, []string{`power.op: "of" is not one of on, off, soft-off, cycle, reset`}},
 		{"empty power op", task.Spec{Power: &task.PowerAction{}}, []string{`power.op: ""`}},
-		{"bad device", task.Spec{BootDevice: &task.BootDeviceAction{Device: "floppy"}}, []string{`bootDevice.device: "floppy" is not one of pxe, disk, cdrom, bios`}},
+		{"bad device", task.Spec{BootDevice: &task.BootDeviceAction{Device: "floppy"}}, []string{`bootDevice.device: "floppy" is not one of pxe, disk, cdrom, bios, http`}},
 		{"bad mode", task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootPXE, Mode: "efi"}}, []string{`bootDevice.mode: "efi" is not one of uefi, legacy`}},
 		{"bad media kind", task.Spec{VirtualMedia: &task.VirtualMediaAction{Kind: "dvd", Eject: true}}, []string{`virtualMedia.kind: "dvd" is not one of cd, usb`}},
 		{"insert and eject", task.Spec{VirtualMedia: &task.VirtualMediaAction{ImageURL: "http://h/x.iso", Eject: true}}, []string{"virtualMedia: imageURL and eject are both set"}},
@@ -122,8 +162,11 @@ func TestValidateReturnsFieldError(t *testing.T) {
 			"-1s is negative",
 			"invalid task: timeout: -1s is negative"},
 		{"none set", task.Spec{}, "",
-			"no action set: set exactly one of power, bootDevice, virtualMedia, waitForBoot",
-			"invalid task: no action set: set exactly one of power, bootDevice, virtualMedia, waitForBoot"},
+			"no action set: set exactly one of power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot",
+			"invalid task: no action set: set exactly one of power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot"},
+		{"http without uri", task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP}}, "bootDevice.uri",
+			"required for device http: the http:// or https:// URL of the EFI program to boot",
+			"invalid task: bootDevice.uri: required for device http: the http:// or https:// URL of the EFI program to boot"},
 		{"two set", task.Spec{Power: &task.PowerAction{Op: task.PowerOn}, BootDevice: &task.BootDeviceAction{Device: task.BootPXE}}, "",
 			"bootDevice and power are all set: set exactly one action",
 			"invalid task: bootDevice and power are all set: set exactly one action"},
@@ -154,6 +197,8 @@ func TestValidateBoundaries(t *testing.T) {
 		{Power: &task.PowerAction{Op: task.PowerOn}, Timeout: task.Duration{Duration: 7 * 24 * time.Hour}},
 		{Power: &task.PowerAction{Op: task.PowerOn}, Name: strings.Repeat("n", 253)},
 		{WaitForBoot: &task.WaitForBootAction{SystemUUID: "ABCDEF01-2345-6789-abcd-ef0123456789"}},
+		{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP, URI: "http://h/" + strings.Repeat("x", 2039)}},
+		{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP, URI: "HTTPS://[::1]:8443/x.efi#frag"}},
 	}
 	for _, s := range ok {
 		assert.NoError(t, s.Validate())
@@ -202,6 +247,10 @@ func TestDescribe(t *testing.T) {
 		{task.Spec{VirtualMedia: &task.VirtualMediaAction{ImageURL: "http://h/x"}}, "insert cd media"},
 		{task.Spec{VirtualMedia: &task.VirtualMediaAction{Kind: task.MediaUSB, Eject: true}}, "eject usb"},
 		{task.Spec{WaitForBoot: &task.WaitForBootAction{}}, "wait for boot"},
+		{task.Spec{PowerStatus: &task.PowerStatusAction{}}, "power status"},
+		{task.Spec{Reachable: &task.ReachableAction{}}, "check BMC reachable"},
+		{task.Spec{BMCReset: &task.BMCResetAction{Type: task.BMCResetCold}}, "reset BMC (cold)"},
+		{task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP, URI: "https://boot.example/ipxe.efi", Mode: task.BootModeUEFI}}, "boot http (once, uefi) from https://boot.example/ipxe.efi"},
 		{task.Spec{}, "empty task"},
 		{task.Spec{Name: "mine", Power: &task.PowerAction{Op: task.PowerOff}}, "mine"},
 	}

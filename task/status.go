@@ -47,6 +47,12 @@ type Status struct {
 	NextAttemptTime *time.Time `json:"nextAttemptTime,omitempty"`
 	// LastError is the last transient error seen, kept while retrying.
 	LastError string `json:"lastError,omitempty"`
+	// PowerState is the server's power state as the task read it ("On",
+	// "Off", "PoweringOn", "PoweringOff", "Unknown": bmc.PowerState's
+	// values), set by the tasks that read without changing it: powerStatus
+	// (its result), reachable and bmcReset (the read that showed the BMC
+	// answering). Empty for the other kinds.
+	PowerState string `json:"powerState,omitempty"`
 }
 
 // Completed reports whether the task reached a terminal state.
