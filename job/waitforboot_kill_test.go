@@ -1,0 +1,223 @@
+//go:build linux
+
+package job_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/redfish"
+	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
+	"github.com/bmckit/bmckit/bootstate"
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/internal/childtest"
+	"github.com/bmckit/bmckit/internal/clock"
+	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/storage/boltstore"
+	"github.com/bmckit/bmckit/task"
+)
+
+const (
+	envWFBJob    = "BMCKIT_WFBKILL_JOB"  // the job file (the host's object)
+	envWFBDB     = "BMCKIT_WFBKILL_DB"   // the tracker's boltstore file
+	envWFBStopAt = "BMCKIT_WFBKILL_STOP" // "<try> <step>": stop for good right after storing it
+	envWFBNow    = "BMCKIT_WFBKILL_NOW"  // the fake clock's start, Unix nanoseconds
+	envWFBUser   = "BMCKIT_WFBKILL_USER" // simulator credentials
+	envWFBPass   = "BMCKIT_WFBKILL_PASS" //
+	wfbSystem    = "1"
+)
+
+// TestWaitForBootRetrySIGKILL: a process stepping a job whose wait-for-boot
+// task retries is SIGKILLed twice between tries (once right after try 1's
+// timeout and try 2's backoff were stored, once right after try 2 set the
+// boot override again and stored the power cycle's intent), each time with
+// nothing sent after the write. The BMC (a Redfish simulator in this
+// process), the job (a file, as a host's object) and the boot records (a
+// boltstore file) outlive the children. The third child finishes: try 2
+// boots. The BMC must have seen the override set exactly twice (the job's
+// bootDevice task and try 2, not again after the kill) and exactly one power
+// on and one power cycle.
+func TestWaitForBootRetrySIGKILL(t *testing.T) {
+	if childtest.IsChild("wfb-kill") {
+		wfbKillChild()
+		return
+	}
+	sim := redfishtest.NewServer(redfishtest.Config{})
+	defer sim.Close()
+	sim.SetPower(wfbSystem, "Off")
+	dir := t.TempDir()
+	jobFile, db := filepath.Join(dir, "job.json"), filepath.Join(dir, "boot.db")
+	j := &job.Job{Name: "wfb", Generation: 1, CreatedAt: t0, Spec: job.Spec{
+		BMC: sim.Address(wfbSystem), CredentialsRef: "sim", SystemUUID: redfishtest.SystemUUID(1),
+		Tasks: []task.Spec{pxeOnce, powerOn, retryWait(2)},
+	}}
+	b, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(jobFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	creds := sim.Credentials()
+	now := t0
+	for _, stop := range []string{"2 " + string(task.BootTryBackoff), "2 " + string(task.BootTryPowerCycling), ""} {
+		c := childtest.Start(t, t.Name(), "wfb-kill", envWFBJob+"="+jobFile, envWFBDB+"="+db, envWFBStopAt+"="+stop,
+			envWFBNow+"="+strconv.FormatInt(now.UnixNano(), 10), envWFBUser+"="+creds.Username, envWFBPass+"="+creds.Password)
+		deadline := time.After(time.Minute)
+		var ended bool
+		for !ended {
+			select {
+			case l, ok := <-c.Lines():
+				if !ok {
+					t.Fatalf("child (stop at %q) exited early", stop)
+				}
+				switch {
+				case strings.HasPrefix(l, "NOW "):
+					n, _ := strconv.ParseInt(strings.TrimPrefix(l, "NOW "), 10, 64)
+					now = time.Unix(0, n).UTC()
+				case l == "STOPPED":
+					c.Kill()
+					ended = true
+				case l == "DONE":
+					if _, err := c.Wait(); err != nil {
+						t.Fatalf("last child: %v", err)
+					}
+					ended = true
+				case strings.HasPrefix(l, "FAIL"):
+					t.Fatal(l)
+				}
+			case <-deadline:
+				t.Fatalf("child (stop at %q) did not get there within a minute", stop)
+			}
+		}
+		t.Logf("child stopped at %q, clock %s", stop, now.Format(time.RFC3339))
+	}
+
+	b, err = os.ReadFile(jobFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got job.Job
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Result != conditions.ResultSucceeded {
+		t.Fatalf("job %s %s: %s", got.Status.Result, got.Status.Reason, got.Status.Message)
+	}
+	tries := got.Status.Tasks[2].BootTries
+	if len(tries) != 2 || tries[0].Stage != bootstate.ReasonIPXETimeout || tries[1].Result != conditions.ResultSucceeded || tries[1].OverrideTime == nil || tries[1].PowerCycleTime == nil {
+		t.Fatalf("tries: %+v", tries)
+	}
+	var overrides, resets []string
+	for _, r := range sim.Requests() {
+		switch {
+		case r.Method == "PATCH" && strings.HasSuffix(r.Path, "/Systems/"+wfbSystem) && strings.Contains(r.Body, "Boot"):
+			overrides = append(overrides, r.Body)
+		case r.Method == "POST" && strings.HasSuffix(r.Path, "ComputerSystem.Reset"):
+			resets = append(resets, r.Body)
+		}
+	}
+	if len(overrides) != 2 {
+		t.Fatalf("boot override set %d times, want 2 (the task, then try 2 once): %q", len(overrides), overrides)
+	}
+	if len(resets) != 2 || !strings.Contains(resets[0], `"On"`) || strings.Contains(resets[1], `"On"`) {
+		t.Fatalf("resets %q: want one power on, then one power cycle", resets)
+	}
+}
+
+// wfbKillChild steps the job from the job file until it stores the step
+// named by envWFBStopAt (then it prints STOPPED and waits to be killed,
+// having sent nothing after that write) or the job completes. It plays the
+// server too: once try 2 waits, the server boots (iPXE fetch and callback).
+func wfbKillChild() {
+	fail := func(format string, args ...any) {
+		fmt.Printf("FAIL "+format+"\n", args...)
+		os.Exit(1)
+	}
+	ctx := context.Background()
+	n, _ := strconv.ParseInt(os.Getenv(envWFBNow), 10, 64)
+	clk := clock.NewFake(time.Unix(0, n).UTC())
+	store, err := boltstore.Open(os.Getenv(envWFBDB), boltstore.Options{LockTimeout: 10 * time.Second})
+	if err != nil {
+		fail("open store: %v", err)
+	}
+	tr, err := bootstate.NewTracker(bootstate.Config{Store: store, Clock: clk, InsecureSkipAuth: true})
+	if err != nil {
+		fail("tracker: %v", err)
+	}
+	dialer := &bmc.SchemeDialer{}
+	dialer.Register("redfish", redfish.NewDialer(redfish.Options{}))
+	s, err := job.NewStepper(job.StepperConfig{
+		Dialer: dialer, Clock: clk, Boot: tr, BootPollInterval: 20 * time.Second,
+		Credentials: job.StaticCredentials{"sim": {Username: os.Getenv(envWFBUser), Password: os.Getenv(envWFBPass)}},
+	})
+	if err != nil {
+		fail("stepper: %v", err)
+	}
+	path, stopAt := os.Getenv(envWFBJob), os.Getenv(envWFBStopAt)
+	persist := func(_ context.Context, j *job.Job) error {
+		b, err := json.Marshal(j)
+		if err != nil {
+			return err
+		}
+		tmp := path + ".tmp"
+		f, err := os.Create(tmp)
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(b); err != nil {
+			return err
+		}
+		if err := f.Sync(); err != nil {
+			return err
+		}
+		_ = f.Close()
+		if err := os.Rename(tmp, path); err != nil {
+			return err
+		}
+		fmt.Printf("NOW %d\n", clk.Now().UnixNano())
+		if ts := j.Status.Tasks; len(ts) == 3 && len(ts[2].BootTries) > 0 {
+			last := ts[2].BootTries[len(ts[2].BootTries)-1]
+			if fmt.Sprintf("%d %s", last.Try, last.Step) == stopAt {
+				fmt.Println("STOPPED")
+				select {} // killed here: nothing after this write is sent
+			}
+		}
+		return nil
+	}
+	for range 500 {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			fail("read job: %v", err)
+		}
+		var j job.Job
+		if err := json.Unmarshal(b, &j); err != nil {
+			fail("decode job: %v", err)
+		}
+		if ts := j.Status.Tasks; len(ts) == 3 && len(ts[2].BootTries) == 2 && ts[2].BootTries[1].Step == task.BootTryWaiting {
+			for _, sig := range []string{bootstate.SignalIPXEScriptFetched, bootstate.SignalBootStateReceived} {
+				if _, err := tr.RecordSignal(ctx, j.Spec.SystemUUID, ts[2].BootTries[1].AttemptID, sig, ""); err != nil {
+					fail("signal: %v", err)
+				}
+			}
+		}
+		res, err := s.Step(ctx, &j, persist)
+		if err != nil {
+			fail("step: %v", err)
+		}
+		if res.Done {
+			fmt.Println("DONE")
+			os.Exit(0)
+		}
+		clk.Advance(res.RequeueAfter)
+	}
+	fail("not done after 500 steps")
+}
