@@ -41,6 +41,39 @@
 //	-timeout  default boot timeout (default 10m)
 //	-demo-uuid  demo system (default 4c4c4544-0042-4a10-8031-b2c04f4e4a31;
 //	            empty: none)
+//	-demo-source  address (IP or CIDR) the demo system may fetch and call
+//	              back from (default: any)
+//	-mode       AllOf or AnyOf over -signals (default AllOf)
+//	-signals    signals that count as booted (default
+//	            IPXEScriptFetched,IgnitionDataFetched,BootStateReceived)
+//	-ipxe-within       the iPXE script must be fetched this long after the
+//	                   attempt started (default 0: no stage deadline)
+//	-ignition-within   Ignition must be fetched this long after the iPXE
+//	                   script (default 0: none)
+//	-bootstate-within  the OS must post /bootstate this long after the
+//	                   Ignition fetch (default 0: none)
+//
+// The flags set the tracker's default policy; a job's wait-for-boot task
+// brings its own per attempt (task.WaitForBootPolicy). /admin/start takes
+// source=<ip or cidr> (repeatable) to bind an attempt to its machine.
+//
+// # Who gets the token
+//
+// The iPXE script this server hands out carries the attempt's token (in the
+// Ignition URL), and so does the Ignition config (in the unit that posts
+// /bootstate). The script is fetched before the machine has any secret, so
+// the fetch cannot be authenticated; what keeps the token from other
+// machines is address binding: open each attempt with the machine's address
+// (from your DHCP lease data, or the static address you assign it) in
+// StartOptions.AllowedSources (task.WaitForBootPolicy.AllowedSources for
+// jobs). The fetch middleware then answers 403 to any other address before
+// the script or config is rendered, and /bootstate refuses callbacks from
+// other addresses, so a host on the same network that knows the system UUID
+// gets neither the token nor a way to post for that machine. What binding
+// does not stop: a host that can spoof or take over the machine's address
+// (same L2 segment without DHCP snooping/ARP protection), or anyone on the
+// path reading plain HTTP. Serve over HTTPS (iPXE supports it with an
+// embedded CA) where that matters. See docs/bootstate.md, "Threat model".
 package main
 
 import (
@@ -67,8 +100,45 @@ import (
 	"github.com/bmckit/bmckit/storage/boltstore"
 )
 
-// The tracker is what a job runner's wait-for-boot task takes.
-var _ job.BootTracker = (*bootstate.Tracker)(nil)
+// The tracker is what a job runner's wait-for-boot task takes, including
+// the optional per-attempt policy and outcome interfaces.
+var (
+	_ job.BootTracker         = (*bootstate.Tracker)(nil)
+	_ job.BootPolicyStarter   = (*bootstate.Tracker)(nil)
+	_ job.BootOutcomeReporter = (*bootstate.Tracker)(nil)
+)
+
+// policyFlags are the default policy's flags.
+type policyFlags struct {
+	mode, signals             string
+	ipxe, ignition, bootState time.Duration
+}
+
+// policy builds the tracker's default policy: the completion signals and
+// the stage deadlines, each after the previous stage (iPXE after the
+// attempt's start).
+func (f policyFlags) policy() (bootstate.Policy, error) {
+	p := bootstate.Policy{Mode: bootstate.PolicyMode(f.mode)}
+	for s := range strings.SplitSeq(f.signals, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			p.Signals = append(p.Signals, s)
+		}
+	}
+	from := bootstate.FromAttemptStart
+	for _, d := range []struct {
+		signal string
+		within time.Duration
+	}{{bootstate.SignalIPXEScriptFetched, f.ipxe}, {bootstate.SignalIgnitionDataFetched, f.ignition}, {bootstate.SignalBootStateReceived, f.bootState}} {
+		if d.within > 0 {
+			p.Deadlines = append(p.Deadlines, bootstate.SignalDeadline{Signal: d.signal, Within: d.within, From: from})
+			from = bootstate.FromPreviousSignal
+		}
+	}
+	if err := p.Validate(); err != nil {
+		return bootstate.Policy{}, fmt.Errorf("policy flags: %w", err)
+	}
+	return p, nil
+}
 
 func main() {
 	if err := run(); err != nil {
@@ -84,7 +154,18 @@ func run() error {
 	insecure := flag.Bool("insecure-no-tokens", false, "accept callbacks without tokens (labs only)")
 	timeout := flag.Duration("timeout", 10*time.Minute, "default boot timeout")
 	demo := flag.String("demo-uuid", "4c4c4544-0042-4a10-8031-b2c04f4e4a31", "system to open a demo boot attempt for (empty: none)")
+	demoSource := flag.String("demo-source", "", "IP or CIDR the demo system may fetch and call back from (empty: any)")
+	var pf policyFlags
+	flag.StringVar(&pf.mode, "mode", "AllOf", "AllOf or AnyOf over -signals")
+	flag.StringVar(&pf.signals, "signals", "IPXEScriptFetched,IgnitionDataFetched,BootStateReceived", "signals that count as booted, comma-separated")
+	flag.DurationVar(&pf.ipxe, "ipxe-within", 0, "iPXE script due this long after the attempt started (0: no stage deadline)")
+	flag.DurationVar(&pf.ignition, "ignition-within", 0, "Ignition config due this long after the iPXE fetch (0: none)")
+	flag.DurationVar(&pf.bootState, "bootstate-within", 0, "/bootstate callback due this long after the Ignition fetch (0: none)")
 	flag.Parse()
+	policy, err := pf.policy()
+	if err != nil {
+		return err
+	}
 
 	log := logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -100,8 +181,7 @@ func run() error {
 		Store:          store,
 		Logger:         log,
 		DefaultTimeout: *timeout,
-		DefaultPolicy: bootstate.AllOfSignals(
-			bootstate.SignalIPXEScriptFetched, bootstate.SignalIgnitionDataFetched, bootstate.SignalBootStateReceived),
+		DefaultPolicy:  policy,
 		OnTimeout: func(_ context.Context, r bootstate.Record) {
 			// A real host would power-cycle the server and open a new attempt.
 			log.Info("boot timed out; a real host would retry now", "systemUUID", r.SystemUUID, "attemptID", r.AttemptID)
@@ -129,7 +209,7 @@ func run() error {
 	base := "http://" + *listen
 	srv := &http.Server{Addr: *listen, Handler: routes(tr, base), ReadHeaderTimeout: 10 * time.Second}
 	if *demo != "" {
-		if err := startDemo(ctx, tr, base, *demo); err != nil {
+		if err := startDemo(ctx, tr, base, *demo, *demoSource); err != nil {
 			return err
 		}
 	}
@@ -189,7 +269,7 @@ func routes(tr *bootstate.Tracker, base string) http.Handler {
 	mux.HandleFunc("POST /admin/start", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		d, _ := time.ParseDuration(q.Get("timeout"))
-		rec, err := tr.Start(r.Context(), bootstate.StartOptions{SystemUUID: q.Get("uuid"), AttemptID: q.Get("attempt"), Timeout: d})
+		rec, err := tr.Start(r.Context(), bootstate.StartOptions{SystemUUID: q.Get("uuid"), AttemptID: q.Get("attempt"), Timeout: d, AllowedSources: q["source"]})
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -213,9 +293,13 @@ func ignitionURL(tr *bootstate.Tracker, base string, rec bootstate.Record) strin
 // startDemo opens an attempt for the demo system and prints how to play
 // the booting server with curl. It prints the demo token on purpose, to
 // stdout, so you can paste it; the library itself never logs tokens.
-func startDemo(ctx context.Context, tr *bootstate.Tracker, base, uuid string) error {
+func startDemo(ctx context.Context, tr *bootstate.Tracker, base, uuid, source string) error {
 	attempt := fmt.Sprintf("demo-%d", time.Now().Unix())
-	rec, err := tr.Start(ctx, bootstate.StartOptions{SystemUUID: uuid, AttemptID: attempt})
+	opts := bootstate.StartOptions{SystemUUID: uuid, AttemptID: attempt}
+	if source != "" {
+		opts.AllowedSources = []string{source}
+	}
+	rec, err := tr.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
