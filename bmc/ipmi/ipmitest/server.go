@@ -41,6 +41,11 @@ type Options struct {
 	// them, as on real servers (IPMI reports no transitional state: the
 	// old state reads back until then). Defaults to 0: at once.
 	PowerDelay time.Duration
+	// BMCResetDowntime makes the BMC drop every packet it receives for this
+	// long after it answered a Cold or Warm Reset (App 02h/03h), as a BMC
+	// that restarts does (see also [Server.SetSilent]). Defaults to 0: it
+	// answers again at once.
+	BMCResetDowntime time.Duration
 }
 
 // Server is go-ipmi's reference BMC (github.com/bougou/go-ipmi/pkg/server)
@@ -112,20 +117,28 @@ func Start(opts Options) (*Server, error) {
 	handlers.RegisterSessionHandlers(reg)
 	handlers.RegisterChassisHandlers(reg)
 	handlers.RegisterStorageHandlers(reg)
-	reg.RegisterFunc(types.CommandColdReset, func(context.Context, *handlers.HandlerContext, []byte) ([]byte, types.CompletionCode, error) {
-		ch.count(func() { ch.bmcColdResets++ })
-		return nil, types.CodeOK, nil
-	})
-	reg.RegisterFunc(types.CommandWarmReset, func(context.Context, *handlers.HandlerContext, []byte) ([]byte, types.CompletionCode, error) {
-		ch.count(func() { ch.bmcWarmResets++ })
-		return nil, types.CodeOK, nil
-	})
-
 	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		return nil, fmt.Errorf("listen on 127.0.0.1: %w", err)
 	}
 	pc := &silenceableConn{PacketConn: udp.Wrap(conn)}
+	// The reply to the reset still goes out: only what arrives afterwards
+	// is dropped.
+	restart := func() {
+		if d := opts.BMCResetDowntime; d > 0 {
+			pc.until.Store(time.Now().Add(d).UnixNano())
+		}
+	}
+	reg.RegisterFunc(types.CommandColdReset, func(context.Context, *handlers.HandlerContext, []byte) ([]byte, types.CompletionCode, error) {
+		ch.count(func() { ch.bmcColdResets++ })
+		restart()
+		return nil, types.CodeOK, nil
+	})
+	reg.RegisterFunc(types.CommandWarmReset, func(context.Context, *handlers.HandlerContext, []byte) ([]byte, types.CompletionCode, error) {
+		ch.count(func() { ch.bmcWarmResets++ })
+		restart()
+		return nil, types.CodeOK, nil
+	})
 	srv := server.NewServer(b, pc, server.WithHandlerRegistry(reg), server.WithCipherSuites(suites))
 	s := &Server{
 		Endpoint:    bmc.Endpoint{Protocol: "ipmi", Host: "127.0.0.1", Port: conn.LocalAddr().(*net.UDPAddr).Port},
@@ -153,16 +166,18 @@ func (s *Server) Chassis() *Chassis { return s.chassis }
 // opened before stay valid.
 func (s *Server) SetSilent(silent bool) { s.conn.silent.Store(silent) }
 
-// silenceableConn drops incoming packets while silent is set.
+// silenceableConn drops incoming packets while silent is set, and until
+// the time in until (Unix nanoseconds; after a BMC reset).
 type silenceableConn struct {
 	transport.PacketConn
 	silent atomic.Bool
+	until  atomic.Int64
 }
 
 func (c *silenceableConn) ReadFrom(buf []byte) (int, net.Addr, error) {
 	for {
 		n, addr, err := c.PacketConn.ReadFrom(buf)
-		if err != nil || !c.silent.Load() {
+		if err != nil || !c.silent.Load() && time.Now().UnixNano() >= c.until.Load() {
 			return n, addr, err
 		}
 	}
