@@ -26,6 +26,19 @@
 // themselves. [Tracker.Wait] blocks without busy polling: writes made by the
 // same tracker wake it at once.
 //
+// Policy.Deadlines bound single signals (boot stages), measured from the
+// attempt's start or the previous stage's signal ([SignalDeadline]); they are
+// stored in the record like the attempt deadline, and a passed one ends the
+// attempt as TimedOut with the stage's reason ([ReasonStageTimeout]:
+// IPXETimeout, IgnitionTimeout, BootStateTimeout).
+//
+// # Address binding and late callbacks
+//
+// StartOptions.AllowedSources binds an attempt to its machine's addresses:
+// fetches and callbacks from other addresses get 403 and write nothing (the
+// fetch is not served). A callback after the attempt ended without booting
+// gets 409 ([ErrAttemptEnded]) and is not recorded.
+//
 // # HTTP
 //
 // [Handler] serves POST /bootstate (a JSON [Request]); it answers 200 only
@@ -40,6 +53,12 @@
 // serves and presented by the booted server. Missing or wrong tokens get 401
 // and nothing is recorded. Config.InsecureSkipAuth turns this off for labs.
 // Tokens and the secret never appear in records, logs or errors.
+//
+// # Jobs
+//
+// [Tracker.StartBootWithPolicy] and [Tracker.BootOutcome] implement the job
+// package's optional BootPolicyStarter and BootOutcomeReporter through the
+// alias types [JobAttemptPolicy] and [JobBootOutcome], without importing job.
 //
 // See docs/bootstate.md for the decisions behind this shape.
 package bootstate
