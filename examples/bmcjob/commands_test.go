@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
 )
 
 // runOut runs bmcjob with args and returns its error and output.
@@ -48,6 +50,9 @@ func TestUnknownCommandAndArguments(t *testing.T) {
 	}
 	if _, err := runOut(t, "", "power", "on"); err == nil || !strings.Contains(err.Error(), "-bmc is required") {
 		t.Errorf("power on without -bmc: %v", err)
+	}
+	if _, err := runOut(t, "", "power", "status", "extra", "-simulate"); err == nil || !strings.Contains(err.Error(), "power: want one of status,") {
+		t.Errorf("power status extra: %v", err)
 	}
 	if _, err := runOut(t, "", "boot", "floppy", "-simulate"); err == nil || !strings.Contains(err.Error(), `"floppy" is not one of`) {
 		t.Errorf("boot floppy: %v", err)
@@ -98,5 +103,74 @@ func TestBootOneShotSimulated(t *testing.T) {
 		if !strings.Contains(out, "(persistent, uefi): Succeeded:") {
 			t.Errorf("boot %s output:\n%s", dev, out)
 		}
+	}
+}
+
+func TestPowerStatusOneShot(t *testing.T) {
+	out, err := runOut(t, "", "power", "status", "-simulate")
+	if err != nil {
+		t.Fatalf("power status: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "power status: Succeeded: On\n") {
+		t.Errorf("power status output:\n%s", out)
+	}
+	out, err = runOut(t, "", "power", "-json", "status", "-simulate")
+	if err != nil || !strings.Contains(out, `"powerState": "On"`) {
+		t.Errorf("power status -json: %v\n%s", err, out)
+	}
+}
+
+// Against a real address: the simulator with its credentials as a user
+// would pass them.
+func TestPowerStatusOneShotAgainstAnAddress(t *testing.T) {
+	srv := redfishtest.NewTLSServer(redfishtest.Config{})
+	defer srv.Close()
+	srv.SetPower("1", "Off")
+	c := srv.Credentials()
+	out, err := runOut(t, c.Password, "power", "status", "-bmc", srv.Address("1"), "-user", c.Username, "-insecure")
+	if err != nil || !strings.Contains(out, "power status: Succeeded: Off") {
+		t.Fatalf("power status: %v\n%s", err, out)
+	}
+	if srv.Logins() != 1 {
+		t.Errorf("%d logins; want 1", srv.Logins())
+	}
+	const wrong = "not-the-Password-9"
+	out, err = runOut(t, wrong, "power", "status", "-bmc", srv.Address("1"), "-user", c.Username, "-insecure")
+	if err == nil || !strings.Contains(err.Error(), "(Unauthorized)") {
+		t.Fatalf("power status with a wrong password: %v\n%s", err, out)
+	}
+	if strings.Contains(out+err.Error(), wrong) {
+		t.Fatalf("the password leaked:\n%v\n%s", err, out)
+	}
+}
+
+func TestBootHTTPOneShot(t *testing.T) {
+	const uri = "https://boot.example/ipxe.efi"
+	out, err := runOut(t, "", "boot", "http", "--uri", uri, "-simulate")
+	if err != nil {
+		t.Fatalf("boot http: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "boot http (once) from "+uri+": Succeeded: uefi-http (once, uefi) from "+uri) {
+		t.Errorf("boot http output (want the override read back with its URI):\n%s", out)
+	}
+	if _, err := runOut(t, "", "boot", "http", "-simulate"); err == nil || !strings.Contains(err.Error(), "-uri is required") {
+		t.Errorf("boot http without -uri: %v", err)
+	}
+	if _, err := runOut(t, "", "boot", "http", "-uri", "tftp://h/x.efi", "-simulate"); err == nil || !strings.Contains(err.Error(), `bootDevice.uri: "tftp://h/x.efi" is not an http:// or https:// URL`) {
+		t.Errorf("boot http -uri tftp://: %v", err)
+	}
+	if _, err := runOut(t, "", "boot", "pxe", "-uri", uri, "-simulate"); err == nil || !strings.Contains(err.Error(), "only device http boots from a URI") {
+		t.Errorf("boot pxe -uri: %v", err)
+	}
+}
+
+// A Redfish BMC without HttpBootUri: the command fails with NotSupported.
+func TestBootHTTPOneShotNotSupported(t *testing.T) {
+	srv := redfishtest.NewTLSServer(redfishtest.Config{NoHTTPBootURI: true})
+	defer srv.Close()
+	c := srv.Credentials()
+	out, err := runOut(t, c.Password, "boot", "http", "-uri", "http://10.0.0.1/x.efi", "-bmc", srv.Address("1"), "-user", c.Username, "-insecure")
+	if err == nil || !strings.Contains(err.Error(), "Failed (NotSupported)") || !strings.Contains(err.Error(), "HttpBootUri") {
+		t.Fatalf("boot http on a BMC without it: %v\n%s", err, out)
 	}
 }

@@ -68,8 +68,8 @@ type command struct {
 // its own file).
 var commands = []command{
 	{"run", "-spec FILE [flags]", "run a job from a JSON spec file (- for standard input)", runSpec},
-	{"power", "status|on|off|soft-off|cycle|reset [flags]", "read or change the power state", powerCmd},
-	{"boot", "pxe|disk|cd|bios|http [-uri URL] [flags]", "set the boot device override", bootCmd},
+	{"power", "status|on|off|soft-off|cycle|reset [flags]", "read (status) or change the power state", powerCmd},
+	{"boot", "pxe|disk|cd|bios|http [-uri URL] [flags]", "set the boot device override (http: UEFI HTTP boot from -uri)", bootCmd},
 }
 
 // run dispatches to a command; it returns nil for -h.

@@ -20,9 +20,11 @@ var powerOps = map[string]task.PowerOp{
 	"cycle": task.PowerCycle, "reset": task.PowerReset,
 }
 
-// powerCmd is "bmcjob power on|off|soft-off|cycle|reset": a one-task job.
+// powerCmd is "bmcjob power status|on|off|soft-off|cycle|reset": a
+// one-task job. status reads the power state (one session, one read) and
+// changes nothing.
 func powerCmd(ctx context.Context, args []string, password string, out io.Writer) error {
-	const synopsis = "on|off|soft-off|cycle|reset -bmc URL [flags]"
+	const synopsis = "status|on|off|soft-off|cycle|reset -bmc URL [flags]"
 	fs := newFlagSet("power", synopsis, out)
 	tf := addTargetFlags(fs, 10*time.Minute)
 	asJSON := fs.Bool("json", false, "print the job's final status as JSON")
@@ -32,13 +34,15 @@ func powerCmd(ctx context.Context, args []string, password string, out io.Writer
 	}
 	if len(pos) != 1 {
 		fs.Usage()
-		return fmt.Errorf("power: want one of on, off, soft-off, cycle, reset; got %q", strings.Join(pos, " "))
+		return fmt.Errorf("power: want one of status, on, off, soft-off, cycle, reset; got %q", strings.Join(pos, " "))
 	}
 	ts := task.Spec{}
 	if op, ok := powerOps[pos[0]]; ok {
 		ts.Power = &task.PowerAction{Op: op}
+	} else if pos[0] == "status" {
+		ts.PowerStatus = &task.PowerStatusAction{}
 	} else {
-		return fmt.Errorf("power: %q is not one of on, off, soft-off, cycle, reset", pos[0])
+		return fmt.Errorf("power: %q is not one of status, on, off, soft-off, cycle, reset", pos[0])
 	}
 	return oneShot(ctx, tf, ts, password, *asJSON, out)
 }
@@ -46,16 +50,20 @@ func powerCmd(ctx context.Context, args []string, password string, out io.Writer
 // bootDevices are the arguments of "bmcjob boot".
 var bootDevices = map[string]task.BootDevice{
 	"pxe": task.BootPXE, "disk": task.BootDisk, "cd": task.BootCDROM, "cdrom": task.BootCDROM, "bios": task.BootBIOS,
+	"http": task.BootHTTP,
 }
 
-// bootCmd is "bmcjob boot pxe|disk|cd|bios": a one-task job setting the
-// boot override (once unless -persistent), read back where the BMC can.
+// bootCmd is "bmcjob boot pxe|disk|cd|bios|http": a one-task job setting
+// the boot override (once unless -persistent), read back where the BMC
+// can. http is UEFI HTTP boot from -uri (Redfish BMCs that offer it; others
+// fail with reason NotSupported).
 func bootCmd(ctx context.Context, args []string, password string, out io.Writer) error {
-	const synopsis = "pxe|disk|cd|bios -bmc URL [-persistent] [-mode uefi|legacy] [flags]"
+	const synopsis = "pxe|disk|cd|bios|http -bmc URL [-uri URL] [-persistent] [-mode uefi|legacy] [flags]"
 	fs := newFlagSet("boot", synopsis, out)
 	tf := addTargetFlags(fs, 10*time.Minute)
 	persistent := fs.Bool("persistent", false, "keep the override for every boot (default: next boot only)")
 	mode := fs.String("mode", "", "firmware boot mode: uefi or legacy (default: leave it)")
+	uri := fs.String("uri", "", "with http: the http:// or https:// URL of the EFI program to boot (required)")
 	asJSON := fs.Bool("json", false, "print the job's final status as JSON")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -63,13 +71,16 @@ func bootCmd(ctx context.Context, args []string, password string, out io.Writer)
 	}
 	if len(pos) != 1 {
 		fs.Usage()
-		return fmt.Errorf("boot: want one device of pxe, disk, cd, bios; got %q", strings.Join(pos, " "))
+		return fmt.Errorf("boot: want one device of pxe, disk, cd, bios, http; got %q", strings.Join(pos, " "))
 	}
 	dev, ok := bootDevices[pos[0]]
 	if !ok {
-		return fmt.Errorf("boot: %q is not one of pxe, disk, cd, bios", pos[0])
+		return fmt.Errorf("boot: %q is not one of pxe, disk, cd, bios, http", pos[0])
 	}
-	ts := task.Spec{BootDevice: &task.BootDeviceAction{Device: dev, Persistent: *persistent, Mode: task.BootMode(*mode)}}
+	if dev == task.BootHTTP && *uri == "" {
+		return errors.New("boot http: -uri is required (the URL of the EFI program to boot)")
+	}
+	ts := task.Spec{BootDevice: &task.BootDeviceAction{Device: dev, Persistent: *persistent, Mode: task.BootMode(*mode), URI: *uri}}
 	return oneShot(ctx, tf, ts, password, *asJSON, out)
 }
 
