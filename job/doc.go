@@ -89,6 +89,18 @@
 //
 // docs/jobs.md has the whole model and the alternatives rejected.
 //
+// # Task kinds
+//
+// Each task kind (task.Spec's one-of action) is one type that owns its
+// action, read-back and timeout: power (verified by polling the power
+// state), powerStatus and reachable (read-only: the job's session and one
+// read, recorded in task.Status.PowerState), bootDevice (read back where
+// the BMC can; device http is UEFI HTTP boot from a URI, NotSupported where
+// the BMC lacks it), virtualMedia, bmcReset (resets the BMC itself, then
+// waits until it answers through a new session; like power cycle it is sent
+// again when resumed after a crash) and waitForBoot. docs/jobs.md, "Task
+// kinds", has each kind's rules.
+//
 // # Wait for boot
 //
 // A wait-for-boot task completes when the host's [BootTracker] (package

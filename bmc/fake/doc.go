@@ -58,7 +58,8 @@
 // logins beyond a session limit; [Options.DropDuringTransition] drops power
 // requests that arrive during a pending change; [Options.IgnoreOnceOverride]
 // drops one-time boot overrides; [Options.BMCResetDowntime] makes the BMC
-// unreachable for a while after ResetBMC.
+// unreachable for a while after ResetBMC. UEFI HTTP boot from a URI
+// (bmc.BootDeviceUEFIHTTP) works unless the BMC lacks bmc.CapabilityBootHTTP.
 //
 // # Conformance
 //

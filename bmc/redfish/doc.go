@@ -74,6 +74,14 @@
 //     again without (and never again), one that requires it gets a fresh
 //     ETag. The read-back reports an ignored or reverted override as
 //     [ErrOverrideNotApplied].
+//   - UEFI HTTP boot (bmc.BootDeviceUEFIHTTP): BootSourceOverrideTarget
+//     UefiHttp with HttpBootUri, read back with the URI. A BMC that does not
+//     list UefiHttp among the allowed targets, or whose Boot has no
+//     HttpBootUri (ComputerSystem before v1_9), gets no PATCH: the error
+//     wraps bmc.ErrNotSupported.
+//   - BMC reset: Manager.Reset (GracefulRestart for warm, ForceRestart for
+//     cold), checked against the manager's advertised reset types. The BMC
+//     forgets its sessions as it restarts, so Close does not log out after.
 //   - Virtual media: the CD/DVD or USB device is found under the system or
 //     its managers; insert ejects first and reads back Inserted and Image.
 //

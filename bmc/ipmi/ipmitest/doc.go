@@ -7,7 +7,9 @@
 // free UDP port with a chassis that keeps power and boot state like a
 // server: power up/down, soft shutdown turns it off, power cycle leaves it
 // on, boot flags are stored and reported back; Options.PowerDelay makes
-// power changes land late, as on real servers. [Server.Chassis] exposes that
+// power changes land late, as on real servers. The BMC's own Cold and Warm
+// Reset are counted (the host is left alone); Options.BMCResetDowntime makes
+// the BMC drop every packet for a while after one. [Server.Chassis] exposes that
 // state and counts actions, so a test can check what reached the BMC.
 //
 //	sim := ipmitest.NewServer(t, ipmitest.Options{})

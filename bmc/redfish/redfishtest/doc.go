@@ -20,6 +20,11 @@
 //     and refused with 501.
 //   - Boot override: Once can be honoured, ignored or reverted; PATCH bodies
 //     with read-only or unknown properties are refused, like real BMCs do.
+//     UEFI HTTP boot (UefiHttp with HttpBootUri) works by default; a BMC
+//     without it drops UefiHttp from [Config.BootTargets] or has no
+//     HttpBootUri ([Config.NoHTTPBootURI]).
+//   - BMC reset (Manager.Reset): sessions are forgotten, and the BMC can
+//     drop every request for [Config.BMCResetDowntime] ([Server.Down]).
 //   - Virtual media (CD and USB) under the Manager or under each System.
 //   - Several systems, with UUIDs from [SystemUUID].
 //   - Faults: a fraction of requests answered 500 or 503, slowly, or with
