@@ -70,6 +70,7 @@ var commands = []command{
 	{"run", "-spec FILE [flags]", "run a job from a JSON spec file (- for standard input)", runSpec},
 	{"power", "status|on|off|soft-off|cycle|reset [flags]", "read (status) or change the power state", powerCmd},
 	{"boot", "pxe|disk|cd|bios|http [-uri URL] [flags]", "set the boot device override (http: UEFI HTTP boot from -uri)", bootCmd},
+	{"monitor", "[BMC URL ...] [-simulate N] [flags]", "live table of machines: Contactable and power (Ctrl-C quits)", monitorCmd},
 }
 
 // run dispatches to a command; it returns nil for -h.
