@@ -37,8 +37,9 @@ import (
 //	go test -run '^$' -bench Fleet -benchtime 1x ./monitor/
 //
 // Targets: fake BMCs (one per machine; "requests" are driver calls: a login,
-// a read, a logout), and redfishtest endpoints with 10 systems each (HTTP
-// requests counted by the simulators, whose CPU is in this process too).
+// a read, a logout), redfishtest endpoints with 10 systems each ("redfish")
+// or one ("redfish1", skipped above 5,000 machines), HTTP requests counted
+// by the simulators, whose CPU is in this process too.
 // Pools: "kept", the monitor's own pool, whose idle timeout exceeds the
 // interval, and "idle2m", a pool with the job Runner's default IdleTimeout
 // (2 minutes, less than the interval: sessions close between reads).
@@ -56,6 +57,8 @@ func BenchmarkFleet(b *testing.B) {
 		{"fake", "postgres", "kept"},
 		{"redfish", "memstore", "kept"},
 		{"redfish", "memstore", "idle2m"},
+		{"redfish1", "memstore", "kept"},
+		{"redfish1", "memstore", "idle2m"},
 	}
 	for _, c := range cases {
 		b.Run(fmt.Sprintf("%s/%s/%s/n=%d", c.target, c.store, c.pool, n), func(b *testing.B) {
@@ -138,8 +141,16 @@ func benchFleet(b *testing.B, n int, target, storeName, poolMode string) {
 		}
 		c := &counter{d: fleet}
 		dialer, requests, logins = c, c.requests, c.logins.Load
-	case "redfish":
-		const perEndpoint = 10
+	case "redfish", "redfish1":
+		perEndpoint := 10
+		if target == "redfish1" {
+			// One system per endpoint: every machine its own BMC and
+			// session. Three sockets per machine: run it with N <= 5000.
+			if n > 5000 {
+				b.Skip("redfish1 needs three sockets per machine: set BMCKIT_MONITOR_BENCH_N <= 5000")
+			}
+			perEndpoint = 1
+		}
 		var srvs []*redfishtest.Server
 		for i := 0; i < (n+perEndpoint-1)/perEndpoint; i++ {
 			srv := redfishtest.NewServer(redfishtest.Config{Systems: perEndpoint})
