@@ -386,3 +386,50 @@ func canceled() context.Context {
 	cancel()
 	return ctx
 }
+
+// A BMC (or resolver) that echoes the password in an error: the message
+// stored and logged has it redacted.
+func TestSecretEchoedByTheBMCIsRedacted(t *testing.T) {
+	e := newFakeEnv(t, Config{})
+	e.srv.SetHook(fake.MethodDial, func(context.Context, fake.Call) error {
+		return bmc.Permanent(errors.New("login failed for password " + secret))
+	})
+	e.add(t)
+	c := contactable(t, record(t, e.store, e.m, fakeURL))
+	assert.Equal(t, ReasonBMCError, c.Reason)
+	assert.Contains(t, c.Message, "<redacted>")
+	assert.NotContains(t, e.logs.text(), secret)
+	ms, err := e.m.List(context.Background())
+	require.NoError(t, err)
+	assert.NotContains(t, mustJSON(t, ms), secret)
+}
+
+func TestClassify(t *testing.T) {
+	rf, _ := bmc.ParseEndpoint("redfish://10.0.0.1")
+	ip, _ := bmc.ParseEndpoint("ipmi://10.0.0.2")
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	timeout := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	for _, c := range []struct {
+		ep     bmc.Endpoint
+		err    error
+		timed  bool
+		reason string
+	}{
+		{rf, &bmc.OpError{Op: "login", Err: bmc.ErrUnauthorized}, false, ReasonUnauthorized},
+		{rf, bmc.Transient(refused), false, ReasonUnreachable},
+		{rf, &net.DNSError{Err: "no such host", Name: "bmc.example", IsNotFound: true}, false, ReasonUnreachable},
+		{rf, bmc.Transient(timeout), false, ReasonTimeout},
+		{rf, context.DeadlineExceeded, true, ReasonTimeout},
+		{rf, bmc.Transient(&net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}), false, ReasonUnreachable},
+		{rf, bmc.Permanent(errors.New("x509: certificate signed by unknown authority")), false, ReasonBMCError},
+		{rf, bmc.Transient(errors.New("503 Service Unavailable")), false, ReasonBMCError},
+		{rf, &bmc.OpError{Op: "power state", Err: bmc.ErrNotSupported}, false, ReasonNotSupported},
+		{ip, bmc.Transient(errors.New("no datagram matched")), false, ReasonUnreachable},
+		{ip, context.DeadlineExceeded, true, ReasonUnreachable},
+		{ip, bmc.Permanent(errors.New("completion code 0xc1")), false, ReasonBMCError},
+	} {
+		reason, msg := classify(c.ep, c.ep.String(), c.err, c.timed)
+		assert.Equal(t, c.reason, reason, "%v", c.err)
+		assert.Contains(t, msg, c.ep.String())
+	}
+}
