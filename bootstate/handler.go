@@ -38,6 +38,10 @@ type HandlerConfig struct {
 //     (a callback after its deadline: the attempt is TimedOut and the
 //     signal is not recorded). Never retry a 409: nothing will change.
 //   - 503 with Retry-After: the store failed; nothing is promised, retry.
+//     The body is generic ("boot state store unavailable; retry"): the
+//     store's own error, which can name a file path or internals, goes
+//     to the Tracker's logger only. A 500 (an unexpected error) is
+//     likewise generic.
 //
 // Nothing is written for any answer but 200.
 type Handler struct {
@@ -117,11 +121,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.t.log.V(1).Info("boot state callback rejected", "systemUUID", req.SystemUUID, "attemptID", req.AttemptID, "error", err.Error())
 		status := statusOf(err)
-		if status == http.StatusServiceUnavailable {
+		switch status {
+		case http.StatusServiceUnavailable:
+			// The store's error can name its internals (a database file
+			// path, a driver message): it goes to the log, never to the
+			// caller, who learns only that a retry may succeed.
 			w.Header().Set("Retry-After", "1")
 			h.t.log.Error(err, "boot state callback not recorded", "systemUUID", req.SystemUUID)
+			writeError(w, status, "boot state store unavailable; retry")
+		case http.StatusInternalServerError:
+			h.t.log.Error(err, "boot state callback not recorded", "systemUUID", req.SystemUUID)
+			writeError(w, status, "internal error; the signal was not recorded")
+		default:
+			writeError(w, status, err.Error())
 		}
-		writeError(w, status, err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, Response{

@@ -3,14 +3,17 @@ package bootstate_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/bmckit/bmckit/bootstate"
 	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/memstore"
 )
 
@@ -219,5 +222,50 @@ func TestHandlerStoreFailureIs503AndNothingWritten(t *testing.T) {
 				t.Fatalf("retry: %d %s", rr.Code, rr.Body)
 			}
 		})
+	}
+}
+
+// pathLeakStore fails every write with an error that names a database
+// file, the way bbolt or SQLite errors do.
+type pathLeakStore struct {
+	storage.Store
+	broken atomic.Bool
+}
+
+const leakPath = "/var/lib/bmckit/secret-bootstate.db"
+
+func (f *pathLeakStore) Update(ctx context.Context, key string, value []byte, rev int64) (int64, error) {
+	if f.broken.Load() {
+		return 0, fmt.Errorf("open %s: input/output error (internal: page 42 checksum mismatch)", leakPath)
+	}
+	return f.Store.Update(ctx, key, value, rev)
+}
+
+func TestHandler503BodyIsGeneric(t *testing.T) {
+	fs := &pathLeakStore{Store: memstore.New()}
+	e := newEnv(t, func(c *bootstate.Config) {
+		c.InsecureSkipAuth, c.Secret = true, nil
+		c.Store = fs
+	})
+	h := bootstate.NewHandler(e.tr, bootstate.HandlerConfig{})
+	mustStart(t, e.tr, bootstate.StartOptions{SystemUUID: uuidA, AttemptID: "a"})
+	fs.broken.Store(true)
+	rr := httptest.NewRecorder()
+	h.ServeHTTP(rr, httptest.NewRequest(http.MethodPost, "/bootstate", strings.NewReader(`{"systemUUID":"`+uuidA+`"}`)))
+	body := rr.Body.String()
+	if rr.Code != http.StatusServiceUnavailable || rr.Header().Get("Retry-After") == "" {
+		t.Fatalf("got %d %q %v", rr.Code, body, rr.Header())
+	}
+	for _, leak := range []string{leakPath, "secret-bootstate", "checksum", "input/output", "page 42"} {
+		if strings.Contains(body, leak) {
+			t.Fatalf("503 body leaks %q: %s", leak, body)
+		}
+	}
+	var out map[string]string
+	if err := json.Unmarshal([]byte(body), &out); err != nil || out["error"] != "boot state store unavailable; retry" {
+		t.Fatalf("503 body = %q (%v), want the generic message", body, err)
+	}
+	if !strings.Contains(e.logs.String(), leakPath) {
+		t.Fatalf("the store's error is not in the logs:\n%s", e.logs.String())
 	}
 }
