@@ -17,6 +17,7 @@ const (
 	root        = "/redfish/v1"
 	sessionsURI = root + "/SessionService/Sessions"
 	managerURI  = root + "/Managers/BMC"
+	chassisURI  = root + "/Chassis/1"
 )
 
 type ctxKey struct{}
@@ -53,30 +54,75 @@ func contextWith(r *http.Request, e *entry) context.Context {
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+root, s.serviceRoot)
-	mux.HandleFunc("GET "+root+"/{$}", s.serviceRoot)
-	mux.HandleFunc("GET "+root+"/SessionService", s.auth(s.sessionService))
-	mux.HandleFunc("POST "+sessionsURI, s.createSession)
-	mux.HandleFunc("GET "+sessionsURI, s.auth(s.listSessions))
-	mux.HandleFunc("DELETE "+sessionsURI+"/{id}", s.auth(s.deleteSession))
-	mux.HandleFunc("GET "+root+"/Systems", s.auth(s.listSystems))
-	mux.HandleFunc("GET "+root+"/Systems/{id}", s.auth(s.getSystem))
-	mux.HandleFunc("PATCH "+root+"/Systems/{id}", s.auth(s.patchSystem))
-	mux.HandleFunc("GET "+root+"/Systems/{id}/ResetActionInfo", s.auth(s.resetActionInfo))
-	mux.HandleFunc("POST "+root+"/Systems/{id}/Actions/ComputerSystem.Reset", s.auth(s.resetSystem))
-	mux.HandleFunc("GET "+root+"/Managers", s.auth(s.listManagers))
-	mux.HandleFunc("GET "+managerURI, s.auth(s.getManager))
-	mux.HandleFunc("POST "+managerURI+"/Actions/Manager.Reset", s.auth(s.resetManager))
-	mux.HandleFunc("GET "+managerURI+"/VirtualMedia", s.auth(s.listMedia))
-	mux.HandleFunc("GET "+managerURI+"/VirtualMedia/{dev}", s.auth(s.getMedia))
-	mux.HandleFunc("POST "+managerURI+"/VirtualMedia/{dev}/Actions/{action}", s.auth(s.mediaAction))
-	mux.HandleFunc("GET "+root+"/Systems/{id}/VirtualMedia", s.auth(s.listMedia))
-	mux.HandleFunc("GET "+root+"/Systems/{id}/VirtualMedia/{dev}", s.auth(s.getMedia))
-	mux.HandleFunc("POST "+root+"/Systems/{id}/VirtualMedia/{dev}/Actions/{action}", s.auth(s.mediaAction))
+	allow := map[string][]string{} // path pattern -> methods, for 405 answers
+	handle := func(method, path string, h http.HandlerFunc) {
+		if _, ok := allow[path]; !ok {
+			// Any other method on a known resource: 405 with Allow.
+			mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) {
+				methods := allow[path]
+				if slices.Contains(methods, "GET") {
+					methods = append(slices.Clone(methods), "HEAD")
+				}
+				w.Header().Set("Allow", strings.Join(methods, ", "))
+				redfishError(w, http.StatusMethodNotAllowed, "Base.1.8.OperationNotAllowed", r405(methods))
+			})
+		}
+		allow[path] = append(allow[path], method)
+		mux.HandleFunc(method+" "+path, h)
+	}
+	handle("GET", "/redfish", s.versions)
+	handle("GET", root, s.serviceRoot)
+	handle("GET", root+"/$metadata", s.metadata)
+	handle("GET", root+"/odata", s.odataService)
+	handle("GET", root+"/SessionService", s.auth(s.sessionService))
+	handle("POST", sessionsURI, s.createSession)
+	handle("GET", sessionsURI, s.auth(s.listSessions))
+	handle("GET", sessionsURI+"/{id}", s.auth(s.getSession))
+	handle("DELETE", sessionsURI+"/{id}", s.auth(s.deleteSession))
+	handle("GET", root+"/Systems", s.auth(s.listSystems))
+	handle("GET", root+"/Systems/{id}", s.auth(s.getSystem))
+	handle("PATCH", root+"/Systems/{id}", s.auth(s.patchSystem))
+	handle("GET", root+"/Systems/{id}/ResetActionInfo", s.auth(s.resetActionInfo))
+	handle("POST", root+"/Systems/{id}/Actions/ComputerSystem.Reset", s.auth(s.resetSystem))
+	handle("GET", root+"/Chassis", s.auth(s.listChassis))
+	handle("GET", chassisURI, s.auth(s.getChassis))
+	handle("GET", root+"/Managers", s.auth(s.listManagers))
+	handle("GET", managerURI, s.auth(s.getManager))
+	handle("POST", managerURI+"/Actions/Manager.Reset", s.auth(s.resetManager))
+	handle("GET", managerURI+"/VirtualMedia", s.auth(s.listMedia))
+	handle("GET", managerURI+"/VirtualMedia/{dev}", s.auth(s.getMedia))
+	handle("POST", managerURI+"/VirtualMedia/{dev}/Actions/{action}", s.auth(s.mediaAction))
+	handle("GET", root+"/Systems/{id}/VirtualMedia", s.auth(s.listMedia))
+	handle("GET", root+"/Systems/{id}/VirtualMedia/{dev}", s.auth(s.getMedia))
+	handle("POST", root+"/Systems/{id}/VirtualMedia/{dev}/Actions/{action}", s.auth(s.mediaAction))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no resource at "+r.URL.Path)
 	})
-	return s.faults(mux)
+	return s.faults(trimSlash(mux))
+}
+
+func r405(methods []string) string {
+	return "method not allowed on this resource; allowed: " + strings.Join(methods, ", ")
+}
+
+// trimSlash routes a path with a trailing slash like the path without it
+// (/redfish/v1/Systems/ is /redfish/v1/Systems), as Redfish services do.
+func trimSlash(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
+			r2 := new(http.Request)
+			*r2 = *r
+			u := *r.URL
+			u.Path = strings.TrimRight(p, "/")
+			if u.Path == "" {
+				u.Path = "/"
+			}
+			u.RawPath = ""
+			r2.URL = &u
+			r = r2
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // faults logs every request and injects the configured failures.
@@ -85,7 +131,8 @@ func (s *Server) faults(next http.Handler) http.Handler {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		req := Request{Method: r.Method, Path: r.URL.Path, IfMatch: r.Header.Get("If-Match")}
-		if len(body) > 0 && r.URL.Path != sessionsURI {
+		w.Header().Set("OData-Version", "4.0")
+		if len(body) > 0 && strings.TrimRight(r.URL.Path, "/") != sessionsURI {
 			req.Body = string(body)
 		}
 		s.mu.Lock()
@@ -206,6 +253,7 @@ func (s *Server) serviceRoot(w http.ResponseWriter, _ *http.Request) {
 		"UUID":           "2c5a5f3e-0000-4000-8000-0000000000ff",
 		"Systems":        link(root + "/Systems"),
 		"Managers":       link(root + "/Managers"),
+		"Chassis":        link(root + "/Chassis"),
 	}
 	if s.cfg.Sessions != SessionsNone {
 		doc["SessionService"] = link(root + "/SessionService")
@@ -220,9 +268,76 @@ func (s *Server) sessionService(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, "", map[string]any{
-		"@odata.id": root + "/SessionService", "Id": "SessionService", "ServiceEnabled": true,
-		"SessionTimeout": int(s.cfg.SessionTTL.Seconds()), "Sessions": link(sessionsURI),
+		"@odata.id": root + "/SessionService", "@odata.type": "#SessionService.v1_1_8.SessionService",
+		"Id": "SessionService", "Name": "Session Service", "ServiceEnabled": true,
+		"SessionTimeout": s.sessionTimeout(), "Sessions": link(sessionsURI),
 	})
+}
+
+// sessionTimeout is the SessionService's SessionTimeout in seconds:
+// Config.SessionTTL rounded up, at least the schema's minimum of 30; 1800 (a
+// common BMC default) when sessions do not expire by themselves.
+func (s *Server) sessionTimeout() int {
+	ttl := s.cfg.SessionTTL
+	if ttl <= 0 {
+		return 1800
+	}
+	return max(30, int((ttl+time.Second-1)/time.Second))
+}
+
+// versions answers /redfish: the protocol versions served.
+func (s *Server) versions(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, "", map[string]any{"v1": root + "/"})
+}
+
+// metadata answers /redfish/v1/$metadata: a minimal CSDL document
+// referencing the DMTF schemas of the resources served.
+func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, metadataXML)
+}
+
+var metadataXML = func() string {
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	b.WriteString(`<edmx:Edmx xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx" Version="4.0">` + "\n")
+	for _, ns := range []string{
+		"ServiceRoot.v1_15_0", "SessionService.v1_1_8", "Session.v1_6_0", "SessionCollection",
+		"ComputerSystem.v1_20_0", "ComputerSystemCollection", "ActionInfo.v1_3_0", "Chassis.v1_23_0",
+		"ChassisCollection", "Manager.v1_15_0", "ManagerCollection", "VirtualMedia.v1_6_0",
+		"VirtualMediaCollection",
+	} {
+		file := strings.SplitN(ns, ".", 2)[0]
+		fmt.Fprintf(&b, "  <edmx:Reference Uri=\"http://redfish.dmtf.org/schemas/v1/%s_v1.xml\">\n", file)
+		fmt.Fprintf(&b, "    <edmx:Include Namespace=\"%s\"/>\n", file)
+		if ns != file {
+			fmt.Fprintf(&b, "    <edmx:Include Namespace=\"%s\"/>\n", ns)
+		}
+		b.WriteString("  </edmx:Reference>\n")
+	}
+	b.WriteString(`  <edmx:DataServices>
+    <Schema xmlns="http://docs.oasis-open.org/odata/ns/edm" Namespace="Service">
+      <EntityContainer Name="Service" Extends="ServiceRoot.v1_15_0.ServiceContainer"/>
+    </Schema>
+  </edmx:DataServices>
+</edmx:Edmx>
+`)
+	return b.String()
+}()
+
+// odataService answers /redfish/v1/odata: the OData service document.
+func (s *Server) odataService(w http.ResponseWriter, _ *http.Request) {
+	value := []any{
+		map[string]string{"name": "Service", "kind": "Singleton", "url": root + "/"},
+		map[string]string{"name": "Systems", "kind": "Singleton", "url": root + "/Systems"},
+		map[string]string{"name": "Chassis", "kind": "Singleton", "url": root + "/Chassis"},
+		map[string]string{"name": "Managers", "kind": "Singleton", "url": root + "/Managers"},
+	}
+	if s.cfg.Sessions != SessionsNone {
+		value = append(value, map[string]string{"name": "SessionService", "kind": "Singleton", "url": root + "/SessionService"})
+	}
+	writeJSON(w, http.StatusOK, "", map[string]any{"@odata.context": root + "/$metadata", "value": value})
 }
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
@@ -241,7 +356,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.nextID++
-	sess := &session{id: strconv.Itoa(s.nextID), token: newToken(), lastUsed: s.now()}
+	sess := &session{id: strconv.Itoa(s.nextID), token: newToken(), user: body.UserName, lastUsed: s.now()}
 	s.sessions[sess.token] = sess
 	s.mu.Unlock()
 	s.logins.Add(1)
@@ -252,9 +367,27 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	writeJSON(w, http.StatusCreated, "", map[string]any{
-		"@odata.id": loc, "@odata.type": "#Session.v1_6_0.Session", "Id": sess.id, "UserName": body.UserName,
-	})
+	writeJSON(w, http.StatusCreated, "", sessionDoc(sess))
+}
+
+func sessionDoc(sess *session) map[string]any {
+	return map[string]any{
+		"@odata.id": sessionsURI + "/" + sess.id, "@odata.type": "#Session.v1_6_0.Session",
+		"Id": sess.id, "Name": "User Session", "UserName": sess.user, "Password": nil,
+	}
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sess := range s.sessions {
+		if sess.id == id {
+			writeJSON(w, http.StatusOK, "", sessionDoc(sess))
+			return
+		}
+	}
+	redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no session "+id)
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, _ *http.Request) {
@@ -264,7 +397,7 @@ func (s *Server) listSessions(w http.ResponseWriter, _ *http.Request) {
 		members = append(members, link(sessionsURI+"/"+sess.id))
 	}
 	s.mu.Unlock()
-	writeCollection(w, sessionsURI, members)
+	writeCollection(w, sessionsURI, "SessionCollection", "Session Collection", members)
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
@@ -282,11 +415,29 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listSystems(w http.ResponseWriter, _ *http.Request) {
-	var members []any
+	writeCollection(w, root+"/Systems", "ComputerSystemCollection", "Computer System Collection", s.systemLinks())
+}
+
+// systemLinks links every system (s.systems is fixed at start).
+func (s *Server) systemLinks() []any {
+	var links []any
 	for _, sys := range s.systems {
-		members = append(members, link(root+"/Systems/"+sys.id))
+		links = append(links, link(root+"/Systems/"+sys.id))
 	}
-	writeCollection(w, root+"/Systems", members)
+	return links
+}
+
+func (s *Server) listChassis(w http.ResponseWriter, _ *http.Request) {
+	writeCollection(w, root+"/Chassis", "ChassisCollection", "Chassis Collection", []any{link(chassisURI)})
+}
+
+// getChassis answers the one chassis, which holds every system.
+func (s *Server) getChassis(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, "", map[string]any{
+		"@odata.id": chassisURI, "@odata.type": "#Chassis.v1_23_0.Chassis", "Id": "1", "Name": "Chassis",
+		"ChassisType": "RackMount",
+		"Links":       map[string]any{"ComputerSystems": s.systemLinks(), "ManagedBy": []any{link(managerURI)}},
+	})
 }
 
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *system {
@@ -342,7 +493,7 @@ func (s *Server) getSystem(w http.ResponseWriter, r *http.Request) {
 		"PowerState":  reported(sys),
 		"Boot":        boot,
 		"Actions":     map[string]any{"#ComputerSystem.Reset": reset},
-		"Links":       map[string]any{"ManagedBy": []any{link(managerURI)}},
+		"Links":       map[string]any{"ManagedBy": []any{link(managerURI)}, "Chassis": []any{link(chassisURI)}},
 	}
 	if s.cfg.Media == MediaUnderSystem {
 		doc["VirtualMedia"] = link(uri + "/VirtualMedia")
@@ -517,13 +668,14 @@ func (s *Server) resetSystem(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listManagers(w http.ResponseWriter, _ *http.Request) {
-	writeCollection(w, root+"/Managers", []any{link(managerURI)})
+	writeCollection(w, root+"/Managers", "ManagerCollection", "Manager Collection", []any{link(managerURI)})
 }
 
 func (s *Server) getManager(w http.ResponseWriter, _ *http.Request) {
 	doc := map[string]any{
 		"@odata.id": managerURI, "@odata.type": "#Manager.v1_15_0.Manager", "Id": "BMC", "Name": "Manager",
 		"ManagerType": "BMC",
+		"Links":       map[string]any{"ManagerForServers": s.systemLinks(), "ManagerForChassis": []any{link(chassisURI)}},
 		"Actions": map[string]any{"#Manager.Reset": map[string]any{
 			"target":                            managerURI + "/Actions/Manager.Reset",
 			"ResetType@Redfish.AllowableValues": []string{"GracefulRestart", "ForceRestart"},
@@ -583,7 +735,7 @@ func (s *Server) listMedia(w http.ResponseWriter, r *http.Request) {
 	for _, m := range set {
 		members = append(members, link(base+"/"+m.id))
 	}
-	writeCollection(w, base, members)
+	writeCollection(w, base, "VirtualMediaCollection", "Virtual Media Collection", members)
 }
 
 func findMedia(w http.ResponseWriter, set []*media, id string) *media {
@@ -662,12 +814,15 @@ func (s *Server) mediaAction(w http.ResponseWriter, r *http.Request) {
 
 func link(uri string) map[string]string { return map[string]string{"@odata.id": uri} }
 
-func writeCollection(w http.ResponseWriter, uri string, members []any) {
+// writeCollection answers a resource collection of the DMTF schema typ
+// (e.g. "ComputerSystemCollection").
+func writeCollection(w http.ResponseWriter, uri, typ, name string, members []any) {
 	if members == nil {
 		members = []any{}
 	}
 	writeJSON(w, http.StatusOK, "", map[string]any{
-		"@odata.id": uri, "Name": "Collection", "Members": members, "Members@odata.count": len(members),
+		"@odata.id": uri, "@odata.type": "#" + typ + "." + typ, "Name": name,
+		"Members": members, "Members@odata.count": len(members),
 	})
 }
 

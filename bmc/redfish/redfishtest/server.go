@@ -82,6 +82,7 @@ type Request struct {
 type session struct {
 	id       string
 	token    string
+	user     string
 	lastUsed time.Time
 }
 
