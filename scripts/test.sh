@@ -5,7 +5,9 @@
 # OpenIPMI's ipmi_sim) when it runs as root with apt-get available, starts a
 # PostgreSQL server on 127.0.0.1:5432 with a bmckit role and database (and a
 # second cluster on 5433 for the restart test), and runs
-# `go test -race ./...`. Extra arguments go to `go test`.
+# `go test -race ./...`, then scripts/simulators-clients.sh (the Redfish
+# simulator against redfishtool and sushy) when those are installed or CI=true.
+# Extra arguments go to `go test`.
 #
 # Environment the tests read:
 #   BMCKIT_TEST_POSTGRES_DSN  PostgreSQL DSN for storage/sqlstore tests
@@ -75,3 +77,12 @@ fi
 
 echo "== go test -race ./... $*"
 go test -race -timeout 30m "$@" ./...
+
+# The Redfish simulator against independent clients (redfishtool, sushy):
+# always in CI, elsewhere when both are installed.
+if [ "${CI:-}" = true ] || { command -v redfishtool >/dev/null 2>&1 && /usr/bin/python3 -c 'import sushy' 2>/dev/null; }; then
+  echo "== scripts/simulators-clients.sh"
+  bash scripts/simulators-clients.sh
+else
+  echo "== redfishtool or python3-sushy missing: skipping scripts/simulators-clients.sh" >&2
+fi

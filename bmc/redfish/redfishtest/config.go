@@ -14,7 +14,7 @@ const (
 	// Session body, X-Auth-Token and Location (most BMCs).
 	SessionsCreatedWithBody SessionMode = iota
 	// SessionsNoContent answers 204 No Content with only the X-Auth-Token and
-	// Location headers.
+	// Location headers (some BMCs; DMTF's redfishtool cannot log in to it).
 	SessionsNoContent
 	// SessionsNone offers no SessionService at all: the service root has no
 	// Links.Sessions and every request must carry HTTP basic auth.
@@ -122,8 +122,9 @@ type Config struct {
 	// SessionsCreatedWithBody.
 	Sessions SessionMode
 	// SessionTTL expires sessions this long after their last use (401
-	// afterwards). Defaults to 0: sessions never expire by themselves; see
-	// [Server.ExpireSessions].
+	// afterwards). The SessionService reports it as SessionTimeout, rounded
+	// up to at least 30 s (the schema minimum). Defaults to 0: sessions never
+	// expire by themselves (SessionTimeout 1800); see [Server.ExpireSessions].
 	SessionTTL time.Duration
 
 	// ETags selects how If-Match is treated. Defaults to ETagsOptional.
