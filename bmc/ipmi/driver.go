@@ -133,6 +133,7 @@ type Driver struct {
 	closed   bool
 
 	requests, connections, logins atomic.Int64
+	dropped                       atomic.Int64   // datagrams sessionConn dropped (stale or unexpected)
 	throttle                      budget.Counter // requests that waited for the budget, and how long
 }
 
@@ -157,7 +158,9 @@ func (d *Driver) send(ctx context.Context) error {
 	return nil
 }
 
-// CipherSuite is the cipher suite ID of the current session.
+// CipherSuite is the cipher suite ID of the current session: the one the
+// BMC negotiated, which is always the one asked for (a BMC that answers
+// with other algorithms is refused with [ErrCipherSuiteMismatch]).
 func (d *Driver) CipherSuite() int {
 	d.sem <- struct{}{}
 	defer func() { <-d.sem }()
@@ -252,8 +255,9 @@ func (d *Driver) login(ctx context.Context, log logr.Logger) error {
 			WithMaxPrivilegeLevel(d.opts.privilege).
 			WithTimeout(d.opts.timeout).
 			WithRetry(d.opts.retries)
+		c.WithUDPProxy(udpDialer{host: d.ep.Host, port: d.ep.EffectivePort(), consoleID: newConsoleID(), dropped: &d.dropped})
 		d.connections.Add(1)
-		err = d.handshake(ctx, c)
+		err = d.handshake(ctx, c, suite)
 		if err == nil {
 			d.c, d.suite, d.broken, d.lastUsed = c, suite, false, d.now()
 			d.logins.Add(1)
@@ -261,6 +265,11 @@ func (d *Driver) login(ctx context.Context, log logr.Logger) error {
 			return nil
 		}
 		d.dropClient(c)
+		if errors.Is(err, ErrCipherSuiteMismatch) {
+			// Not a refusal to try the next suite on: the BMC broke the
+			// negotiation (or something between us and it did).
+			return bmc.Permanent(fmt.Errorf("open session: %w", err))
+		}
 		cerr, _ := classify(err)
 		if errors.Is(cerr, bmc.ErrUnauthorized) || noAnswer(err) {
 			return fmt.Errorf("open session (cipher suite %d): %w", suite, cerr)
@@ -271,11 +280,17 @@ func (d *Driver) login(ctx context.Context, log logr.Logger) error {
 	return fmt.Errorf("open session: the BMC accepted none of the cipher suites %v (set Options.CipherSuites): %w", d.opts.suites, errors.Join(errs...))
 }
 
-func (d *Driver) handshake(ctx context.Context, c *client.Client) error {
+func (d *Driver) handshake(ctx context.Context, c *client.Client, suite types.CipherSuiteID) error {
 	if err := d.send(ctx); err != nil {
 		return err
 	}
-	if _, err := c.OpenSession(ctx); err != nil {
+	res, err := c.OpenSession(ctx)
+	if err != nil {
+		return err
+	}
+	// go-ipmi adopts whatever algorithms the BMC answers with; the
+	// session must use exactly the suite asked for.
+	if err := checkAlgorithms(suite, res.AuthAlg, res.IntegrityAlg, res.CryptAlg); err != nil {
 		return err
 	}
 	if err := d.send(ctx); err != nil {

@@ -11,6 +11,34 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 )
 
+// ErrCipherSuiteMismatch is wrapped by the (permanent) error of a dial
+// whose Open Session the BMC answered with algorithms other than those of
+// the cipher suite asked for, e.g. suite 3's HMAC-SHA1 to a request for
+// suite 17: a downgrade, by the BMC or by something on the path. The
+// driver never tries the next configured suite after it; name the suite
+// the BMC offers explicitly (Options.CipherSuites, or ?cipher= in the URL)
+// if that suite is acceptable.
+var ErrCipherSuiteMismatch = errors.New("the BMC answered with other algorithms than the cipher suite asked for")
+
+// checkAlgorithms compares the algorithms of an Open Session Response with
+// those of the suite requested.
+func checkAlgorithms(suite types.CipherSuiteID, auth, integrity, crypt uint8) error {
+	wa, wi, wc, _ := types.GetCipherSuiteAlgorithms(suite)
+	ga, gi, gc := types.AuthAlg(auth&0x3f), types.IntegrityAlg(integrity&0x3f), types.CryptAlg(crypt&0x3f)
+	if ga == wa && gi == wi && gc == wc {
+		return nil
+	}
+	offered := "no standard cipher suite"
+	for id := types.CipherSuiteID(0); id <= 19; id++ {
+		if a, i, c, ok := types.GetCipherSuiteAlgorithms(id); ok && a == ga && i == gi && c == gc {
+			offered = fmt.Sprintf("cipher suite %d", id)
+			break
+		}
+	}
+	return fmt.Errorf("%w: requested cipher suite %d (%s, %s, %s), the BMC offered %s, %s, %s (%s); refusing the downgrade: if that suite is acceptable, ask for it explicitly",
+		ErrCipherSuiteMismatch, suite, wa, wi, wc, ga, gi, gc, offered)
+}
+
 // errKind says what a failed exchange means for the session.
 type errKind int
 
@@ -44,6 +72,11 @@ func classify(err error) (error, errKind) {
 		case types.RmcpStatusCodeNoResToCreateSess, types.RmcpStatusCodeNoResToCreateSessAtRole:
 			return bmc.Transient(fmt.Errorf("the BMC has no free session slot: %w", err)), kindBMC
 		}
+		if rs.StatusCode() > types.RmcpStatusCodeIllegalParameter {
+			// Not a code IPMI v2.0 defines (table 13-15): a corrupted
+			// or stray reply rather than the BMC's answer.
+			return bmc.Transient(fmt.Errorf("undefined RMCP+ status code: %w", err)), kindBMC
+		}
 		return bmc.Permanent(err), kindBMC
 	}
 	if re, ok := types.IsResponseError(err); ok {
@@ -60,10 +93,20 @@ func classify(err error) (error, errKind) {
 			// go-ipmi reports a reply it could not decode with code 00h.
 			return bmc.Permanent(fmt.Errorf("undecodable reply from the BMC: %w", err)), kindBMC
 		}
+		if undefinedCompletionCode(uint8(re.CompletionCode())) {
+			return bmc.Transient(fmt.Errorf("undefined completion code: %w", err)), kindBMC
+		}
 		return bmc.Permanent(err), kindBMC
 	}
 	// Anything else failed below the IPMI layer: UDP errors, timeouts with
 	// no matching reply, undecodable packets. go-ipmi does not export its
 	// "no datagram matched" error, so these are marked transient here.
 	return bmc.Transient(err), kindTransport
+}
+
+// undefinedCompletionCode reports whether IPMI v2.0 (table 5-2) leaves cc
+// undefined: 7Fh, BFh and the reserved D7h-FEh. OEM (01h-7Eh) and
+// command-specific (80h-BEh) codes are defined by the BMC or the command.
+func undefinedCompletionCode(cc uint8) bool {
+	return cc == 0x7f || cc == 0xbf || cc >= 0xd7 && cc <= 0xfe
 }

@@ -2,7 +2,7 @@ package ipmitest
 
 import (
 	"context"
-
+	"encoding/binary"
 	"fmt"
 	"net"
 	"sync"
@@ -46,6 +46,24 @@ type Options struct {
 	// that restarts does (see also [Server.SetSilent]). Defaults to 0: it
 	// answers again at once.
 	BMCResetDowntime time.Duration
+
+	// DowngradeCipherSuite makes the BMC answer an RMCP+ Open Session
+	// Request for cipher suite 17 (HMAC-SHA256, AES-CBC-128) as one for
+	// suite 3 (HMAC-SHA1, AES-CBC-128): the Open Session Response names
+	// suite 3's algorithms and the session, if the client goes on, uses
+	// them. This is what a BMC (or a man in the middle) that downgrades the
+	// negotiation does; a client must refuse it (ipmitool does). Suite 3
+	// must be among CipherSuites (it is by default).
+	DowngradeCipherSuite bool
+
+	// ReplayOldReplies makes the BMC re-send the last reply of the previous
+	// session before each session-setup reply of a new one (Open Session
+	// Response, RAKP 2, RAKP 4) and before its first in-session reply, as a
+	// BMC that keys session state by client address does when a new dial
+	// reuses a closed session's source port. The stale reply is an
+	// encrypted IPMI payload under the old session's keys and console
+	// session ID; a client must drop it. [Server.Replayed] counts them.
+	ReplayOldReplies bool
 }
 
 // Server is go-ipmi's reference BMC (github.com/bougou/go-ipmi/pkg/server)
@@ -121,7 +139,7 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on 127.0.0.1: %w", err)
 	}
-	pc := &silenceableConn{PacketConn: udp.Wrap(conn)}
+	pc := &silenceableConn{PacketConn: udp.Wrap(conn), downgrade: opts.DowngradeCipherSuite, replay: opts.ReplayOldReplies}
 	// The reply to the reset still goes out: only what arrives afterwards
 	// is dropped.
 	restart := func() {
@@ -166,21 +184,95 @@ func (s *Server) Chassis() *Chassis { return s.chassis }
 // opened before stay valid.
 func (s *Server) SetSilent(silent bool) { s.conn.silent.Store(silent) }
 
+// Replayed is how many stale replies the BMC re-sent
+// (Options.ReplayOldReplies).
+func (s *Server) Replayed() int { return int(s.conn.replayed.Load()) }
+
 // silenceableConn drops incoming packets while silent is set, and until
-// the time in until (Unix nanoseconds; after a BMC reset).
+// the time in until (Unix nanoseconds; after a BMC reset). It also plays
+// the wire-level personalities: the cipher suite downgrade (incoming Open
+// Session Requests rewritten) and the replayed old-session reply (outgoing).
 type silenceableConn struct {
 	transport.PacketConn
 	silent atomic.Bool
 	until  atomic.Int64
+
+	downgrade, replay bool
+	replayed          atomic.Int64
+	mu                sync.Mutex
+	last              []byte // the last in-session reply sent
+	fresh             bool   // a session just opened: its first reply is preceded by a replay
 }
 
 func (c *silenceableConn) ReadFrom(buf []byte) (int, net.Addr, error) {
 	for {
 		n, addr, err := c.PacketConn.ReadFrom(buf)
 		if err != nil || !c.silent.Load() && time.Now().UnixNano() >= c.until.Load() {
+			if err == nil && c.downgrade {
+				downgradeOpenSession(buf[:n])
+			}
 			return n, addr, err
 		}
 	}
+}
+
+// RMCP+ framing: a 4-byte RMCP header, then auth type (06h), payload type,
+// session ID, sequence number, payload length, payload (IPMI v2.0 13.6).
+const (
+	rmcpPlusPayload     = 16
+	payloadIPMI         = 0x00
+	payloadOpenSession  = 0x10
+	payloadOpenSessResp = 0x11
+	payloadRAKP2        = 0x13
+	payloadRAKP4        = 0x15
+)
+
+func rmcpPlusType(pkt []byte) (int, bool) {
+	if len(pkt) < rmcpPlusPayload || pkt[4] != 0x06 {
+		return 0, false
+	}
+	return int(pkt[5] & 0x3f), true
+}
+
+// downgradeOpenSession rewrites an Open Session Request for suite 17's
+// algorithms into one for suite 3's, in place.
+func downgradeOpenSession(pkt []byte) {
+	if typ, ok := rmcpPlusType(pkt); !ok || typ != payloadOpenSession || len(pkt) < rmcpPlusPayload+32 {
+		return
+	}
+	p := pkt[rmcpPlusPayload:]
+	a17, i17, c17, _ := types.GetCipherSuiteAlgorithms(types.CipherSuiteID17)
+	a3, i3, c3, _ := types.GetCipherSuiteAlgorithms(types.CipherSuiteID3)
+	// Algorithm payloads at 8, 16, 24; the algorithm is byte 4 of each.
+	if types.AuthAlg(p[12]&0x3f) == a17 && types.IntegrityAlg(p[20]&0x3f) == i17 && types.CryptAlg(p[28]&0x3f) == c17 {
+		p[12], p[20], p[28] = uint8(a3), uint8(i3), uint8(c3)
+	}
+}
+
+func (c *silenceableConn) WriteTo(data []byte, addr net.Addr) (int, error) {
+	if c.replay {
+		var stale []byte
+		c.mu.Lock()
+		if typ, ok := rmcpPlusType(data); ok {
+			switch {
+			case typ == payloadOpenSessResp || typ == payloadRAKP2 || typ == payloadRAKP4:
+				stale = c.last
+				c.fresh = typ == payloadRAKP4
+			case typ == payloadIPMI && binary.LittleEndian.Uint32(data[6:10]) != 0:
+				if c.fresh {
+					stale, c.fresh = c.last, false
+				}
+				c.last = append([]byte(nil), data...)
+			}
+		}
+		c.mu.Unlock()
+		if stale != nil {
+			if _, err := c.PacketConn.WriteTo(stale, addr); err == nil {
+				c.replayed.Add(1)
+			}
+		}
+	}
+	return c.PacketConn.WriteTo(data, addr)
 }
 
 // Close stops the server and waits for its read loop to end. Idempotent.
