@@ -65,19 +65,19 @@ func dial(ctx context.Context, opts Options, tlsCfg *tls.Config, budgets *budget
 	d := newDriver(s, ep, true)
 	if err := s.connect(ctx, d.logger(ctx)); err != nil {
 		s.abandon()
-		return nil, d.opErr("dial", err)
+		return nil, d.dialErr(d.opErr("dial", err))
 	}
 	if err := s.logIn(ctx, d.logger(ctx)); err != nil {
 		s.abandon()
-		return nil, d.opErr("login", err)
+		return nil, d.dialErr(d.opErr("login", err))
 	}
 	if err := d.selectSystem(ctx); err != nil {
-		s.close(ctx, d.logger(ctx))
+		s.close(ctx, d.logger(ctx)) // the logout, if any, is counted
 		op := "select system"
 		if s.isBasic() && errors.Is(err, bmc.ErrUnauthorized) {
 			op = "login (basic auth, no SessionService)" // the first authenticated request
 		}
-		return nil, d.opErr(op, err)
+		return nil, d.dialErr(d.opErr(op, err))
 	}
 	d.logger(ctx).V(1).Info("connected", "system", d.systemURI, "basicAuth", s.isBasic())
 	return d, nil
@@ -114,6 +114,31 @@ func (d *Driver) OpenSystem(ctx context.Context, ep bmc.Endpoint) (bmc.Driver, e
 	return nd, nil
 }
 
+// DialError is what a failed Dial returns: the *bmc.OpError (reach it with
+// errors.As, or through Unwrap), plus what the attempt cost on the wire,
+// which no Driver is left to report. It implements [bmc.StatsReporter], so
+// a caller can account for a failed login:
+//
+//	var sr bmc.StatsReporter
+//	if errors.As(err, &sr) { wire := sr.Stats() ... }
+type DialError struct {
+	Err   error
+	stats bmc.Stats
+}
+
+var _ bmc.StatsReporter = (*DialError)(nil)
+
+func (e *DialError) Error() string { return e.Err.Error() }
+func (e *DialError) Unwrap() error { return e.Err }
+
+// Stats reports the requests, connections and logins of the failed dial,
+// the logout of a session it had created included.
+func (e *DialError) Stats() bmc.Stats { return e.stats }
+
+func (d *Driver) dialErr(err error) error {
+	return &DialError{Err: err, stats: d.Stats()}
+}
+
 func (d *Driver) opErr(op string, err error) error {
 	var oe *bmc.OpError
 	if errors.As(err, &oe) {
@@ -142,7 +167,8 @@ func (d *Driver) Close(ctx context.Context) error {
 }
 
 // Stats reports the requests, connections and logins of the driver's
-// session, and how many of its requests waited for the endpoint's request
+// session, whatever their outcome (failed calls, retries and redirects
+// included; after Close, the logout too), and how many of its requests waited for the endpoint's request
 // budget and for how long (Options.RequestsPerSecond): totals over every
 // driver sharing the session (see [Driver.OpenSystem]), not this system's
 // share.

@@ -14,11 +14,14 @@ import (
 )
 
 // readSystem is the one GET of the system resource every status check costs.
+// A BMC that answers it with a redirect moves the driver to the system's
+// canonical URI (see fetchSystem), so the next check is one request again.
 func (d *Driver) readSystem(ctx context.Context) (systemDoc, error) {
-	doc, err := d.fetchSystem(ctx, d.systemURI)
+	doc, canonical, err := d.fetchSystem(ctx, d.systemURI)
 	if err != nil {
 		return doc, err
 	}
+	d.moveTo(ctx, canonical)
 	d.sys = doc
 	if d.resetTypes == nil && doc.ResetAllowed != nil {
 		d.resetTypes = doc.ResetAllowed
@@ -26,9 +29,23 @@ func (d *Driver) readSystem(ctx context.Context) (systemDoc, error) {
 	return doc, nil
 }
 
-func (d *Driver) fetchSystem(ctx context.Context, uri string) (systemDoc, error) {
-	var doc systemDoc
-	err := d.do(ctx, true, func(c *gofish.APIClient) error {
+// moveTo adopts canonical as the system's URI when a read was redirected
+// to it.
+func (d *Driver) moveTo(ctx context.Context, canonical string) {
+	if canonical == "" || canonical == d.systemURI {
+		return
+	}
+	d.logger(ctx).V(1).Info("the BMC redirected the system to its canonical URI; using it from now on", "from", d.systemURI, "to", canonical)
+	d.systemURI = canonical
+}
+
+// fetchSystem GETs a system document. When the BMC answered with a
+// redirect (307/308 to the canonical URL of a system addressed by an alias),
+// canonical is the system's @odata.id (else the URL the redirect led to),
+// for the caller to adopt: following the redirect on every read would cost
+// two requests per status check and per PATCH. Otherwise canonical is "".
+func (d *Driver) fetchSystem(ctx context.Context, uri string) (doc systemDoc, canonical string, err error) {
+	err = d.do(ctx, true, func(c *gofish.APIClient) error {
 		resp, err := c.Get(uri)
 		if err != nil {
 			return err
@@ -42,18 +59,28 @@ func (d *Driver) fetchSystem(ctx context.Context, uri string) (systemDoc, error)
 		if err != nil {
 			return fmt.Errorf("GET %s: the BMC answered an invalid ComputerSystem: %w", uri, bmc.Permanent(err))
 		}
+		canonical = ""
+		if resp.Request != nil && resp.Request.URL != nil {
+			if final := resp.Request.URL.Path; strings.TrimSuffix(final, "/") != strings.TrimSuffix(pathOf(uri), "/") {
+				canonical = final
+				if id := pathOf(doc.ODataID); strings.HasPrefix(id, "/") {
+					canonical = id
+				}
+			}
+		}
 		return nil
 	})
-	return doc, err
+	return doc, canonical, err
 }
 
 // selectSystem picks the system named by the endpoint path (by Id, or by
 // UUID when no system has that Id), or the only one.
 func (d *Driver) selectSystem(ctx context.Context) error {
 	if d.ep.Path != "" {
-		doc, err := d.fetchSystem(ctx, d.ep.Path)
+		doc, canonical, err := d.fetchSystem(ctx, d.ep.Path)
 		if err == nil {
 			d.systemURI = d.ep.Path
+			d.moveTo(ctx, canonical)
 			d.adopt(doc)
 			return nil
 		}
@@ -68,7 +95,7 @@ func (d *Driver) selectSystem(ctx context.Context) error {
 			return cerr
 		}
 		for _, m := range members {
-			doc, err := d.fetchSystem(ctx, m)
+			doc, _, err := d.fetchSystem(ctx, m)
 			if err != nil {
 				return err
 			}
@@ -88,11 +115,12 @@ func (d *Driver) selectSystem(ctx context.Context) error {
 	case 0:
 		return bmc.Permanent(errors.New("the BMC lists no systems"))
 	case 1:
-		doc, err := d.fetchSystem(ctx, members[0])
+		doc, canonical, err := d.fetchSystem(ctx, members[0])
 		if err != nil {
 			return err
 		}
 		d.systemURI = members[0]
+		d.moveTo(ctx, canonical)
 		d.adopt(doc)
 		return nil
 	}

@@ -176,6 +176,15 @@ type Config struct {
 	// "down" (Config.Clock). Defaults to 0: the BMC answers again at once.
 	BMCResetDowntime time.Duration
 
+	// RedirectAliases are further names of systems, alias to system ID
+	// ("node-a" -> "1"): every request for /redfish/v1/Systems/<alias>,
+	// or below it, is answered 307 Temporary Redirect to the same path
+	// under /redfish/v1/Systems/<id>, before authentication (a BMC that
+	// accepts a host name or serial in the address and redirects to the
+	// canonical URL). The 307 answers are logged with Note "redirect".
+	// Defaults to none.
+	RedirectAliases map[string]string
+
 	// Media selects where virtual media hangs. Defaults to MediaUnderManager.
 	Media MediaLocation
 

@@ -176,7 +176,7 @@ func start(cfg Config, useTLS bool) *Server {
 	if cfg.Media == MediaUnderManager {
 		s.mgrMedia = newMediaSet()
 	}
-	s.http = httptest.NewUnstartedServer(s.routes())
+	s.http = httptest.NewUnstartedServer(s.redirects(s.routes()))
 	// TLS handshake failures of clients that do not trust the test
 	// certificate are expected in tests; keep them out of the output.
 	s.http.Config.ErrorLog = log.New(io.Discard, "", 0)
