@@ -218,6 +218,7 @@ type stepRun struct {
 	log     logr.Logger
 	ep      bmc.Endpoint
 	base    context.Context // the step's ctx, bounded by the lock
+	drv     bmc.Driver      // the connection this step used, if any
 	intent  int             // 1 + the task whose intent this step stored, or 0
 }
 
@@ -428,11 +429,17 @@ func (r *stepRun) driver(ctx context.Context) (bmc.Driver, error) {
 }
 
 // driverFor is the connection for a kind that uses the BMC; nil otherwise.
+// The step remembers it, so what it cost on the wire is recorded whatever
+// the step's outcome.
 func (r *stepRun) driverFor(ctx context.Context, k kind) (bmc.Driver, error) {
 	if !k.usesBMC() {
 		return nil, nil
 	}
-	return r.driver(ctx)
+	drv, err := r.driver(ctx)
+	if err == nil {
+		r.drv = drv
+	}
+	return drv, err
 }
 
 // callCtx tags ctx with the job and task a BMC call is made for.
@@ -526,6 +533,15 @@ func (r *stepRun) resend(ctx context.Context, i int, why string) (StepResult, er
 func (r *stepRun) handleErr(ctx context.Context, i int, err error, dialing bool) (StepResult, error) {
 	if ctx.Err() != nil {
 		return StepResult{}, ctx.Err()
+	}
+	// Count what went on the wire, also for a failed call or login (a
+	// driver's dial error may report its requests).
+	var sr bmc.StatsReporter
+	if dialing && errors.As(err, &sr) {
+		st := sr.Stats()
+		r.j.Status.Wire = &st
+	} else if r.drv != nil {
+		r.recordWire(r.drv)
 	}
 	var tf *taskFailure
 	if errors.As(err, &tf) {
@@ -651,6 +667,9 @@ func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, 
 	// system, so this never closes another job's). If the write fails, the
 	// next step dials again.
 	r.s.pool.releaseFor(ctx, r.ep, j.Name)
+	if r.drv != nil {
+		r.recordWire(r.drv) // after the close: the logout counts too
+	}
 	if err := r.persist(ctx, j); err != nil {
 		return StepResult{}, err
 	}
