@@ -22,6 +22,8 @@ need_pkgs=()
 command -v ipmitool >/dev/null 2>&1 || need_pkgs+=(ipmitool)
 command -v ipmi_sim >/dev/null 2>&1 || need_pkgs+=(openipmi)
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_pkgs+=(postgresql)
+command -v redfishtool >/dev/null 2>&1 || need_pkgs+=(redfishtool)
+/usr/bin/python3 -c 'import sushy' >/dev/null 2>&1 || need_pkgs+=(python3-sushy)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "== installing ${need_pkgs[*]}"
