@@ -24,6 +24,12 @@ type Endpoint struct {
 	// Path is the resource path, e.g. "/redfish/v1/Systems/1"; empty when the
 	// URL named none (the driver picks the only system).
 	Path string
+	// Options are per-endpoint driver options from the URL's query, in
+	// canonical form (url.Values.Encode: keys sorted, escaped), e.g.
+	// "cipher=3&privilege=operator"; empty when the URL has none. Only
+	// ipmi addresses take them (see package bmc/ipmi for the names); the
+	// driver parses them and refuses names or values it does not know.
+	Options string
 }
 
 // Supported URL schemes:
@@ -31,7 +37,7 @@ type Endpoint struct {
 //	redfish://host[:port][/redfish/v1/Systems/ID]        Redfish over HTTPS
 //	redfish+https://host[:port][/redfish/v1/Systems/ID]  Redfish over HTTPS
 //	redfish+http://host[:port][/redfish/v1/Systems/ID]   Redfish over plain HTTP
-//	ipmi://host[:port]                                   IPMI v2.0 lanplus (port 623)
+//	ipmi://host[:port][?name=value&...]                  IPMI v2.0 lanplus (port 623)
 var schemes = map[string][2]string{
 	"redfish":       {"redfish", "https"},
 	"redfish+https": {"redfish", "https"},
@@ -98,7 +104,13 @@ func ParseEndpoint(raw string) (Endpoint, error) {
 	} else if strings.HasSuffix(u.Host, ":") {
 		return fail("empty port after %q", host)
 	}
-	if u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(s, "?#") {
+	if ep.Protocol == "ipmi" && strings.Contains(s, "?") && !strings.Contains(s, "#") {
+		opts, err := parseOptions(u.RawQuery)
+		if err != nil {
+			return fail("%v", err)
+		}
+		ep.Options = opts
+	} else if u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(s, "?#") {
 		return fail("query and fragment are not allowed")
 	}
 	path := strings.TrimRight(u.EscapedPath(), "/")
@@ -119,6 +131,31 @@ func ParseEndpoint(raw string) (Endpoint, error) {
 		ep.Path = path
 	}
 	return ep, nil
+}
+
+// parseOptions checks an options query (non-empty, each name once and
+// non-empty) and returns it in canonical form. The names and values are the
+// driver's to check.
+func parseOptions(raw string) (string, error) {
+	if raw == "" {
+		return "", errors.New("empty options query after '?'")
+	}
+	vals, err := url.ParseQuery(raw)
+	if err != nil {
+		return "", fmt.Errorf("options query: %v", err)
+	}
+	if len(vals) == 0 {
+		return "", errors.New("empty options query after '?'")
+	}
+	for name, vs := range vals {
+		if name == "" {
+			return "", errors.New("options query: an option without a name")
+		}
+		if len(vs) > 1 {
+			return "", fmt.Errorf("option %q given %d times", name, len(vs))
+		}
+	}
+	return vals.Encode(), nil
 }
 
 func redactedScheme(s string) string { return s + "://" }
@@ -190,7 +227,11 @@ func (e Endpoint) String() string {
 	if e.Port != 0 {
 		host = net.JoinHostPort(e.Host, strconv.Itoa(e.Port))
 	}
-	return scheme + "://" + host + e.Path
+	s := scheme + "://" + host + e.Path
+	if e.Options != "" {
+		s += "?" + e.Options
+	}
+	return s
 }
 
 // BaseURL is the http(s)://host[:port] root for Redfish endpoints.

@@ -32,6 +32,9 @@ func TestParseEndpoint(t *testing.T) {
 		{"redfish://h/redfish/v1/Systems", bmc.Endpoint{Protocol: "redfish", Transport: "https", Host: "h"}, 443, "h:443", "", "redfish://h", "https://h"},
 		{"  ipmi://h  ", bmc.Endpoint{Protocol: "ipmi", Host: "h"}, 623, "h:623", "", "ipmi://h", "https://h"},
 		{"redfish://h/redfish/v1/Systems/a%20b", bmc.Endpoint{Protocol: "redfish", Transport: "https", Host: "h", Path: "/redfish/v1/Systems/a%20b"}, 443, "h:443", "a%20b", "redfish://h/redfish/v1/Systems/a%20b", "https://h"},
+		// Options (ipmi only) are kept in canonical order; the driver checks them.
+		{"ipmi://h:623?privilege=operator&cipher=3", bmc.Endpoint{Protocol: "ipmi", Host: "h", Port: 623, Options: "cipher=3&privilege=operator"}, 623, "h:623", "", "ipmi://h:623?cipher=3&privilege=operator", "https://h:623"},
+		{"ipmi://h/?bootReadBack=device", bmc.Endpoint{Protocol: "ipmi", Host: "h", Options: "bootReadBack=device"}, 623, "h:623", "", "ipmi://h?bootReadBack=device", "https://h"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -57,6 +60,11 @@ func TestParseEndpointErrors(t *testing.T) {
 		want     []string
 	}{
 		{"empty", "", []string{"empty"}},
+		{"ipmi empty query", "ipmi://h?", []string{"empty options query"}},
+		{"ipmi query of separators", "ipmi://h?&", []string{"empty options query"}},
+		{"ipmi option twice", "ipmi://h?cipher=3&cipher=17", []string{`option "cipher" given 2 times`}},
+		{"ipmi option without a name", "ipmi://h?=3", []string{"without a name"}},
+		{"ipmi fragment", "ipmi://h?cipher=3#x", []string{"query and fragment are not allowed"}},
 		{"blank", "   ", []string{"empty"}},
 		{"no scheme", "10.0.0.5", []string{"want scheme://host"}},
 		{"no scheme with port", "10.0.0.5:623", []string{"want scheme://host"}},

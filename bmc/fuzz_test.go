@@ -22,6 +22,7 @@ func FuzzParseEndpoint(f *testing.F) {
 		"redfish://user:pass@10.0.0.5",
 		"redfish://user:pass?@10.0.0.5",
 		"redfish://user:pa/ss@10.0.0.5",
+		"ipmi://h:623?cipher=3&privilege=operator&bootReadBack=device", "ipmi://h?a=1?b&c",
 		"ipmi://h/x", "idrac://h", "10.0.0.5", "redfish://::1", "redfish://h?", "",
 	} {
 		f.Add(s)

@@ -58,6 +58,19 @@ func (d *Dialer) Dial(ctx context.Context, ep bmc.Endpoint, creds bmc.Credential
 }
 
 // Open opens a session to the BMC at ep and returns the connected driver.
+//
+// The BMC URL may carry per-endpoint options in its query
+// ([bmc.Endpoint.Options]), which override the Dialer's [Options] for this
+// endpoint, e.g. ipmi://10.0.0.5:623?cipher=3&privilege=operator&bootReadBack=device:
+//
+//	cipher=17 or cipher=17,3   Options.CipherSuites (tried in order)
+//	privilege=operator         Options.Privilege: administrator, operator, user
+//	bootReadBack=device        Options.BootReadBack: full, device, none
+//	timeout=5s                 Options.Timeout (a Go duration, > 0)
+//
+// Each may appear once; any other name, or another value, fails the dial
+// with a permanent error naming the option, before any request.
+//
 // A wrong user name or password fails at once with an error wrapping
 // [bmc.ErrUnauthorized]; an unreachable BMC fails with a transient error
 // after at most (Retries+1)*Timeout, or when ctx ends.
@@ -68,12 +81,19 @@ func (d *Dialer) Open(ctx context.Context, ep bmc.Endpoint, creds bmc.Credential
 	if err := checkCredentials(creds); err != nil {
 		return nil, &bmc.OpError{Op: "dial", Endpoint: ep.String(), Err: err}
 	}
+	opts := d.opts
+	if ep.Options != "" {
+		var err error
+		if opts, err = opts.withURLOptions(ep.Options); err != nil {
+			return nil, &bmc.OpError{Op: "dial", Endpoint: ep.String(), Err: bmc.Permanent(err)}
+		}
+	}
 	bg, release := d.budgets.Acquire(ep.Key())
 	drv := &Driver{
 		ep:      ep,
 		epStr:   ep.String(),
 		creds:   creds,
-		opts:    d.opts,
+		opts:    opts,
 		budget:  bg,
 		release: release,
 		sem:     make(chan struct{}, 1),
@@ -498,12 +518,14 @@ func (d *Driver) SetBootOverride(ctx context.Context, o bmc.BootOverride) error 
 
 // BootOverride implements [bmc.BootOverrideGetter] with Get System Boot
 // Options parameter 5. A flag set without the valid bit reads as
-// BootDeviceNone. With Options.NoBootReadBack it fails with
-// [bmc.ErrNotSupported] without a request.
+// BootDeviceNone. With boot read-back none (Options.BootReadBack,
+// NoBootReadBack, or bootReadBack=none in the URL) it fails with
+// [bmc.ErrNotSupported] without a request; with device, the mode reads as
+// bmc.BootModeUnchanged (not verified).
 func (d *Driver) BootOverride(ctx context.Context) (bmc.BootOverride, error) {
 	var o bmc.BootOverride
-	if d.opts.noReadBack {
-		return o, &bmc.OpError{Op: "get boot override", Endpoint: d.epStr, Err: fmt.Errorf("this BMC does not report boot flags as set (Options.NoBootReadBack): %w", bmc.ErrNotSupported)}
+	if d.opts.readBack == BootReadBackNone {
+		return o, &bmc.OpError{Op: "get boot override", Endpoint: d.epStr, Err: fmt.Errorf("this BMC does not report boot flags as set (boot read-back is off: Options.BootReadBack or bootReadBack=none): %w", bmc.ErrNotSupported)}
 	}
 	err := d.do(ctx, "get boot override", func(ctx context.Context, c *client.Client) error {
 		raw, err := d.bootFlagsRaw(ctx, c)
@@ -513,6 +535,9 @@ func (d *Driver) BootOverride(ctx context.Context) (bmc.BootOverride, error) {
 		o, err = decodeBootFlags(raw)
 		if err != nil {
 			return bmc.Permanent(err)
+		}
+		if d.opts.readBack == BootReadBackDevice {
+			o.Mode = bmc.BootModeUnchanged // not reported reliably by this BMC
 		}
 		return nil
 	})

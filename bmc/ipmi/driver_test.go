@@ -345,6 +345,8 @@ func TestOptionsValidation(t *testing.T) {
 		{ipmi.Options{CipherSuites: []int{0}}, "Options.CipherSuites[0]"},
 		{ipmi.Options{Timeout: -time.Second}, "Options.Timeout"},
 		{ipmi.Options{IdleRelogin: -time.Second}, "Options.IdleRelogin"},
+		{ipmi.Options{BootReadBack: "mode"}, "Options.BootReadBack"},
+		{ipmi.Options{NoBootReadBack: true, BootReadBack: ipmi.BootReadBackDevice}, "Options.NoBootReadBack"},
 	} {
 		_, err := ipmi.NewDialer(c.opts)
 		if err == nil || !strings.Contains(err.Error(), c.field) {

@@ -2,6 +2,10 @@ package ipmi
 
 import (
 	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bougou/go-ipmi/pkg/types"
@@ -30,6 +34,23 @@ func (p Privilege) level() (types.PrivilegeLevel, error) {
 	}
 	return 0, fmt.Errorf("ipmi: invalid Options.Privilege %q: want administrator, operator or user", string(p))
 }
+
+// BootReadBack says how much of a boot override [Driver.BootOverride]
+// reads back from the BMC.
+type BootReadBack string
+
+// Boot read-back levels.
+const (
+	// BootReadBackFull reports the device, persistence and boot mode.
+	BootReadBackFull BootReadBack = "full"
+	// BootReadBackDevice reports the device and persistence, and the mode
+	// as bmc.BootModeUnchanged (not verified), for BMCs that always report
+	// "legacy" whatever was set.
+	BootReadBackDevice BootReadBack = "device"
+	// BootReadBackNone makes BootOverride fail with bmc.ErrNotSupported,
+	// for BMCs that do not report what was set (ipmi_sim).
+	BootReadBackNone BootReadBack = "none"
+)
 
 // DefaultCipherSuites are tried in order when Options.CipherSuites is empty:
 // 17 (HMAC-SHA256, AES-CBC-128), then 3 (HMAC-SHA1, AES-CBC-128).
@@ -94,6 +115,13 @@ type Options struct {
 	// back would report a wrong override. Defaults to false.
 	NoBootReadBack bool
 
+	// BootReadBack is how much of a boot override BootOverride reads back:
+	// BootReadBackFull, BootReadBackDevice (everything but the boot mode)
+	// or BootReadBackNone (the same as NoBootReadBack, which must not be
+	// combined with another level). Defaults to BootReadBackFull, or
+	// BootReadBackNone with NoBootReadBack.
+	BootReadBack BootReadBack
+
 	// Logger receives debug logs (V(1): sessions, V(2): requests). Passwords
 	// never reach it. Defaults to logr.Discard(); a logger in the call's
 	// context (logr.FromContextOrDiscard) is preferred when present.
@@ -107,7 +135,7 @@ type resolved struct {
 	timeout     time.Duration
 	retries     int
 	idleRelogin time.Duration
-	noReadBack  bool
+	readBack    BootReadBack
 	rps         float64 // <= 0: unlimited
 	burst       int
 	log         logr.Logger
@@ -122,7 +150,6 @@ func (o Options) resolve() (resolved, error) {
 		timeout:     o.Timeout,
 		retries:     o.Retries,
 		idleRelogin: o.IdleRelogin,
-		noReadBack:  o.NoBootReadBack,
 		log:         o.Logger,
 	}
 	suites := o.CipherSuites
@@ -130,16 +157,23 @@ func (o Options) resolve() (resolved, error) {
 		suites = DefaultCipherSuites
 	}
 	for i, s := range suites {
-		if s < 0 || s > 255 {
-			return r, fmt.Errorf("ipmi: invalid Options.CipherSuites[%d] %d: want a cipher suite ID such as 3 or 17", i, s)
+		id, err := checkSuite(s)
+		if err != nil {
+			return r, fmt.Errorf("ipmi: %s Options.CipherSuites[%d] %d: %w", verb(s), i, s, err)
 		}
-		if s == 0 {
-			return r, fmt.Errorf("ipmi: refused Options.CipherSuites[%d] 0: cipher suite 0 authenticates nothing", i)
-		}
-		if _, _, _, ok := types.GetCipherSuiteAlgorithms(types.CipherSuiteID(s)); !ok {
-			return r, fmt.Errorf("ipmi: unsupported Options.CipherSuites[%d] %d: want an IPMI v2.0 cipher suite ID such as 3 or 17", i, s)
-		}
-		r.suites = append(r.suites, types.CipherSuiteID(s))
+		r.suites = append(r.suites, id)
+	}
+	switch rb := o.BootReadBack; {
+	case rb == "" && o.NoBootReadBack:
+		r.readBack = BootReadBackNone
+	case rb == "":
+		r.readBack = BootReadBackFull
+	case rb != BootReadBackFull && rb != BootReadBackDevice && rb != BootReadBackNone:
+		return r, fmt.Errorf("ipmi: invalid Options.BootReadBack %q: want full, device or none", string(rb))
+	case o.NoBootReadBack && rb != BootReadBackNone:
+		return r, fmt.Errorf("ipmi: Options.NoBootReadBack contradicts Options.BootReadBack %q", string(rb))
+	default:
+		r.readBack = rb
 	}
 	lvl, err := o.Privilege.level()
 	if err != nil {
@@ -180,6 +214,100 @@ func (o Options) resolve() (resolved, error) {
 	}
 	if r.log.GetSink() == nil {
 		r.log = logr.Discard()
+	}
+	return r, nil
+}
+
+// checkSuite validates a cipher suite ID.
+func checkSuite(s int) (types.CipherSuiteID, error) {
+	if s < 0 || s > 255 {
+		return 0, fmt.Errorf("want a cipher suite ID such as 3 or 17")
+	}
+	if s == 0 {
+		return 0, fmt.Errorf("cipher suite 0 authenticates nothing")
+	}
+	if _, _, _, ok := types.GetCipherSuiteAlgorithms(types.CipherSuiteID(s)); !ok {
+		return 0, fmt.Errorf("want an IPMI v2.0 cipher suite ID such as 3 or 17")
+	}
+	return types.CipherSuiteID(s), nil
+}
+
+func verb(s int) string {
+	switch {
+	case s == 0:
+		return "refused"
+	case s < 0 || s > 255:
+		return "invalid"
+	}
+	return "unsupported"
+}
+
+// urlOptions are the option names an ipmi:// URL may carry ([Dialer.Open]).
+var urlOptions = []string{"bootReadBack", "cipher", "privilege", "timeout"}
+
+// withURLOptions applies an endpoint's options (bmc.Endpoint.Options) to r.
+func (r resolved) withURLOptions(raw string) (resolved, error) {
+	vals, err := url.ParseQuery(raw)
+	if err != nil {
+		return r, fmt.Errorf("ipmi: options in the BMC URL: %v", err)
+	}
+	names := make([]string, 0, len(vals))
+	for name := range vals {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		vs := vals[name]
+		if len(vs) != 1 {
+			return r, fmt.Errorf("ipmi: option %q in the BMC URL is given %d times", name, len(vs))
+		}
+		v := vs[0]
+		bad := func(format string, args ...any) (resolved, error) {
+			return r, fmt.Errorf("ipmi: option %s=%q in the BMC URL: "+format, append([]any{name, v}, args...)...)
+		}
+		switch name {
+		case "cipher":
+			var suites []types.CipherSuiteID
+			for _, f := range strings.Split(v, ",") {
+				n, err := strconv.Atoi(f)
+				if err != nil {
+					return bad("want cipher suite IDs separated by commas, e.g. 17 or 17,3")
+				}
+				id, err := checkSuite(n)
+				if err != nil {
+					return bad("%s cipher suite %d: %v", verb(n), n, err)
+				}
+				if slices.Contains(suites, id) {
+					return bad("cipher suite %d named twice", n)
+				}
+				suites = append(suites, id)
+			}
+			r.suites = suites
+		case "privilege":
+			if v == "" {
+				return bad("want administrator, operator or user")
+			}
+			lvl, err := Privilege(v).level()
+			if err != nil {
+				return bad("want administrator, operator or user")
+			}
+			r.privilege = lvl
+		case "bootReadBack":
+			switch rb := BootReadBack(v); rb {
+			case BootReadBackFull, BootReadBackDevice, BootReadBackNone:
+				r.readBack = rb
+			default:
+				return bad("want full, device or none")
+			}
+		case "timeout":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return bad("want a positive duration such as 2s")
+			}
+			r.timeout = d
+		default:
+			return r, fmt.Errorf("ipmi: unknown option %q in the BMC URL: want one of %s", name, strings.Join(urlOptions, ", "))
+		}
 	}
 	return r, nil
 }
