@@ -88,7 +88,10 @@ func (p *ConnPool) Get(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentia
 // does.
 func (p *ConnPool) getFor(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials, user string) (bmc.Driver, error) {
 	sys := ep.SystemKey()
-	h := credsHash(creds)
+	// The connection's version: the credentials and the address's options
+	// (e.g. ipmi://host?cipher=3): a change of either dials again, and
+	// addresses that differ in options never share a session.
+	h := credsHash(creds) + "|" + ep.Options
 	now := p.now()
 	p.mu.Lock()
 	stale := p.sweepLocked(now)
