@@ -89,8 +89,12 @@ func TestFiftySystemsBehindOneEndpoint(t *testing.T) {
 	if logins != 1 {
 		t.Errorf("%d logins for 50 systems behind one endpoint; want 1 (one shared session)", logins)
 	}
-	if float64(fifty) > 1.5*float64(one) {
-		t.Errorf("50 systems took %s, %.2fx one job (%s); want at most 1.5x: systems behind one endpoint must run in parallel", fifty, float64(fifty)/float64(one), one)
+	// Measured 1.06x (1.36x under -race on a quiet machine; see
+	// docs/benchmarks.md). The test guards the property, parallel systems,
+	// with room for a loaded CI machine: run one at a time, 50 jobs take
+	// 50x one job; even the old host:port lock made it 19 jobs in 240 s.
+	if float64(fifty) > 2*float64(one) {
+		t.Errorf("50 systems took %s, %.2fx one job (%s); want well under 2x: systems behind one endpoint must run in parallel", fifty, float64(fifty)/float64(one), one)
 	}
 	for _, id := range all {
 		if st := srv.System(id); st.Power != "On" || st.Boots < 1 {
