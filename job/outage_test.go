@@ -69,13 +69,15 @@ func (s *outageStore) List(ctx context.Context, p string) ([]storage.Record, err
 // is back the runner renews its own lease (nobody took it) and finishes the
 // job, without re-running finished tasks.
 func TestStoreOutagePausesTheJobAndResumes(t *testing.T) {
-	const lease = 600 * time.Millisecond
+	// The fence comes a sixth of the lease (200 ms) before the lease may
+	// lapse: room for a loaded machine to schedule the runner late.
+	const lease = 1200 * time.Millisecond
 	store := &outageStore{Store: memstore.New()}
 	fleet := fake.NewFleet()
 	url := "redfish://10.4.0.1/redfish/v1/Systems/1"
-	// The power-on lands a second after it was requested: during the
+	// The power-on lands two seconds after it was requested: during the
 	// outage. The job polls for it throughout.
-	b, err := fleet.AddNew(url, fake.Options{Power: bmc.PowerOff, PowerTransition: time.Second})
+	b, err := fleet.AddNew(url, fake.Options{Power: bmc.PowerOff, PowerTransition: 2 * time.Second})
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var callTimes []time.Time
