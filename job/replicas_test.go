@@ -151,7 +151,9 @@ func TestLeaseRenewedDuringLongStep(t *testing.T) {
 			return ctx.Err()
 		}
 	})
-	const lease = 150 * time.Millisecond
+	// Renewed every 200 ms; a waiting replica takes over only after 600 ms
+	// without one: room for a loaded machine.
+	const lease = 600 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var runners []*job.Runner
@@ -229,7 +231,7 @@ func TestLapsedLeaseStopsTheWork(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mk := func(s storage.Store, owner string) *job.Runner {
-		r, err := job.NewRunner(job.Config{Store: s, Dialer: fleet, Credentials: labCreds, LeaseDuration: 300 * time.Millisecond,
+		r, err := job.NewRunner(job.Config{Store: s, Dialer: fleet, Credentials: labCreds, LeaseDuration: 1200 * time.Millisecond,
 			ScanInterval: 10 * time.Millisecond, PollInterval: time.Millisecond, Owner: owner})
 		require.NoError(t, err)
 		go func() { _ = r.Start(ctx) }()
