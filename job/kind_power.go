@@ -12,7 +12,10 @@ import (
 // powerKind: on, off, soft-off, cycle, reset. Verified by polling the power
 // state until it is the action's target; a request with no visible effect
 // and no transition after ResendAfter is sent again (BMCs drop requests that
-// arrive during a pending change).
+// arrive during a pending change). A transitional state (PoweringOn,
+// PoweringOff) never counts as the target. With StepperConfig.PowerSettle, a
+// target found already there before anything was sent must hold for the
+// settle window first (see settle).
 type powerKind struct{ a *task.PowerAction }
 
 func (k powerKind) defaultTimeout(cfg *StepperConfig) time.Duration { return cfg.DefaultTaskTimeout }
@@ -42,6 +45,24 @@ func (k powerKind) action() bmc.PowerAction {
 }
 
 func (k powerKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) error {
+	if k.settles(r) {
+		// The driver's SetPower would find the target already there and
+		// send nothing; read first, so that the settle window applies.
+		st, err := drv.PowerState(ctx)
+		if err != nil {
+			return err
+		}
+		if st == k.action().Target() {
+			held, err := k.settle(ctx, r, drv)
+			if err != nil {
+				return err
+			}
+			if held {
+				// Nothing to send; the read-back that follows sees the target.
+				return nil
+			}
+		}
+	}
 	if gate := r.s.cfg.PowerGate; gate != nil && k.a.Op != task.PowerOff && k.a.Op != task.PowerSoftOff {
 		// Only actions that can power a server on draw inrush current.
 		wait, err := gate.Admit(ctx, r.ep.SystemKey(), r.j.Name, r.j.Status.CurrentTask)
@@ -60,12 +81,65 @@ type gated struct{ wait time.Duration }
 
 func (g *gated) Error() string { return fmt.Sprintf("held back by the power gate for %s", g.wait) }
 
-func (k powerKind) check(ctx context.Context, _ *stepRun, drv bmc.Driver, _ bool) (bool, string, error) {
+func (k powerKind) check(ctx context.Context, r *stepRun, drv bmc.Driver, afterSend bool) (bool, string, error) {
 	st, err := drv.PowerState(ctx)
 	if err != nil {
 		return false, "", err
 	}
-	return st == k.action().Target(), string(st), nil
+	// st == target: PoweringOn is never On, PoweringOff never Off.
+	ok := st == k.action().Target()
+	if ok && !afterSend && k.settles(r) {
+		// The recheck of a resumed or retried task: already present only if
+		// it holds for the settle window; otherwise act sends the action.
+		held, err := k.settle(ctx, r, drv)
+		if err != nil {
+			return false, "", err
+		}
+		if !held {
+			return false, string(st) + " (changed during the settle window)", nil
+		}
+	}
+	return ok, string(st), nil
+}
+
+// settles says whether the PowerSettle window applies: it is set, and the
+// action has a state to find already there (not cycle or reset).
+func (k powerKind) settles(r *stepRun) bool {
+	return r.s.cfg.PowerSettle > 0 && k.recheckable()
+}
+
+// settle is called when the target state was just read and nothing was sent
+// for this attempt. It keeps reading the power state every PollInterval for
+// PowerSettle (the last read at the window's end) and reports whether every
+// read showed the target: a BMC may report the old state, with no
+// transitional state, while another client's change is still landing. On the
+// first read that differs it returns false at once, and the caller sends the
+// action as for a state that was not there. The window is waited out within
+// the current Step (bounded by the task's deadline); a crash during it leaves
+// the task in phase Started, whose recheck settles again from the start.
+func (k powerKind) settle(ctx context.Context, r *stepRun, drv bmc.Driver) (bool, error) {
+	clk := r.s.cfg.Clock
+	target := k.action().Target()
+	end := clk.Now().Add(r.s.cfg.PowerSettle)
+	for {
+		left := end.Sub(clk.Now())
+		if left <= 0 {
+			return true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, bmc.Transient(fmt.Errorf("waiting out the power settle window: %w", ctx.Err()))
+		case <-clk.After(min(r.s.cfg.PollInterval, left)):
+		}
+		st, err := drv.PowerState(ctx)
+		if err != nil {
+			return false, err
+		}
+		if st != target {
+			r.log.Info("power state changed during the settle window; sending the action", "target", string(target), "observed", string(st))
+			return false, nil
+		}
+	}
 }
 
 func (k powerKind) notYet(ctx context.Context, r *stepRun, i int, observed string) (StepResult, error) {

@@ -83,6 +83,7 @@ type Config struct {
 	MaxVerifyResends   int
 	Retry              backoff.Policy
 	IdleTimeout        time.Duration
+	PowerSettle        time.Duration
 }
 
 // Runner runs jobs kept in a Store with a bounded pool of workers.
@@ -156,7 +157,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		DefaultTaskTimeout: cfg.DefaultTaskTimeout, PollInterval: cfg.PollInterval,
 		SlowPollAfter: cfg.SlowPollAfter, SlowPollInterval: cfg.SlowPollInterval, ResendAfter: cfg.ResendAfter,
 		BootPollInterval: cfg.BootPollInterval, MaxVerifyResends: cfg.MaxVerifyResends, Retry: cfg.Retry,
-		IdleTimeout: cfg.IdleTimeout, PowerGate: cfg.PowerGate,
+		IdleTimeout: cfg.IdleTimeout, PowerGate: cfg.PowerGate, PowerSettle: cfg.PowerSettle,
 	})
 	if err != nil {
 		return nil, err

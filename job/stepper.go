@@ -102,6 +102,16 @@ type StepperConfig struct {
 	// sent (power-on staggering); while it says to wait, the task waits
 	// without touching the BMC. Nil admits everything.
 	PowerGate PowerGate
+	// PowerSettle, when > 0, is how long a power on, off or soft-off task
+	// that finds its target state already there (nothing sent yet) keeps
+	// reading the state, every PollInterval, before it takes the effect as
+	// present: some BMCs report the old state, with no transitional state,
+	// while another client's change is still landing. If the state leaves
+	// the target within the window, the task sends its action as usual.
+	// The window is waited out within one Step. Defaults to 0 (off): it
+	// costs that much time, and a read every PollInterval, on every power
+	// task that finds its target already there.
+	PowerSettle time.Duration
 }
 
 // Stepper advances jobs one step at a time. One Stepper serves any number of

@@ -141,6 +141,11 @@ type Config struct {
 	// a reset request that arrives while a power change is still pending.
 	// Defaults to false: such requests replace the pending change.
 	DropDuringTransition bool
+	// InvisiblePending hides pending power changes: until a change lands
+	// (PowerDelay), the system keeps reporting the old PowerState, with no
+	// PoweringOn/PoweringOff, while reset requests still act on the state
+	// the pending change lands in (see pending.go). Defaults to false.
+	InvisiblePending bool
 
 	// ResetTypes are the advertised ComputerSystem.Reset types. Defaults to
 	// On, ForceOff, GracefulShutdown, GracefulRestart, ForceRestart,

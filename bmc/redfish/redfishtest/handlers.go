@@ -490,7 +490,7 @@ func (s *Server) getSystem(w http.ResponseWriter, r *http.Request) {
 		"Id":          sys.id,
 		"Name":        "System " + sys.id,
 		"UUID":        sys.uuid,
-		"PowerState":  reported(sys),
+		"PowerState":  s.reportedPower(sys),
 		"Boot":        boot,
 		"Actions":     map[string]any{"#ComputerSystem.Reset": reset},
 		"Links":       map[string]any{"ManagedBy": []any{link(managerURI)}, "Chassis": []any{link(chassisURI)}},
