@@ -179,9 +179,10 @@ type simMachine struct {
 }
 
 // startFleet starts n machines on simulated Redfish endpoints of up to 10
-// systems each, every other one powered on. With 3 or more machines, the
-// last endpoint accepts only other credentials (Unauthorized); with 12 or
-// more, the one before it stops answering after a while (Unreachable).
+// systems each, every other one powered on. With more than one endpoint
+// (11 machines or more), the last endpoint accepts only other credentials
+// (Unauthorized); with 12 or more, the one before it stops answering after a
+// while (Unreachable). A fleet on one endpoint answers throughout.
 func startFleet(n int, out io.Writer) *simFleet {
 	const per = 10
 	f := &simFleet{creds: bmc.Credentials{Username: "admin", Password: "sim-" + strconv.Itoa(rand.IntN(1e6))}, gone: -1, done: make(chan struct{})}
@@ -189,7 +190,7 @@ func startFleet(n int, out io.Writer) *simFleet {
 	for i := 0; i < endpoints; i++ {
 		systems := min(per, n-i*per)
 		cfg := redfishtest.Config{Systems: systems, Username: f.creds.Username, Password: f.creds.Password, PowerDelay: 2 * time.Second}
-		if n >= 3 && i == endpoints-1 {
+		if endpoints >= 2 && i == endpoints-1 {
 			cfg.Password = f.creds.Password + "-rotated"
 		}
 		srv := redfishtest.NewServer(cfg)
