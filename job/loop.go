@@ -1,7 +1,6 @@
 package job
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"sync"
@@ -10,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/internal/dueheap"
 	"github.com/bmckit/bmckit/storage"
 )
 
@@ -36,30 +36,17 @@ type held struct {
 	rev   int64 // j's revision
 	stale bool  // another writer changed the job during the step in flight
 
-	next      time.Time // when the next step is due
-	idx       int       // index in the timer heap; -1 when not in it
-	running   bool      // a step is in flight
+	dueheap.Entry // when the next step is due, in the loop's timer heap
+
+	running   bool // a step is in flight
 	cancel    context.CancelFunc
 	storeErrs int
 	lost      bool
 	done      bool // the job completed (or was deleted)
 }
 
-// dueHeap orders held systems by when their next step is due.
-type dueHeap []*held
-
-func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].next.Before(h[j].next) }
-func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i]; h[i].idx = i; h[j].idx = j }
-func (h *dueHeap) Push(x any)        { e := x.(*held); e.idx = len(*h); *h = append(*h, e) }
-func (h *dueHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	e.idx = -1
-	return e
-}
+// DueEntry implements dueheap.Item.
+func (h *held) DueEntry() *dueheap.Entry { return &h.Entry }
 
 // loop is the state of one Start.
 type loop struct {
@@ -73,7 +60,7 @@ type loop struct {
 	// parked holds, per endpoint, systems waiting for a place under
 	// EndpointConcurrency.
 	parked   map[string]map[string]struct{}
-	due      dueHeap
+	due      dueheap.Heap[*held]
 	fenced   map[*held]bool // due, but the lease lapsed: waiting for renewal
 	running  int
 	steps    chan stepOutcome
@@ -135,8 +122,8 @@ func (r *Runner) Start(ctx context.Context) error {
 		if !l.nextFence.IsZero() {
 			wait = min(wait, l.nextFence.Sub(now))
 		}
-		if len(l.due) > 0 && l.running < r.cfg.Workers {
-			wait = min(wait, l.due[0].next.Sub(now))
+		if first, ok := l.due.Peek(); ok && l.running < r.cfg.Workers {
+			wait = min(wait, first.Due().Sub(now))
 		}
 		select {
 		case <-ctx.Done():
@@ -271,7 +258,7 @@ func (l *loop) claimed(cs []claimed) {
 			continue
 		}
 		delete(l.retryAt, c.sys)
-		h := &held{sys: c.sys, ep: c.ep, epKey: c.ep.Key(), job: c.job, lockRev: c.rev, until: l.r.validUntil(c.sent), idx: -1,
+		h := &held{sys: c.sys, ep: c.ep, epKey: c.ep.Key(), job: c.job, lockRev: c.rev, until: l.r.validUntil(c.sent),
 			log: l.r.log.WithValues("job", c.job, "system", c.sys)}
 		l.held[c.sys] = h
 		l.noteUntil(h.until)
@@ -317,9 +304,7 @@ func (l *loop) fence(now time.Time) {
 		}
 		h.log.Info("system lock not renewed in time; pausing BMC calls until it is")
 		l.fenced[h] = true
-		if h.idx >= 0 {
-			heap.Remove(&l.due, h.idx)
-		}
+		l.due.Remove(h)
 		if h.running {
 			h.cancel()
 		}
@@ -339,22 +324,21 @@ func (l *loop) schedule(h *held, t time.Time) {
 	if l.fenced[h] {
 		return // due once its lease is renewed
 	}
-	if h.idx >= 0 {
-		if t.Before(h.next) {
-			h.next = t
-			heap.Fix(&l.due, h.idx)
-		}
+	if h.Queued() && !t.Before(h.Due()) {
 		return
 	}
-	h.next = t
-	heap.Push(&l.due, h)
+	l.due.Set(h, t)
 }
 
 // launchDue starts steps for due jobs while workers are free. A job whose
 // lease lapsed waits for its renewal instead.
 func (l *loop) launchDue(now time.Time) {
-	for len(l.due) > 0 && l.running < l.r.cfg.Workers && !l.due[0].next.After(now) {
-		h := heap.Pop(&l.due).(*held)
+	for l.running < l.r.cfg.Workers {
+		first, ok := l.due.Peek()
+		if !ok || first.Due().After(now) {
+			return
+		}
+		h := l.due.Pop()
 		if !now.Before(h.until) {
 			l.fenced[h] = true
 			continue
@@ -434,9 +418,7 @@ func (l *loop) drop(h *held, completed bool) {
 	}
 
 	delete(l.fenced, h)
-	if h.idx >= 0 {
-		heap.Remove(&l.due, h.idx)
-	}
+	l.due.Remove(h)
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()

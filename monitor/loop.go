@@ -1,13 +1,13 @@
 package monitor
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"sync"
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/internal/dueheap"
 	"github.com/bmckit/bmckit/storage"
 )
 
@@ -24,9 +24,8 @@ type entry struct {
 	ep    bmc.Endpoint
 	epErr error
 
-	due     time.Time
-	idx     int // in the heap; -1 when not
-	running bool
+	dueheap.Entry // when the next read is due, in the loop's timer heap
+	running       bool
 	// force: read at once, whatever the schedule (the credentials changed).
 	force bool
 	// deferUntil: a job on another runner held the system; look again then.
@@ -46,20 +45,8 @@ type entry struct {
 	lastSeq  int64
 }
 
-type dueHeap []*entry
-
-func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
-func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i]; h[i].idx = i; h[j].idx = j }
-func (h *dueHeap) Push(x any)        { e := x.(*entry); e.idx = len(*h); *h = append(*h, e) }
-func (h *dueHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	e.idx = -1
-	return e
-}
+// DueEntry implements dueheap.Item.
+func (e *entry) DueEntry() *dueheap.Entry { return &e.Entry }
 
 // loop is the state of one Start.
 type loop struct {
@@ -67,7 +54,7 @@ type loop struct {
 	ctx      context.Context
 	follower *storage.Follower
 	machines map[string]*entry
-	due      dueHeap
+	due      dueheap.Heap[*entry]
 	results  chan outcome
 	checks   chan map[string]string
 	checking bool
@@ -121,11 +108,12 @@ func (m *Monitor) Start(ctx context.Context) error {
 		if !l.nextCheck.IsZero() && !l.checking {
 			wait = min(wait, l.nextCheck.Sub(now))
 		}
-		if len(l.due) > 0 && l.running < m.cfg.Workers {
-			wait = min(wait, l.due[0].due.Sub(now))
+		first, queued := l.due.Peek()
+		if queued && l.running < m.cfg.Workers {
+			wait = min(wait, first.Due().Sub(now))
 		}
 		timer := m.cfg.Clock.After(max(wait, 0))
-		if l.running == 0 && !l.checking && len(m.wake) == 0 && (len(l.due) == 0 || l.due[0].due.After(now)) {
+		if l.running == 0 && !l.checking && len(m.wake) == 0 && (!queued || first.Due().After(now)) {
 			m.quietAt.Store(now.UnixNano()) // for tests on a fake clock
 		} else {
 			m.quietAt.Store(0)
@@ -176,7 +164,7 @@ func (l *loop) scan(now time.Time) {
 		}
 		first := e == nil
 		if first {
-			e = &entry{key: ev.Key, idx: -1}
+			e = &entry{key: ev.Key}
 			l.machines[ev.Key] = e
 		}
 		if first || e.rec.BMC != mc.BMC {
@@ -194,15 +182,16 @@ func (l *loop) scan(now time.Time) {
 func (l *loop) schedule(e *entry, now time.Time, firstSight bool) {
 	m := l.m
 	r := e.rec.Refresh
+	var due time.Time
 	switch {
 	case e.epErr != nil:
 		l.unschedule(e) // an address that does not parse is never read
 		return
 	case e.force || r.Owner == "":
-		e.due = now
+		due = now
 	case r.Owner == m.cfg.Owner:
 		// Our own claim (perhaps from before a restart): our own clock.
-		e.due = r.Next
+		due = r.Next
 	default:
 		if e.obsOwner != r.Owner || e.obsSeq != r.Seq {
 			e.obsOwner, e.obsSeq, e.obsAt = r.Owner, r.Seq, now
@@ -214,29 +203,26 @@ func (l *loop) schedule(e *entry, now time.Time, firstSight bool) {
 				e.obsDraw = m.jittered()
 			}
 		}
-		e.due = e.obsAt.Add(e.obsDraw)
+		due = e.obsAt.Add(e.obsDraw)
 	}
-	if e.due.Before(e.deferUntil) && !e.force {
-		e.due = e.deferUntil
+	if due.Before(e.deferUntil) && !e.force {
+		due = e.deferUntil
 	}
-	if e.idx >= 0 {
-		heap.Fix(&l.due, e.idx)
-	} else {
-		heap.Push(&l.due, e)
-	}
+	l.due.Set(e, due)
 }
 
 func (l *loop) unschedule(e *entry) {
-	if e.idx >= 0 {
-		heap.Remove(&l.due, e.idx)
-	}
+	l.due.Remove(e)
 }
 
 // launchDue starts a refresh for every due machine, up to Workers.
 func (l *loop) launchDue(now time.Time) {
 	m := l.m
-	for len(l.due) > 0 && l.running < m.cfg.Workers && !l.due[0].due.After(now) {
-		e := heap.Pop(&l.due).(*entry)
+	for l.running < m.cfg.Workers {
+		if first, ok := l.due.Peek(); !ok || first.Due().After(now) {
+			return
+		}
+		e := l.due.Pop()
 		e.running = true
 		l.running++
 		m.inflight.Add(1)
