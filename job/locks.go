@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bmckit/bmckit/internal/clock"
 	"github.com/bmckit/bmckit/storage"
 )
 
@@ -201,7 +202,7 @@ func NewStoreLocker(s storage.Store, cfg StoreLockerConfig) *StoreLocker {
 		cfg.KeyPrefix = "bmckit/"
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = realClock{}
+		cfg.Clock = clock.Real{}
 	}
 	return &StoreLocker{t: newLockTable(s, cfg.KeyPrefix, cfg.Clock), lease: cfg.LeaseDuration, valid: map[string]heldLock{}}
 }

@@ -2,11 +2,8 @@ package job
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"sort"
 	"sync"
@@ -16,6 +13,8 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/internal/backoff"
+	"github.com/bmckit/bmckit/internal/clock"
+	"github.com/bmckit/bmckit/internal/owner"
 	"github.com/bmckit/bmckit/storage"
 )
 
@@ -132,10 +131,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		cfg.EndpointConcurrency = 32
 	}
 	if cfg.Owner == "" {
-		host, _ := os.Hostname()
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		cfg.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+		cfg.Owner = owner.Default()
 	}
 	if cfg.LeaseDuration <= 0 {
 		cfg.LeaseDuration = 30 * time.Second
@@ -147,7 +143,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		cfg.KeyPrefix = "bmckit/"
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = realClock{}
+		cfg.Clock = clock.Real{}
 	}
 	if cfg.Logger.GetSink() == nil {
 		cfg.Logger = logr.Discard()

@@ -11,6 +11,7 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/internal/backoff"
+	"github.com/bmckit/bmckit/internal/clock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -20,11 +21,6 @@ type Clock interface {
 	Now() time.Time
 	After(d time.Duration) <-chan time.Time
 }
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // PersistFunc stores the job's current state. The Stepper calls it with the
 // intent before it touches the BMC and again with each result, so the same
@@ -136,7 +132,7 @@ func NewStepper(cfg StepperConfig) (*Stepper, error) {
 		})
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = realClock{}
+		cfg.Clock = clock.Real{}
 	}
 	if cfg.Logger.GetSink() == nil {
 		cfg.Logger = logr.Discard()

@@ -3,10 +3,8 @@ package monitor
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -16,6 +14,8 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/internal/clock"
+	"github.com/bmckit/bmckit/internal/owner"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage"
 )
@@ -129,11 +129,6 @@ type lockSeen struct {
 	at  time.Time
 }
 
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
 // New validates cfg and applies defaults.
 func New(cfg Config) (*Monitor, error) {
 	if cfg.Store == nil {
@@ -165,16 +160,13 @@ func New(cfg Config) (*Monitor, error) {
 		cfg.Workers = 1000
 	}
 	if cfg.Owner == "" {
-		host, _ := os.Hostname()
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		cfg.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+		cfg.Owner = owner.Default()
 	}
 	if cfg.KeyPrefix == "" {
 		cfg.KeyPrefix = "bmckit/"
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = realClock{}
+		cfg.Clock = clock.Real{}
 	}
 	if cfg.Logger.GetSink() == nil {
 		cfg.Logger = logr.Discard()

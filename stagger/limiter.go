@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/bmckit/bmckit/internal/clock"
 	"github.com/bmckit/bmckit/storage"
 )
 
@@ -17,10 +18,6 @@ import (
 type Clock interface {
 	Now() time.Time
 }
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
 
 // Limits and defaults of [Config].
 const (
@@ -93,7 +90,7 @@ func New(cfg Config) (*Limiter, error) {
 		return nil, fmt.Errorf("stagger: Config.KeyPrefix %q: %w", cfg.KeyPrefix, err)
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = realClock{}
+		cfg.Clock = clock.Real{}
 	}
 	return &Limiter{store: cfg.Store, group: cfg.Group, limit: cfg.Limit, interval: cfg.Interval,
 		prefix: cfg.KeyPrefix + "stagger/", clock: cfg.Clock}, nil
