@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,7 +14,6 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/fake"
-	"github.com/bmckit/bmckit/bootstate"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/memstore"
@@ -33,24 +30,8 @@ func TestJobsCompleteOnBoot(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	store := memstore.New()
-	tr, err := bootstate.NewTracker(bootstate.Config{
-		Store:  store,
-		Secret: []byte("jobs-test-secret-0123456789"),
-		DefaultPolicy: bootstate.AllOfSignals(
-			bootstate.SignalIPXEScriptFetched, bootstate.SignalIgnitionDataFetched, bootstate.SignalBootStateReceived),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, base := startBootServer(t, store, nil)
 	go func() { _ = tr.Run(ctx) }()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: routes(tr, base)}}
-	srv.Start()
-	defer srv.Close()
 
 	const servers = 6
 	const silent = 4

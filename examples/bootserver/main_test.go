@@ -13,6 +13,7 @@ import (
 
 	"github.com/bmckit/bmckit/bootstate"
 	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/memstore"
 )
 
@@ -21,23 +22,7 @@ import (
 // unit would make; the record then shows the boot completed.
 func TestRoutesBootFlow(t *testing.T) {
 	const uuid = "4c4c4544-0042-4a10-8031-b2c04f4e4a31"
-	tr, err := bootstate.NewTracker(bootstate.Config{
-		Store:  memstore.New(),
-		Secret: []byte("example-test-secret-123"),
-		DefaultPolicy: bootstate.AllOfSignals(
-			bootstate.SignalIPXEScriptFetched, bootstate.SignalIgnitionDataFetched, bootstate.SignalBootStateReceived),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: routes(tr, base)}}
-	srv.Start()
-	defer srv.Close()
+	tr, base := startBootServer(t, memstore.New(), nil)
 	if _, err := tr.Start(context.Background(), bootstate.StartOptions{SystemUUID: uuid, AttemptID: "t-1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -86,4 +71,29 @@ func TestRoutesBootFlow(t *testing.T) {
 	if rec.Result != conditions.ResultSucceeded {
 		t.Fatalf("record after the flow: %+v", rec)
 	}
+}
+
+// startBootServer serves the example's routes over loopback, on a tracker
+// over store (clk nil: the wall clock) that waits for all three signals. It
+// returns the tracker and the server's base URL; the server stops at the end
+// of the test.
+func startBootServer(t *testing.T, store storage.Store, clk bootstate.Clock) (*bootstate.Tracker, string) {
+	t.Helper()
+	tr, err := bootstate.NewTracker(bootstate.Config{
+		Store: store, Clock: clk, Secret: []byte("example-test-secret-0123456789"),
+		DefaultPolicy: bootstate.AllOfSignals(
+			bootstate.SignalIPXEScriptFetched, bootstate.SignalIgnitionDataFetched, bootstate.SignalBootStateReceived),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: routes(tr, base)}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return tr, base
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -33,22 +32,7 @@ import (
 func TestJobRetriesWhenFirstBootIgnored(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
-	tr, err := bootstate.NewTracker(bootstate.Config{
-		Store: memstore.New(), Clock: clk, Secret: []byte("retry-test-secret-0123456789"),
-		DefaultPolicy: bootstate.AllOfSignals(
-			bootstate.SignalIPXEScriptFetched, bootstate.SignalIgnitionDataFetched, bootstate.SignalBootStateReceived),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: routes(tr, base)}}
-	srv.Start()
-	defer srv.Close()
+	tr, base := startBootServer(t, memstore.New(), clk)
 
 	const uuid = "4c4c4544-0042-4a10-8031-b2c04f4e4a99"
 	b := fake.New(fake.Options{Power: bmc.PowerOn, Clock: clk})
