@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/bmckit/bmckit/storage"
@@ -35,17 +34,9 @@ func ReadLock(ctx context.Context, s storage.Store, keyPrefix, system string) (L
 	if keyPrefix == "" {
 		keyPrefix = "bmckit/"
 	}
-	t := lockTable{store: s, prefix: keyPrefix + "systems/"}
-	rec, err := s.Get(ctx, t.key(system))
+	l, rev, err := newLockTable(s, keyPrefix, nil).read(ctx, system)
 	if err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return LockInfo{}, nil
-		}
 		return LockInfo{}, err
 	}
-	var l lockRecord
-	if unmarshalRecord(rec.Value, &l) != nil {
-		return LockInfo{Revision: rec.Revision}, nil
-	}
-	return LockInfo{Holder: l.Holder, Owner: l.Owner, Lease: time.Duration(l.LeaseMillis) * time.Millisecond, Revision: rec.Revision}, nil
+	return LockInfo{Holder: l.Holder, Owner: l.Owner, Lease: time.Duration(l.LeaseMillis) * time.Millisecond, Revision: rev}, nil
 }
