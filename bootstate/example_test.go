@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/bmckit/bmckit/bootstate"
-	"github.com/bmckit/bmckit/internal/clock"
+	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/storage/memstore"
 )
 

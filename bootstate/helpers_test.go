@@ -15,7 +15,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/bmckit/bmckit/bootstate"
-	"github.com/bmckit/bmckit/internal/clock"
+	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/memstore"
 )

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bmckit/bmckit/internal/clock"
+	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/storage"
 )
 

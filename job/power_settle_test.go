@@ -13,9 +13,9 @@ import (
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/internal/backoff"
-	"github.com/bmckit/bmckit/internal/clock"
-	"github.com/bmckit/bmckit/internal/jobtest"
+	"github.com/bmckit/bmckit/retry"
+	"github.com/bmckit/bmckit/clock"
+	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/task"
 )
@@ -88,7 +88,7 @@ func runPowerOff(t *testing.T, srv *redfishtest.Server, settle time.Duration) *j
 		Dialer:       &dialer,
 		PollInterval: 50 * time.Millisecond,
 		ScanInterval: 20 * time.Millisecond,
-		Retry:        backoff.Policy{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond, Jitter: 0.2},
+		Retry:        retry.Policy{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond, Jitter: 0.2},
 		PowerSettle:  settle,
 	}, srv.Credentials(), spec, time.Minute)
 }

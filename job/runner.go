@@ -12,8 +12,8 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bmckit/bmckit/bmc"
-	"github.com/bmckit/bmckit/internal/backoff"
-	"github.com/bmckit/bmckit/internal/clock"
+	"github.com/bmckit/bmckit/retry"
+	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/internal/owner"
 	"github.com/bmckit/bmckit/storage"
 )
@@ -80,7 +80,7 @@ type Config struct {
 	ResendAfter        time.Duration
 	BootPollInterval   time.Duration
 	MaxVerifyResends   int
-	Retry              backoff.Policy
+	Retry              retry.Policy
 	IdleTimeout        time.Duration
 	PowerSettle        time.Duration
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/internal/backoff"
-	"github.com/bmckit/bmckit/internal/clock"
+	"github.com/bmckit/bmckit/retry"
+	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -80,7 +80,7 @@ type StepperConfig struct {
 	MaxVerifyResends int
 	// Retry is the backoff between attempts after transient errors.
 	// Defaults to 500ms doubling to 15s, +/-20% jitter.
-	Retry backoff.Policy
+	Retry retry.Policy
 	// IdleTimeout closes pooled connections unused for this long. Defaults
 	// to 2 minutes.
 	IdleTimeout time.Duration

@@ -14,7 +14,7 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/internal/clock"
+	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/internal/owner"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage"

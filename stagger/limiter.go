@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/bmckit/bmckit/internal/clock"
+	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/storage"
 )
 

@@ -8,7 +8,7 @@ import (
 	"github.com/bmckit/bmckit/bmc/bmclib"
 	"github.com/bmckit/bmckit/bmc/ipmi/ipmitest"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/internal/jobtest"
+	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/job"
 )
 

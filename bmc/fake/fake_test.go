@@ -11,7 +11,7 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/fake"
-	"github.com/bmckit/bmckit/internal/clock"
+	"github.com/bmckit/bmckit/clock"
 )
 
 var testEP = bmc.Endpoint{Protocol: "redfish", Transport: "https", Host: "10.0.0.9", Path: "/redfish/v1/Systems/1"}

@@ -7,7 +7,7 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/ipmi/ipmitest"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/internal/jobtest"
+	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/job"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/bmckit/bmckit/bmc/ipmi"
 	"github.com/bmckit/bmckit/bmc/ipmi/ipmitest"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/internal/backoff"
-	"github.com/bmckit/bmckit/internal/jobtest"
+	"github.com/bmckit/bmckit/retry"
+	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/task"
 )
@@ -25,7 +25,7 @@ func runIPMIJob(t *testing.T, opts ipmi.Options, addr string, creds bmc.Credenti
 	dialers.Register("ipmi", dialer(t, opts))
 	return jobtest.Run(t, job.Config{
 		Dialer: &dialers, PollInterval: 20 * time.Millisecond, ScanInterval: 50 * time.Millisecond,
-		Retry: backoff.Policy{Initial: 20 * time.Millisecond, Max: 100 * time.Millisecond, Jitter: 0.2},
+		Retry: retry.Policy{Initial: 20 * time.Millisecond, Max: 100 * time.Millisecond, Jitter: 0.2},
 	}, creds, job.Spec{BMC: addr, CredentialsRef: "lab", Tasks: tasks}, time.Minute)
 }
 

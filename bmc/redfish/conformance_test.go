@@ -12,7 +12,7 @@ import (
 	"github.com/bmckit/bmckit/bmc/bmctest"
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
-	"github.com/bmckit/bmckit/internal/clock"
+	"github.com/bmckit/bmckit/clock"
 )
 
 // testOptions are the options of most tests: short back-off, and no request

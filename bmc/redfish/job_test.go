@@ -10,8 +10,8 @@ import (
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/internal/backoff"
-	"github.com/bmckit/bmckit/internal/jobtest"
+	"github.com/bmckit/bmckit/retry"
+	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/task"
 )
@@ -30,7 +30,7 @@ func runJob(t *testing.T, spec job.Spec, creds bmc.Credentials, opts redfish.Opt
 		Dialer:       &dialer,
 		PollInterval: 5 * time.Millisecond,
 		ScanInterval: 20 * time.Millisecond,
-		Retry:        backoff.Policy{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond, Jitter: 0.2},
+		Retry:        retry.Policy{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond, Jitter: 0.2},
 		Logger:       opts.Logger,
 	}, creds, spec, 2*time.Minute)
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
-	"github.com/bmckit/bmckit/internal/clock"
+	"github.com/bmckit/bmckit/clock"
 )
 
 // client speaks raw HTTP to the simulator (the driver's own tests cover the

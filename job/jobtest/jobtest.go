@@ -1,7 +1,13 @@
-// Package jobtest runs one job through a real job.Runner for the driver
-// packages' end-to-end tests (a netboot job against a simulator or a real
-// peer), so each driver's test states only what differs: its dialer and what
-// it checks afterwards.
+// Package jobtest is the job test kit: it runs a Spec through a real
+// job.Runner on a fresh memstore and returns the finished Job, as rivertest
+// does for river. Use it in your own tests with the fake driver (bmc/fake),
+// a simulator (redfishtest, ipmitest) or your own Driver:
+//
+//	j := jobtest.Run(t, job.Config{Dialer: fleet}, creds, jobtest.Netboot(addr, "", 0), 10*time.Second)
+//	if j.Status.Result != conditions.ResultSucceeded { ... }
+//
+// bmckit's own driver packages use it for their end-to-end tests, so each
+// states only what differs: its dialer and what it checks afterwards.
 package jobtest
 
 import (

@@ -2,7 +2,7 @@
 // around the nominal value. It is a few lines, so it is written here rather
 // than pulling in a retry library whose loop would own the waiting (callers
 // here persist state between attempts and wait on an injected clock).
-package backoff
+package retry
 
 import (
 	"math/rand/v2"
