@@ -50,6 +50,10 @@ const (
 	// BootOnceReverted applies a Once override, then silently reverts it to
 	// Disabled after Config.BootOnceRevertAfter.
 	BootOnceReverted
+	// BootOnceStoredAsContinuous answers the PATCH 204 but stores a Once
+	// override as Continuous, so it outlives the next boot (some emulators
+	// and firmware). Continuous and Disabled work as asked.
+	BootOnceStoredAsContinuous
 )
 
 // MediaLocation selects where the virtual media collection hangs.

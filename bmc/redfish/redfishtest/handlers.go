@@ -598,6 +598,10 @@ func (s *Server) patchSystem(w http.ResponseWriter, r *http.Request) {
 		change += " " + uri
 	}
 	s.stateChanged(r, sys.id, change)
+	if enabled == "Once" && s.cfg.BootOnce == BootOnceStoredAsContinuous {
+		enabled = "Continuous"
+		noteOf(r, "stored as Continuous")
+	}
 	if enabled == "Once" && s.cfg.BootOnce == BootOnceIgnored {
 		noteOf(r, "ignored")
 		return

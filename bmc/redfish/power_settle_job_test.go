@@ -1,4 +1,4 @@
-package job_test
+package redfish_test
 
 import (
 	"context"
@@ -9,50 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bmckit/bmckit/bmc"
-	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
-	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/retry"
 	"github.com/bmckit/bmckit/clock"
-	"github.com/bmckit/bmckit/job/jobtest"
+	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/job/jobtest"
+	"github.com/bmckit/bmckit/retry"
 	"github.com/bmckit/bmckit/task"
 )
-
-// A transitional state never counts as the power task's target: PoweringOn
-// is not On, PoweringOff is not Off. Another client's change is landing
-// (10 s on the fake clock); the task completes only once it landed.
-func TestStepPowerTransitionalIsNotTarget(t *testing.T) {
-	for _, tc := range []struct {
-		name         string
-		from         bmc.PowerState
-		other        bmc.PowerAction
-		transitional bmc.PowerState
-		spec         task.Spec
-	}{
-		{"PoweringOn is not On", bmc.PowerOff, bmc.PowerActionOn, bmc.PowerPoweringOn, powerOn},
-		{"PoweringOff is not Off", bmc.PowerOn, bmc.PowerActionOff, bmc.PowerPoweringOff, powerOff},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			const transition = 10 * time.Second
-			e := newStepEnv(t, fake.Options{Power: tc.from, PowerTransition: transition}, job.StepperConfig{})
-			drv, err := e.bmc.Dial(context.Background(), bmc.Endpoint{}, bmc.Credentials{})
-			require.NoError(t, err)
-			require.NoError(t, drv.SetPower(context.Background(), tc.other))
-			require.NoError(t, drv.Close(context.Background()))
-			require.Equal(t, tc.transitional, e.bmc.State().Power)
-
-			j, _ := e.reconcile(t, newJob(tc.spec), 200)
-			assertCompleted(t, j, conditions.ResultSucceeded)
-			ts := j.Status.Tasks[0]
-			require.NotNil(t, ts.CompletionTime)
-			assert.False(t, ts.CompletionTime.Before(t0.Add(transition)), "completed at %s, before the transition landed at %s", ts.CompletionTime, t0.Add(transition))
-			assert.Equal(t, string(tc.other.Target()), ts.Message)
-			assert.Equal(t, tc.other.Target(), e.bmc.State().Power)
-		})
-	}
-}
 
 // invisibleOn starts a redfishtest BMC whose pending changes are invisible
 // (PowerDelay 2 s on clk, no transitional state), with system 1 Off, and
@@ -101,7 +66,7 @@ func TestPowerOffInvisiblePendingWithoutSettle(t *testing.T) {
 	clk := clock.NewFake(time.Now())
 	srv := invisibleOn(t, clk)
 	j := runPowerOff(t, srv, 0)
-	assertCompleted(t, j, conditions.ResultSucceeded)
+	jobtest.AssertCompleted(t, j, conditions.ResultSucceeded)
 	assert.Equal(t, 0, srv.System("1").Resets["ForceOff"], "nothing sent: Off was read as already there")
 	clk.Advance(2 * time.Second)
 	assert.Equal(t, "On", srv.System("1").Power, "the pending On landed after the job reported Succeeded")
@@ -113,7 +78,7 @@ func TestPowerOffInvisiblePendingWithoutSettle(t *testing.T) {
 func TestPowerOffInvisiblePendingWithSettle(t *testing.T) {
 	srv := invisibleOn(t, nil)
 	j := runPowerOff(t, srv, 3*time.Second)
-	assertCompleted(t, j, conditions.ResultSucceeded)
+	jobtest.AssertCompleted(t, j, conditions.ResultSucceeded)
 	st := srv.System("1")
 	assert.Equal(t, "Off", st.Power, "server after the job")
 	assert.Empty(t, st.Pending, "no change pending after the job")
