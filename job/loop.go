@@ -73,6 +73,7 @@ type loop struct {
 	nextRenew time.Time
 	nextFence time.Time      // the earliest lease validity end among held systems
 	wg        sync.WaitGroup // steps and background releases
+	lastQueue *QueueEvent    // what Observer.Queue was last told
 }
 
 // Start runs jobs until ctx is done, then waits for in-flight steps to stop
@@ -101,6 +102,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	defer func() {
 		l.stop()
 		_ = r.stepper.Close(context.WithoutCancel(ctx))
+		l.observeStopped()
 	}()
 	for {
 		now := r.cfg.Clock.Now()
@@ -115,6 +117,7 @@ func (r *Runner) Start(ctx context.Context) error {
 			l.fence(now)
 		}
 		l.launchDue(now)
+		l.observeQueue()
 		wait := l.nextScan.Sub(now)
 		if !l.renewing {
 			wait = min(wait, l.nextRenew.Sub(now))
@@ -475,6 +478,7 @@ func (l *loop) renewed(rs []renewal) {
 		case lostRace(x.err):
 			r.log.Info("lost the system lock to another runner; stopping the job here", "system", h.sys, "job", h.job)
 			h.lost = true
+			l.observeLeaseLost(h)
 			if h.running {
 				h.cancel() // stepped drops it
 			} else {

@@ -32,6 +32,12 @@ type ConnPool struct {
 	systems   map[string]*sysConn // by SystemKey
 	sessions  map[string]*session // shareable sessions by sessionKey
 	nextSweep time.Time
+
+	// wire, if set, receives what each session cost on the wire since it
+	// was last reported (an Observer's Wire; see observer.go); wireSeen
+	// holds, per session owner, what was reported so far.
+	wire     func(protocol, endpoint string, delta bmc.Stats)
+	wireSeen map[bmc.Driver]wireSeen
 }
 
 // session is one dialed driver (one login). owner is the driver the dialer
@@ -104,7 +110,7 @@ func (p *ConnPool) getFor(ctx context.Context, ep bmc.Endpoint, creds bmc.Creden
 				c.user = user
 			}
 			p.mu.Unlock()
-			closeAll(ctx, stale)
+			p.closeAll(ctx, stale)
 			return c.drv, nil
 		}
 		stale = append(stale, p.dropLocked(sys)...)
@@ -117,14 +123,14 @@ func (p *ConnPool) getFor(ctx context.Context, ep bmc.Endpoint, creds bmc.Creden
 			s = &session{key: skey, ready: make(chan struct{})}
 			p.sessions[skey] = s
 			p.mu.Unlock()
-			closeAll(ctx, stale)
+			p.closeAll(ctx, stale)
 			return p.dial(ctx, s, ep, creds, h, user)
 		}
 		select {
 		case <-s.ready:
 		default:
 			p.mu.Unlock()
-			closeAll(ctx, stale)
+			p.closeAll(ctx, stale)
 			stale = nil
 			select {
 			case <-s.ready:
@@ -144,7 +150,7 @@ func (p *ConnPool) getFor(ctx context.Context, ep bmc.Endpoint, creds bmc.Creden
 			s.refs++
 			p.systems[sys] = &sysConn{sess: s, drv: s.owner, credsHash: h, lastUsed: now, user: user}
 			p.mu.Unlock()
-			closeAll(ctx, stale)
+			p.closeAll(ctx, stale)
 			return s.owner, nil
 		}
 		opener, ok := s.owner.(bmc.SystemOpener)
@@ -152,18 +158,18 @@ func (p *ConnPool) getFor(ctx context.Context, ep bmc.Endpoint, creds bmc.Creden
 			// This driver has one session per system: dial one of its own,
 			// not shared.
 			p.mu.Unlock()
-			closeAll(ctx, stale)
+			p.closeAll(ctx, stale)
 			return p.dial(ctx, &session{ready: make(chan struct{})}, ep, creds, h, user)
 		}
 		s.refs++ // keeps the session open while the view is opened
 		p.mu.Unlock()
-		closeAll(ctx, stale)
+		p.closeAll(ctx, stale)
 		view, err := opener.OpenSystem(ctx, ep)
 		p.mu.Lock()
 		if err != nil {
 			stale = p.unrefLocked(s)
 			p.mu.Unlock()
-			closeAll(ctx, stale)
+			p.closeAll(ctx, stale)
 			if errors.Is(err, bmc.ErrNotSupported) {
 				return p.dial(ctx, &session{ready: make(chan struct{})}, ep, creds, h, user)
 			}
@@ -171,7 +177,7 @@ func (p *ConnPool) getFor(ctx context.Context, ep bmc.Endpoint, creds bmc.Creden
 		}
 		if s.dead {
 			p.mu.Unlock()
-			closeAll(ctx, []bmc.Driver{view})
+			p.closeAll(ctx, []bmc.Driver{view})
 			return nil, bmc.Transient(errors.New("the BMC session was closed while opening the system; retry"))
 		}
 		if old := p.systems[sys]; old != nil {
@@ -179,7 +185,7 @@ func (p *ConnPool) getFor(ctx context.Context, ep bmc.Endpoint, creds bmc.Creden
 		}
 		p.systems[sys] = &sysConn{sess: s, drv: view, credsHash: h, lastUsed: now, user: user}
 		p.mu.Unlock()
-		closeAll(ctx, stale)
+		p.closeAll(ctx, stale)
 		return view, nil
 	}
 }
@@ -196,17 +202,21 @@ func (p *ConnPool) dial(ctx context.Context, s *session, ep bmc.Endpoint, creds 
 			delete(p.sessions, s.key)
 		}
 		p.mu.Unlock()
+		p.reportDialError(ep, err)
 		return nil, err
 	}
 	sys := ep.SystemKey()
 	s.owner, s.ownerSys, s.refs = drv, sys, 1
+	if p.wire != nil {
+		p.wireSeen[drv] = wireSeen{proto: ep.Protocol, endpoint: ep.Key()}
+	}
 	var stale []bmc.Driver
 	if p.systems[sys] != nil {
 		stale = p.dropLocked(sys) // a concurrent Get for the same system
 	}
 	p.systems[sys] = &sysConn{sess: s, drv: drv, credsHash: h, lastUsed: p.now(), user: user}
 	p.mu.Unlock()
-	closeAll(ctx, stale)
+	p.closeAll(ctx, stale)
 	return drv, nil
 }
 
@@ -229,7 +239,7 @@ func (p *ConnPool) releaseFor(ctx context.Context, ep bmc.Endpoint, user string)
 	}
 	stale := p.dropLocked(sys)
 	p.mu.Unlock()
-	closeAll(ctx, stale)
+	p.closeAll(ctx, stale)
 }
 
 // Invalidate closes the whole session ep's system uses, for every system
@@ -250,7 +260,7 @@ func (p *ConnPool) Invalidate(ctx context.Context, ep bmc.Endpoint) {
 		}
 	}
 	p.mu.Unlock()
-	closeAll(ctx, stale)
+	p.closeAll(ctx, stale)
 }
 
 // dropLocked forgets sys's connection and returns the drivers to close: its
@@ -288,7 +298,7 @@ func (p *ConnPool) CloseIdle(ctx context.Context) {
 	p.nextSweep = time.Time{}
 	stale := p.sweepLocked(p.now())
 	p.mu.Unlock()
-	closeAll(ctx, stale)
+	p.closeAll(ctx, stale)
 }
 
 func (p *ConnPool) sweepLocked(now time.Time) []bmc.Driver {
@@ -313,7 +323,7 @@ func (p *ConnPool) Close(ctx context.Context) error {
 		all = append(all, p.dropLocked(k)...)
 	}
 	p.mu.Unlock()
-	closeAll(ctx, all)
+	p.closeAll(ctx, all)
 	return nil
 }
 
@@ -328,7 +338,7 @@ func (p *ConnPool) Len() int {
 // list them in that order). Logouts are attempted even when ctx is done (a
 // stopping runner), or the BMC keeps the session until it times out, but
 // bounded.
-func closeAll(ctx context.Context, ds []bmc.Driver) {
+func (p *ConnPool) closeAll(ctx context.Context, ds []bmc.Driver) {
 	if len(ds) == 0 {
 		return
 	}
@@ -337,6 +347,101 @@ func closeAll(ctx context.Context, ds []bmc.Driver) {
 	for _, d := range ds {
 		if d != nil {
 			_ = d.Close(ctx)
+			p.reportClosed(d)
 		}
+	}
+}
+
+// wireSeen is what was reported of one session's traffic.
+type wireSeen struct {
+	proto, endpoint string
+	st              bmc.Stats
+}
+
+// setWire turns on wire accounting (before the pool is used).
+func (p *ConnPool) setWire(f func(protocol, endpoint string, delta bmc.Stats)) {
+	p.wire, p.wireSeen = f, map[bmc.Driver]wireSeen{}
+}
+
+// reportWire reports the traffic of the session ep's system uses since it
+// was last reported. Deltas are counted per session (the owner's totals), so
+// systems that share one session count each request once.
+func (p *ConnPool) reportWire(ep bmc.Endpoint) {
+	if p.wire == nil {
+		return
+	}
+	p.mu.Lock()
+	c := p.systems[ep.SystemKey()]
+	var owner bmc.Driver
+	if c != nil {
+		owner = c.sess.owner
+	}
+	p.mu.Unlock()
+	if owner != nil {
+		p.reportSession(owner)
+	}
+}
+
+// reportSession reports owner's traffic since the last report; the driver
+// is read outside the pool's lock, and concurrent reports never count a
+// request twice (what was seen only grows).
+func (p *ConnPool) reportSession(owner bmc.Driver) {
+	sr, ok := owner.(bmc.StatsReporter)
+	if !ok {
+		return
+	}
+	st := sr.Stats()
+	p.mu.Lock()
+	seen, ok := p.wireSeen[owner]
+	if !ok {
+		p.mu.Unlock()
+		return
+	}
+	d := statsSince(st, seen.st)
+	seen.st = statsMax(st, seen.st)
+	p.wireSeen[owner] = seen
+	p.mu.Unlock()
+	if d != (bmc.Stats{}) {
+		p.wire(seen.proto, seen.endpoint, d)
+	}
+}
+
+// reportClosed reports a closed session's last traffic (its logout) and
+// forgets it.
+func (p *ConnPool) reportClosed(d bmc.Driver) {
+	if p.wire == nil {
+		return
+	}
+	p.reportSession(d)
+	p.mu.Lock()
+	delete(p.wireSeen, d)
+	p.mu.Unlock()
+}
+
+// reportDialError reports the traffic of a failed dial that counts it.
+func (p *ConnPool) reportDialError(ep bmc.Endpoint, err error) {
+	var sr bmc.StatsReporter
+	if p.wire == nil || !errors.As(err, &sr) {
+		return
+	}
+	if st := sr.Stats(); st != (bmc.Stats{}) {
+		p.wire(ep.Protocol, ep.Key(), st)
+	}
+}
+
+func statsSince(cur, seen bmc.Stats) bmc.Stats {
+	pos := func(a, b int64) int64 { return max(a-b, 0) }
+	return bmc.Stats{
+		Requests: pos(cur.Requests, seen.Requests), Connections: pos(cur.Connections, seen.Connections),
+		Logins: pos(cur.Logins, seen.Logins), Throttled: pos(cur.Throttled, seen.Throttled),
+		ThrottleWait: max(cur.ThrottleWait-seen.ThrottleWait, 0),
+	}
+}
+
+func statsMax(a, b bmc.Stats) bmc.Stats {
+	return bmc.Stats{
+		Requests: max(a.Requests, b.Requests), Connections: max(a.Connections, b.Connections),
+		Logins: max(a.Logins, b.Logins), Throttled: max(a.Throttled, b.Throttled),
+		ThrottleWait: max(a.ThrottleWait, b.ThrottleWait),
 	}
 }

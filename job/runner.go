@@ -71,6 +71,10 @@ type Config struct {
 	// (intent, result, completion) with a copy of the job, from the worker
 	// running it. It must not block; use it for progress output or metrics.
 	OnUpdate func(j Job)
+	// Observer receives events for metrics and traces: the Stepper's (job,
+	// task, BMC error, wire) and the Runner's (queue, lease losses); see
+	// [Observer]. Defaults to none.
+	Observer Observer
 
 	// The Stepper's knobs; see StepperConfig.
 	DefaultTaskTimeout time.Duration
@@ -154,6 +158,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		SlowPollAfter: cfg.SlowPollAfter, SlowPollInterval: cfg.SlowPollInterval, ResendAfter: cfg.ResendAfter,
 		BootPollInterval: cfg.BootPollInterval, MaxVerifyResends: cfg.MaxVerifyResends, Retry: cfg.Retry,
 		IdleTimeout: cfg.IdleTimeout, PowerGate: cfg.PowerGate, PowerSettle: cfg.PowerSettle,
+		Observer: cfg.Observer,
 	})
 	if err != nil {
 		return nil, err

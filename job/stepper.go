@@ -108,6 +108,10 @@ type StepperConfig struct {
 	// costs that much time, and a read every PollInterval, on every power
 	// task that finds its target already there.
 	PowerSettle time.Duration
+	// Observer receives job, task, BMC error and wire events for metrics
+	// and traces (see [Observer]; adapters in contrib/prometheus and
+	// contrib/otel). Defaults to none.
+	Observer Observer
 }
 
 // Stepper advances jobs one step at a time. One Stepper serves any number of
@@ -153,7 +157,9 @@ func NewStepper(cfg StepperConfig) (*Stepper, error) {
 	if cfg.MaxVerifyResends <= 0 {
 		cfg.MaxVerifyResends = 2
 	}
-	return &Stepper{cfg: cfg, pool: NewConnPool(cfg.Dialer, cfg.IdleTimeout, cfg.Clock.Now)}, nil
+	s := &Stepper{cfg: cfg, pool: NewConnPool(cfg.Dialer, cfg.IdleTimeout, cfg.Clock.Now)}
+	s.observeSetup()
+	return s, nil
 }
 
 // Close closes every pooled BMC connection.
@@ -203,6 +209,8 @@ func BootAttemptID(j *Job, taskIndex int) string {
 // when persist fails or ctx is done; the job is then unchanged in storage
 // beyond what persist accepted, and calling Step again later is safe.
 func (s *Stepper) Step(ctx context.Context, j *Job, persist PersistFunc) (StepResult, error) {
+	defer s.observeStepEnd(j)
+	persist = s.observePersist(j, persist)
 	st := &stepRun{s: s, j: j, persist: persist, now: s.cfg.Clock.Now(), log: logr.FromContextOrDiscard(ctx)}
 	if st.log.GetSink() == nil || isDiscard(st.log) {
 		st.log = s.cfg.Logger
@@ -553,6 +561,7 @@ func (r *stepRun) handleErr(ctx context.Context, i int, err error, dialing bool)
 	if errors.As(err, &tf) {
 		return r.failTask(ctx, i, tf.reason, tf.msg)
 	}
+	r.observeBMCError(i, err, dialing)
 	ts := &r.j.Status.Tasks[i]
 	if !bmc.IsTransient(err) {
 		reason := conditions.ReasonBMCError
