@@ -97,6 +97,9 @@ type Config struct {
 	// HistoryLimit is how many earlier attempts a record remembers.
 	// Defaults to 5.
 	HistoryLimit int
+	// Observer receives signals stored, boots completed and boot timeouts
+	// for metrics and traces (see [Observer]). Defaults to none.
+	Observer Observer
 }
 
 // Tracker keeps boot records in a [storage.Store]: it opens attempts,
@@ -117,6 +120,7 @@ type Tracker struct {
 	poll      time.Duration
 	resync    time.Duration
 	history   int
+	obs       Observer
 
 	notify    notifier
 	deadlines *deadlines
@@ -140,6 +144,7 @@ func NewTracker(cfg Config) (*Tracker, error) {
 		poll:      cfg.PollInterval,
 		resync:    cfg.ResyncInterval,
 		history:   cfg.HistoryLimit,
+		obs:       cfg.Observer,
 		deadlines: newDeadlines(),
 	}
 	if t.clock == nil {
@@ -463,6 +468,7 @@ func (t *Tracker) expire(ctx context.Context, systemUUID, attemptID string) (Rec
 
 func (t *Tracker) timedOut(ctx context.Context, rec Record) {
 	t.log.Info("boot attempt timed out", "systemUUID", rec.SystemUUID, "attemptID", rec.AttemptID, "message", rec.Message())
+	t.observeEnd(rec, t.obs.BootTimedOut)
 	if t.onTimeout != nil {
 		t.onTimeout(ctx, rec)
 	}
@@ -534,8 +540,10 @@ func (t *Tracker) recordSignal(ctx context.Context, systemUUID, attemptID, signa
 	if wrote {
 		t.log.V(1).Info("boot signal recorded", "systemUUID", u, "attemptID", rec.AttemptID, "signal", signal)
 		t.queueDeadline(rec) // a stage measured from this signal is armed now
+		t.observeSignal(rec, signal)
 	}
 	if completed {
+		t.observeEnd(rec, t.obs.BootCompleted)
 		t.log.Info("boot attempt completed", "systemUUID", u, "attemptID", rec.AttemptID, "result", rec.Result)
 	}
 	return rec, nil
