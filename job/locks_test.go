@@ -16,6 +16,7 @@ import (
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/storage/memstore"
 	"github.com/bmckit/bmckit/task"
 )
@@ -159,21 +160,7 @@ func TestTwoSteppersOnOneSystemNeverInterleave(t *testing.T) {
 
 // interleavings counts pairs of jobs whose calls alternate: once job Y's
 // call follows job X's, X must not appear again.
-func interleavings(calls []string) int {
-	finished := map[string]bool{}
-	n, prev := 0, ""
-	for _, c := range calls {
-		if c != prev && prev != "" {
-			finished[prev] = true
-		}
-		if finished[c] {
-			n++
-			delete(finished, c)
-		}
-		prev = c
-	}
-	return n
-}
+func interleavings(calls []string) int { return jobtest.Interleavings(calls) }
 
 func TestInterleavingsCounter(t *testing.T) {
 	assert.Equal(t, 0, interleavings([]string{"a", "a", "b", "b", "c"}))

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/memstore"
 	"github.com/bmckit/bmckit/task"
@@ -84,4 +85,72 @@ func Run(t testing.TB, cfg job.Config, creds bmc.Credentials, spec job.Spec, wai
 		}
 	}
 	return j
+}
+
+// AssertCompleted fails t unless j completed with the result want and its
+// status keeps the condition model's invariants: Completed=True, no stale
+// Running=True on the job or any task, no condition other than Completed and
+// Running (the result is Status.Result, not a condition), a completion time,
+// and every task completed. It is what bmckit's own tests check on every
+// finished job.
+func AssertCompleted(t testing.TB, j *job.Job, want conditions.Result) {
+	t.Helper()
+	if !conditions.IsTrue(j.Status.Conditions, conditions.TypeCompleted) {
+		t.Fatalf("Completed must be True: %+v", j.Status)
+	}
+	if j.Status.Result != want {
+		t.Errorf("result %q, want %q; reason %s, message: %s", j.Status.Result, want, j.Status.Reason, j.Status.Message)
+	}
+	if !conditions.IsFalse(j.Status.Conditions, conditions.TypeRunning) {
+		t.Errorf("a finished job must have Running=False: %+v", j.Status.Conditions)
+	}
+	for _, c := range j.Status.Conditions {
+		if c.Type != conditions.TypeCompleted && c.Type != conditions.TypeRunning {
+			t.Errorf("condition %q mirrors the result; only Completed and Running are set", c.Type)
+		}
+	}
+	if j.Status.CompletionTime == nil {
+		t.Errorf("a finished job must have a completion time")
+	}
+	for i, ts := range j.Status.Tasks {
+		if !ts.Completed() {
+			t.Errorf("task %d not completed: %+v", i, ts)
+		}
+		if conditions.IsTrue(ts.Conditions, conditions.TypeRunning) {
+			t.Errorf("task %d still Running=True", i)
+		}
+	}
+}
+
+// Wait waits up to timeout for the job name on r to complete and returns it;
+// it fails t if the job does not complete in time.
+func Wait(t testing.TB, r *job.Runner, name string, timeout time.Duration) *job.Job {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	j, err := r.Wait(ctx, name)
+	if err != nil {
+		t.Fatalf("waiting for job %s: %v", name, err)
+	}
+	return j
+}
+
+// Interleavings counts how often a job acts on a system again after another
+// job acted on it in between. calls lists, in order, the job name of every
+// state-changing call one system received (job.CallFromContext gives a
+// driver or a fake.BMC hook the name). One job per system means 0.
+func Interleavings(calls []string) int {
+	finished := map[string]bool{}
+	n, prev := 0, ""
+	for _, c := range calls {
+		if c != prev && prev != "" {
+			finished[prev] = true
+		}
+		if finished[c] {
+			n++
+			delete(finished, c)
+		}
+		prev = c
+	}
+	return n
 }

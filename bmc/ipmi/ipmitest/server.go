@@ -12,7 +12,6 @@ import (
 
 	gobmc "github.com/bougou/go-ipmi/pkg/bmc"
 	"github.com/bougou/go-ipmi/pkg/clock"
-	"github.com/bougou/go-ipmi/pkg/hal"
 	"github.com/bougou/go-ipmi/pkg/hal/mock"
 	"github.com/bougou/go-ipmi/pkg/handlers"
 	"github.com/bougou/go-ipmi/pkg/server"
@@ -47,6 +46,31 @@ type Options struct {
 	// answers again at once.
 	BMCResetDowntime time.Duration
 
+	// SessionTimeout is how long a session may stay idle: a request on a
+	// session idle longer is dropped (no answer, as real BMCs do) and the
+	// session is forgotten, so the client must log in again. Measured with
+	// Clock. Defaults to 0: IPMI v2.0's 60 s (section 6.12.15).
+	SessionTimeout time.Duration
+
+	// BootFlagTimeout is how long a one-time boot flag (Set System Boot
+	// Options parameter 5, valid and not persistent) stays valid without a
+	// Chassis Control command: then the BMC clears the valid bit, as IPMI
+	// v2.0 (section 28.12, parameter 3) has BMCs do after 60 s. A Chassis
+	// Control command restarts the countdown, and a client that sets
+	// "don't clear on timeout" (parameter 3, bit 3) keeps the flag. Measured
+	// with Clock. Persistent flags never time out. Defaults to 0: one-time
+	// flags never time out ([Realistic] sets 60 s). Whatever this is, the
+	// next boot (a power-on, power cycle or hard reset that lands) clears a
+	// one-time flag.
+	BootFlagTimeout time.Duration
+
+	// Clock is the time source for PowerDelay, BMCResetDowntime,
+	// SessionTimeout and BootFlagTimeout (e.g. a [clock.Fake] from
+	// github.com/bmckit/bmckit/clock, advanced by the test: a delayed
+	// change lands when a read finds its time has come). Defaults to the
+	// wall clock.
+	Clock Clock
+
 	// DowngradeCipherSuite makes the BMC answer an RMCP+ Open Session
 	// Request for cipher suite 17 (HMAC-SHA256, AES-CBC-128) as one for
 	// suite 3 (HMAC-SHA1, AES-CBC-128): the Open Session Response names
@@ -65,6 +89,24 @@ type Options struct {
 	// session ID; a client must drop it. [Server.Replayed] counts them.
 	ReplayOldReplies bool
 }
+
+// Clock is the simulator's time source: any value with Now, such as
+// github.com/bmckit/bmckit/clock's Fake.
+type Clock interface {
+	Now() time.Time
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+// goipmiClock gives go-ipmi's BMC the simulator's notion of now (for its
+// own session eviction); its tickers stay on the wall clock.
+type goipmiClock struct{ c Clock }
+
+func (g goipmiClock) Now() time.Time                       { return g.c.Now() }
+func (goipmiClock) NewTimer(d time.Duration) clock.Timer   { return clock.Real.NewTimer(d) }
+func (goipmiClock) NewTicker(d time.Duration) clock.Ticker { return clock.Real.NewTicker(d) }
 
 // Server is go-ipmi's reference BMC (github.com/bougou/go-ipmi/pkg/server)
 // serving IPMI v2.0 lanplus on a UDP port on 127.0.0.1, with a chassis that
@@ -111,13 +153,26 @@ func Start(opts Options) (*Server, error) {
 		}
 	}
 
-	ch := &Chassis{on: opts.PoweredOn, delay: opts.PowerDelay}
+	clk := opts.Clock
+	if clk == nil {
+		clk = wallClock{}
+	}
+	sessionTimeout := opts.SessionTimeout
+	if sessionTimeout <= 0 {
+		sessionTimeout = gobmc.DefaultInactivityTimeout
+	}
+	ch := &Chassis{on: opts.PoweredOn, delay: opts.PowerDelay, clock: clk, onceTimeout: opts.BootFlagTimeout}
 	var guid [16]byte
 	copy(guid[:], "bmckit-ipmitest")
 	b := gobmc.New(gobmc.DeviceInfo{
-		DeviceID: 0x20, DeviceRevision: 1, FirmwareMajor: 1, IPMIVersion: 0x20,
+		// IPMI version is BCD with the minor digit in the high nibble
+		// (IPMI v2.0 table 20-2): 02h is version 2.0.
+		DeviceID: 0x20, DeviceRevision: 1, FirmwareMajor: 1, IPMIVersion: 0x02,
 		ManufacturerID: 0x000157, ProductID: 1,
-	}, guid, &simHAL{HAL: mock.New(), chassis: ch}, gobmc.WithClock(clock.Real), gobmc.WithCipherSuites(suites))
+	}, guid, &simHAL{HAL: mock.New(), chassis: ch}, gobmc.WithClock(goipmiClock{clk}), gobmc.WithCipherSuites(suites))
+	if opts.SessionTimeout > 0 {
+		b.Sessions = gobmc.NewSessionStoreWithOptions(goipmiClock{clk}, gobmc.WithInactivityTimeout(opts.SessionTimeout))
+	}
 	u, err := b.Users.Add(2, user)
 	if err != nil {
 		return nil, fmt.Errorf("add simulator user: %w", err)
@@ -135,17 +190,21 @@ func Start(opts Options) (*Server, error) {
 	handlers.RegisterSessionHandlers(reg)
 	handlers.RegisterChassisHandlers(reg)
 	handlers.RegisterStorageHandlers(reg)
+	registerBootOptionHandlers(reg, ch)
+	reg.RegisterFunc(types.CommandGetSessionInfo, handleGetSessionInfo)
 	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		return nil, fmt.Errorf("listen on 127.0.0.1: %w", err)
 	}
-	pc := &silenceableConn{PacketConn: udp.Wrap(conn), downgrade: opts.DowngradeCipherSuite, replay: opts.ReplayOldReplies}
+	pc := &silenceableConn{PacketConn: udp.Wrap(conn), downgrade: opts.DowngradeCipherSuite, replay: opts.ReplayOldReplies,
+		bmc: b, clock: clk, sessionTimeout: sessionTimeout, seen: map[uint32]time.Time{}}
 	// The reply to the reset still goes out: only what arrives afterwards
-	// is dropped.
+	// is dropped. A rebooted BMC has forgotten every session.
 	restart := func() {
 		if d := opts.BMCResetDowntime; d > 0 {
-			pc.until.Store(time.Now().Add(d).UnixNano())
+			pc.until.Store(clk.Now().Add(d).UnixNano())
 		}
+		pc.forgetSessions()
 	}
 	reg.RegisterFunc(types.CommandColdReset, func(context.Context, *handlers.HandlerContext, []byte) ([]byte, types.CompletionCode, error) {
 		ch.count(func() { ch.bmcColdResets++ })
@@ -199,20 +258,33 @@ type silenceableConn struct {
 
 	downgrade, replay bool
 	replayed          atomic.Int64
-	mu                sync.Mutex
-	last              []byte // the last in-session reply sent
-	fresh             bool   // a session just opened: its first reply is preceded by a replay
+
+	bmc            *gobmc.BMC
+	clock          Clock
+	sessionTimeout time.Duration
+	seenMu         sync.Mutex
+	seen           map[uint32]time.Time // RMCP+ session ID -> last request (Clock)
+	mu             sync.Mutex
+	last           []byte // the last in-session reply sent
+	fresh          bool   // a session just opened: its first reply is preceded by a replay
 }
 
 func (c *silenceableConn) ReadFrom(buf []byte) (int, net.Addr, error) {
 	for {
 		n, addr, err := c.PacketConn.ReadFrom(buf)
-		if err != nil || !c.silent.Load() && time.Now().UnixNano() >= c.until.Load() {
-			if err == nil && c.downgrade {
-				downgradeOpenSession(buf[:n])
-			}
+		if err != nil {
 			return n, addr, err
 		}
+		if c.silent.Load() || c.clock.Now().UnixNano() < c.until.Load() {
+			continue
+		}
+		if c.downgrade {
+			downgradeOpenSession(buf[:n])
+		}
+		if !c.admit(buf[:n], addr) {
+			continue
+		}
+		return n, addr, err
 	}
 }
 
@@ -250,6 +322,7 @@ func downgradeOpenSession(pkt []byte) {
 }
 
 func (c *silenceableConn) WriteTo(data []byte, addr net.Addr) (int, error) {
+	rakp4IntegrityStatus(data)
 	if c.replay {
 		var stale []byte
 		c.mu.Lock()
@@ -283,148 +356,4 @@ func (s *Server) Close() error {
 		<-s.done
 	})
 	return err
-}
-
-// simHAL is go-ipmi's mock HAL with a chassis whose power actions behave
-// like a server's (the mock's only count calls).
-type simHAL struct {
-	*mock.HAL
-	chassis *Chassis
-}
-
-func (h *simHAL) Chassis() hal.ChassisHAL { return h.chassis }
-
-// Chassis keeps the simulated server's power and boot state. Its methods
-// are safe for concurrent use.
-type Chassis struct {
-	mu            sync.Mutex
-	delay         time.Duration
-	on            bool
-	flags         types.BootOptionParam_BootFlags
-	ack           types.BootOptionParam_BootInfoAcknowledge
-	powerCycles   int
-	hardResets    int
-	softOffs      int
-	bmcColdResets int
-	bmcWarmResets int
-}
-
-var _ hal.ChassisHAL = (*Chassis)(nil)
-
-func (c *Chassis) count(f func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f()
-}
-
-// PoweredOn reports the power state.
-func (c *Chassis) PoweredOn() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.on
-}
-
-// SetPoweredOn changes the power state behind the client's back.
-func (c *Chassis) SetPoweredOn(on bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.on = on
-}
-
-// Counts is how often each action reached the simulator.
-type Counts struct {
-	PowerCycles, HardResets, SoftOffs, BMCColdResets, BMCWarmResets int
-}
-
-// Counts returns the action counters.
-func (c *Chassis) Counts() Counts {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return Counts{c.powerCycles, c.hardResets, c.softOffs, c.bmcColdResets, c.bmcWarmResets}
-}
-
-// BootFlags returns the stored boot flags (Set System Boot Options
-// parameter 5), as the BMC would hand them to the firmware.
-func (c *Chassis) BootFlags() types.BootOptionParam_BootFlags {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.flags
-}
-
-// PowerState implements hal.ChassisHAL.
-func (c *Chassis) PowerState(context.Context) (bool, error) { return c.PoweredOn(), nil }
-
-// land applies a power change now, or after the configured delay.
-func (c *Chassis) land(f func()) {
-	if c.delay <= 0 {
-		c.count(f)
-		return
-	}
-	time.AfterFunc(c.delay, func() { c.count(f) })
-}
-
-// SetPower implements hal.ChassisHAL (Chassis Control power up/down).
-func (c *Chassis) SetPower(_ context.Context, on bool) error {
-	c.land(func() { c.on = on })
-	return nil
-}
-
-// PowerCycle implements hal.ChassisHAL: the server ends up on.
-func (c *Chassis) PowerCycle(context.Context) error {
-	c.count(func() { c.powerCycles++ })
-	c.land(func() { c.on = true })
-	return nil
-}
-
-// ColdReset implements hal.ChassisHAL (Chassis Control hard reset): a
-// server that is on stays on; one that is off stays off.
-func (c *Chassis) ColdReset(context.Context) error {
-	c.count(func() { c.hardResets++ })
-	return nil
-}
-
-// WarmReset implements hal.ChassisHAL. go-ipmi's handler calls it for
-// Chassis Control soft shutdown, so the server turns off.
-func (c *Chassis) WarmReset(context.Context) error {
-	c.count(func() { c.softOffs++ })
-	c.land(func() { c.on = false })
-	return nil
-}
-
-// Identify implements hal.ChassisHAL.
-func (c *Chassis) Identify(context.Context, uint8) error { return nil }
-
-// IntrusionState implements hal.ChassisHAL.
-func (c *Chassis) IntrusionState(context.Context) (bool, error) { return false, nil }
-
-// SetBootFlags implements hal.ChassisHAL.
-func (c *Chassis) SetBootFlags(_ context.Context, f *types.BootOptionParam_BootFlags) error {
-	if f == nil {
-		return hal.ErrNotSupported
-	}
-	c.count(func() { c.flags = *f })
-	return nil
-}
-
-// GetBootFlags implements hal.ChassisHAL.
-func (c *Chassis) GetBootFlags(context.Context) (*types.BootOptionParam_BootFlags, error) {
-	f := c.BootFlags()
-	return &f, nil
-}
-
-// SetBootInfoAcknowledge implements hal.ChassisHAL.
-func (c *Chassis) SetBootInfoAcknowledge(_ context.Context, a *types.BootOptionParam_BootInfoAcknowledge) error {
-	if a == nil {
-		return hal.ErrNotSupported
-	}
-	c.count(func() { c.ack = *a })
-	return nil
-}
-
-// GetBootInfoAcknowledge implements hal.ChassisHAL.
-func (c *Chassis) GetBootInfoAcknowledge(context.Context) (*types.BootOptionParam_BootInfoAcknowledge, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	a := c.ack
-	return &a, nil
 }
