@@ -1,0 +1,206 @@
+package prometheus_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/fake"
+	"github.com/bmckit/bmckit/bootstate"
+	"github.com/bmckit/bmckit/clock"
+	bmcprom "github.com/bmckit/bmckit/contrib/prometheus"
+	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/task"
+)
+
+const password = "s3cret-pw"
+
+// scrape fetches url over HTTP and parses the text exposition.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err)
+	return fams
+}
+
+// value is the counter or gauge value, or the histogram's sample count, of
+// the series of family name whose labels are exactly labels (k=v pairs);
+// -1 if there is none.
+func value(fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	f := fams[name]
+	if f == nil {
+		return -1
+	}
+	want := strings.Join(labels, ",")
+	for _, m := range f.GetMetric() {
+		var got []string
+		for _, lp := range m.GetLabel() {
+			got = append(got, lp.GetName()+"="+lp.GetValue())
+		}
+		sort.Strings(got)
+		if strings.Join(got, ",") != want {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			return m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue()
+		case m.Histogram != nil:
+			return float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return -1
+}
+
+func TestScrapeRunnerAndTracker(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := bmcprom.New(bmcprom.Options{})
+	reg.MustRegister(m)
+
+	// A real Runner on memstore against fake BMCs: a netboot on Redfish, a
+	// power-status read over IPMI, and a job whose login is refused.
+	fleet := fake.NewFleet()
+	const rf, ipmi, refusing = "redfish://10.0.0.1/redfish/v1/Systems/1", "ipmi://10.0.0.2", "redfish://10.0.0.3/redfish/v1/Systems/1"
+	add := func(url string) *fake.BMC {
+		b, err := fleet.AddNew(url, fake.Options{Power: bmc.PowerOn, Username: "admin", Password: password})
+		require.NoError(t, err)
+		return b
+	}
+	bRF, bIPMI := add(rf), add(ipmi)
+	add(refusing)
+	store := memstore.New()
+	runner, err := job.NewRunner(job.Config{
+		Store: store, Dialer: fleet, Observer: m.JobObserver(),
+		Credentials:  job.StaticCredentials{"lab": {Username: "admin", Password: password}, "old": {Username: "admin", Password: "rotated-away"}},
+		PollInterval: 2 * time.Millisecond, ScanInterval: 20 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runner.Start(ctx) }()
+	specs := map[string]job.Spec{
+		"netboot": {BMC: rf, CredentialsRef: "lab", Tasks: []task.Spec{
+			{Power: &task.PowerAction{Op: task.PowerOff}},
+			{BootDevice: &task.BootDeviceAction{Device: task.BootPXE, Mode: task.BootModeUEFI}},
+			{Power: &task.PowerAction{Op: task.PowerOn}},
+		}},
+		"status":  {BMC: ipmi, CredentialsRef: "lab", Tasks: []task.Spec{{PowerStatus: &task.PowerStatusAction{}}}},
+		"refused": {BMC: refusing, CredentialsRef: "old", Tasks: []task.Spec{{Power: &task.PowerAction{Op: task.PowerOn}}}},
+	}
+	for name, spec := range specs {
+		_, err := runner.Submit(ctx, name, spec)
+		require.NoError(t, err)
+	}
+	for name := range specs {
+		wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+		_, err := runner.Wait(wctx, name)
+		wcancel()
+		require.NoError(t, err, name)
+	}
+	cancel()
+	require.NoError(t, <-done) // stopped: connections closed, their traffic reported
+
+	// A boot-state tracker: one boot completes, one times out.
+	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	tr, err := bootstate.NewTracker(bootstate.Config{Store: store, Clock: clk, InsecureSkipAuth: true, Observer: m.BootObserver()})
+	require.NoError(t, err)
+	const u1, u2 = "4c4c4544-0042-4a10-8031-b2c04f4e4a31", "4c4c4544-0042-4a10-8031-b2c04f4e4a32"
+	bg := context.Background()
+	require.NoError(t, tr.StartBoot(bg, u1, "a1", time.Hour))
+	require.NoError(t, tr.StartBoot(bg, u2, "a2", time.Minute))
+	clk.Advance(40 * time.Second)
+	_, err = tr.RecordSignal(bg, u1, "a1", bootstate.SignalBootStateReceived, "")
+	require.NoError(t, err)
+	clk.Advance(time.Minute)
+	_, _, _, err = tr.BootResult(bg, u2, "a2")
+	require.NoError(t, err)
+
+	// Serve and scrape over HTTP on loopback.
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	require.True(t, strings.HasPrefix(srv.URL, "http://127.0.0.1:"), srv.URL)
+	fams := scrape(t, srv.URL+"/metrics")
+
+	assert.Equal(t, 2.0, value(fams, "bmckit_jobs_started_total", "driver=redfish"))
+	assert.Equal(t, 1.0, value(fams, "bmckit_jobs_started_total", "driver=ipmi"))
+	assert.Equal(t, 1.0, value(fams, "bmckit_jobs_finished_total", "driver=redfish", "reason=Succeeded", "result=Succeeded"))
+	assert.Equal(t, 1.0, value(fams, "bmckit_jobs_finished_total", "driver=redfish", "reason=Unauthorized", "result=Failed"))
+	assert.Equal(t, 1.0, value(fams, "bmckit_jobs_finished_total", "driver=ipmi", "reason=Succeeded", "result=Succeeded"))
+	assert.Equal(t, 1.0, value(fams, "bmckit_job_duration_seconds", "driver=ipmi", "result=Succeeded"))
+
+	assert.Equal(t, 3.0, value(fams, "bmckit_tasks_started_total", "kind=power"))
+	assert.Equal(t, 2.0, value(fams, "bmckit_task_duration_seconds", "kind=power", "result=Succeeded"))
+	assert.Equal(t, 1.0, value(fams, "bmckit_task_duration_seconds", "kind=power", "result=Failed"))
+	assert.Equal(t, 1.0, value(fams, "bmckit_task_duration_seconds", "kind=bootDevice", "result=Succeeded"))
+	assert.Equal(t, 1.0, value(fams, "bmckit_task_duration_seconds", "kind=powerStatus", "result=Succeeded"))
+
+	// Every call a fake BMC logged went over the wire once.
+	assert.Equal(t, float64(len(bRF.Calls())), value(fams, "bmckit_bmc_requests_total", "driver=redfish"))
+	assert.Equal(t, float64(len(bIPMI.Calls())), value(fams, "bmckit_bmc_requests_total", "driver=ipmi"))
+	assert.Equal(t, 1.0, value(fams, "bmckit_bmc_logins_total", "driver=redfish"))
+	assert.Equal(t, 1.0, value(fams, "bmckit_bmc_logins_total", "driver=ipmi"))
+	assert.Equal(t, 1.0, value(fams, "bmckit_bmc_errors_total", "class=unauthorized", "driver=redfish", "op=login"))
+
+	assert.Equal(t, 0.0, value(fams, "bmckit_runner_queue_waiting"))
+	assert.Equal(t, 0.0, value(fams, "bmckit_runner_queue_jobs"))
+	assert.Equal(t, 0.0, value(fams, "bmckit_lease_losses_total"))
+
+	assert.Equal(t, 1.0, value(fams, "bmckit_bootstate_signals_total", "signal=BootStateReceived"))
+	assert.Equal(t, 1.0, value(fams, "bmckit_bootstate_boots_completed_total"))
+	assert.Equal(t, 1.0, value(fams, "bmckit_bootstate_boot_timeouts_total", "reason=TimedOut"))
+	assert.Equal(t, 1.0, value(fams, "bmckit_bootstate_boot_duration_seconds", "result=Succeeded"))
+	h := fams["bmckit_bootstate_boot_duration_seconds"].GetMetric()
+	var sum float64
+	for _, x := range h {
+		sum += x.GetHistogram().GetSampleSum()
+	}
+	assert.Equal(t, 40.0+100.0, sum, "boot durations by the tracker's clock")
+
+	// No credential in any label.
+	var body strings.Builder
+	for _, f := range fams {
+		_, _ = expfmt.MetricFamilyToText(&body, f)
+	}
+	assert.NotContains(t, body.String(), password)
+	assert.NotContains(t, body.String(), "rotated-away")
+}
+
+func TestGaugesFollowQueue(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := bmcprom.New(bmcprom.Options{Namespace: "x", ConstLabels: prometheus.Labels{"runner": "a"}})
+	reg.MustRegister(m)
+	o := m.JobObserver()
+	o.Queue(job.QueueEvent{Jobs: 7, Held: 2, Waiting: 5, Steps: 1})
+	o.LeaseLost(job.LeaseEvent{System: "10.0.0.1:443/redfish/v1/Systems/1", Job: "j"})
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	byName := map[string]*dto.MetricFamily{}
+	for _, f := range fams {
+		byName[f.GetName()] = f
+	}
+	assert.Equal(t, 5.0, value(byName, "x_runner_queue_waiting", "runner=a"))
+	assert.Equal(t, 7.0, value(byName, "x_runner_queue_jobs", "runner=a"))
+	assert.Equal(t, 2.0, value(byName, "x_runner_held_systems", "runner=a"))
+	assert.Equal(t, 1.0, value(byName, "x_runner_steps_in_flight", "runner=a"))
+	assert.Equal(t, 1.0, value(byName, "x_lease_losses_total", "runner=a"))
+}
