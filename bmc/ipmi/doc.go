@@ -38,7 +38,10 @@
 //
 // Every error is a [*bmc.OpError]. A refused user name or password (RAKP
 // authentication mismatch, unauthorized name) wraps [bmc.ErrUnauthorized]
-// and comes back as soon as the BMC answers, without retries. A BMC that
+// and comes back as soon as the BMC answers, without retries. An unknown
+// user name (RAKP 2 status 0Dh, as real BMCs and ipmi_sim answer) also
+// wraps [ErrUnknownUser] and the message names the user; a wrong password
+// (the RAKP authentication code does not match) does not. A BMC that
 // does not answer yields a transient error after (Retries+1)*Timeout per
 // request, or as soon as ctx ends. Completion codes map to
 // [bmc.ErrNotSupported] (invalid command, parameter not supported),

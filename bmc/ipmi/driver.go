@@ -72,7 +72,8 @@ func (d *Dialer) Dial(ctx context.Context, ep bmc.Endpoint, creds bmc.Credential
 // with a permanent error naming the option, before any request.
 //
 // A wrong user name or password fails at once with an error wrapping
-// [bmc.ErrUnauthorized]; an unreachable BMC fails with a transient error
+// [bmc.ErrUnauthorized]; a user name the BMC does not know (RAKP status
+// 0Dh) also wraps [ErrUnknownUser] and names the user; an unreachable BMC fails with a transient error
 // after at most (Retries+1)*Timeout, or when ctx ends.
 func (d *Dialer) Open(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (*Driver, error) {
 	if ep.Protocol != "ipmi" {
@@ -291,6 +292,10 @@ func (d *Driver) login(ctx context.Context, log logr.Logger) error {
 			return bmc.Permanent(fmt.Errorf("open session: %w", err))
 		}
 		cerr, _ := classify(err)
+		if errors.Is(cerr, ErrUnknownUser) {
+			// The user name is not a secret, and the one thing to fix.
+			return fmt.Errorf("open session as user %q (cipher suite %d): %w", d.creds.Username, suite, cerr)
+		}
 		if errors.Is(cerr, bmc.ErrUnauthorized) || noAnswer(err) {
 			return fmt.Errorf("open session (cipher suite %d): %w", suite, cerr)
 		}

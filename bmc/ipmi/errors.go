@@ -20,6 +20,15 @@ import (
 // if that suite is acceptable.
 var ErrCipherSuiteMismatch = errors.New("the BMC answered with other algorithms than the cipher suite asked for")
 
+// ErrUnknownUser is wrapped, together with bmc.ErrUnauthorized, by the
+// (permanent) error of a dial the BMC refused with RMCP+ status 0Dh,
+// "unauthorized name": it has no enabled user by the name given (the
+// driver asks for a name-only lookup, so the privilege is not the cause).
+// A wrong password is a different refusal (the RAKP authentication code
+// does not match) and does not wrap it. The error names the user, never
+// the password.
+var ErrUnknownUser = errors.New("the BMC has no enabled user by this name (RMCP+ status 0Dh, unauthorized name): check the user name")
+
 // checkAlgorithms compares the algorithms of an Open Session Response with
 // those of the suite requested.
 func checkAlgorithms(suite types.CipherSuiteID, auth, integrity, crypt uint8) error {
@@ -65,9 +74,13 @@ func classify(err error) (error, errKind) {
 	var rs *types.RmcpStatusError
 	if errors.As(err, &rs) {
 		switch rs.StatusCode() {
-		case types.RmcpStatusCodeUnauthorizedName, types.RmcpStatusCodeInvalidRole,
+		case types.RmcpStatusCodeUnauthorizedName:
+			return fmt.Errorf("%w: %w: %w", bmc.ErrUnauthorized, ErrUnknownUser, err), kindBMC
+		case types.RmcpStatusCodeInvalidIntegrityCheckValue:
+			return fmt.Errorf("%w (wrong password or BMC key: the BMC found the RAKP authentication code wrong): %w", bmc.ErrUnauthorized, err), kindBMC
+		case types.RmcpStatusCodeInvalidRole,
 			types.RmcpStatusCodeUnauthorizedRoleOfPriLevel, types.RmcpStatusCodeInvalidNameLength,
-			types.RmcpStatusCodeInvalidIntegrityCheckValue, types.RmcpStatusCodeUnauthorizedGUID:
+			types.RmcpStatusCodeUnauthorizedGUID:
 			return fmt.Errorf("%w: %w", bmc.ErrUnauthorized, err), kindBMC
 		case types.RmcpStatusCodeNoResToCreateSess, types.RmcpStatusCodeNoResToCreateSessAtRole:
 			return bmc.Transient(fmt.Errorf("the BMC has no free session slot: %w", err)), kindBMC

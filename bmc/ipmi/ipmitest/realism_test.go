@@ -404,3 +404,36 @@ func TestSessionInfo(t *testing.T) {
 		}
 	}
 }
+
+// TestDriverUnknownUser: the ipmi driver tells an unknown user (wrapping
+// ipmi.ErrUnknownUser and naming the user) from a wrong password, both
+// permanent bmc.ErrUnauthorized without the password, against the
+// simulator and ipmi_sim.
+func TestDriverUnknownUser(t *testing.T) {
+	t.Parallel()
+	const pass = "Qx8-bmckit-7Zw"
+	_, sim := simPeer(t, ipmitest.Options{Password: pass})
+	sim2 := openIPMIPeer(t)
+	for name, p := range map[string]peer{"ipmitest": sim, "ipmi_sim": sim2} {
+		t.Run(name, func(t *testing.T) {
+			d, err := ipmi.NewDialer(ipmi.Options{CipherSuites: []int{3}, Timeout: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = d.Open(t.Context(), p.ep, bmc.Credentials{Username: "bmctest-nobody", Password: p.creds.Password})
+			if !errors.Is(err, bmc.ErrUnauthorized) || !errors.Is(err, ipmi.ErrUnknownUser) || bmc.IsTransient(err) {
+				t.Fatalf("unknown user: %v; want a permanent bmc.ErrUnauthorized wrapping ipmi.ErrUnknownUser", err)
+			}
+			if !strings.Contains(err.Error(), `"bmctest-nobody"`) || strings.Contains(err.Error(), p.creds.Password) {
+				t.Errorf("unknown user: %q should name the user and not the password", err)
+			}
+			_, err = d.Open(t.Context(), p.ep, bmc.Credentials{Username: p.creds.Username, Password: pass + "x"})
+			if !errors.Is(err, bmc.ErrUnauthorized) || errors.Is(err, ipmi.ErrUnknownUser) || bmc.IsTransient(err) {
+				t.Fatalf("wrong password: %v; want a permanent bmc.ErrUnauthorized, not ipmi.ErrUnknownUser", err)
+			}
+			if strings.Contains(err.Error(), pass) {
+				t.Errorf("wrong password: %q leaks the password", err)
+			}
+		})
+	}
+}
