@@ -85,7 +85,9 @@ func TestDurabilityAcrossSIGKILL(t *testing.T) {
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range 8 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for i := range work {
 				u := uuids[i]
 				attempt := "attempt-2"
@@ -115,7 +117,7 @@ func TestDurabilityAcrossSIGKILL(t *testing.T) {
 					once.Do(func() { child.Kill(); close(killed) }) // right after a 200
 				}
 			}
-		})
+		}()
 	}
 feed:
 	for i := range uuids {

@@ -137,7 +137,9 @@ func TestEndToEndFleetOverLoopback(t *testing.T) {
 		u := fmt.Sprintf("4c4c4544-0042-4a10-8031-%012x", 0xb2c04f4e0000+i)
 		// A "job": open the attempt before power-on, power on (start the
 		// simulated server), wait for boot.
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			attempt := fmt.Sprintf("job-%d-attempt-1", i)
 			if err := e.tr.StartBoot(ctx, u, attempt, 0); err != nil {
 				outcomes <- outcome{uuid: u, err: err}
@@ -153,7 +155,7 @@ func TestEndToEndFleetOverLoopback(t *testing.T) {
 			}()
 			rec, err := e.tr.Wait(ctx, u, attempt)
 			outcomes <- outcome{uuid: u, rec: rec, err: err, bootEr: <-bootErr}
-		})
+		}()
 	}
 	// Every server but the silent one completes without the clock moving.
 	got := map[string]outcome{}

@@ -476,11 +476,13 @@ func TestConcurrentSignalsAllLand(t *testing.T) {
 	mustStart(t, e.tr, bootstate.StartOptions{SystemUUID: uuidA, AttemptID: "a", Policy: bootstate.AllOfSignals(signals...)})
 	var wg sync.WaitGroup
 	for _, s := range signals {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			if _, err := e.tr.RecordSignal(context.Background(), uuidA, "a", s, ""); err != nil {
 				t.Error(err)
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	rec, err := e.tr.Get(context.Background(), uuidA)

@@ -17,6 +17,7 @@ import (
 	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/memstore"
 	"github.com/bmckit/bmckit/task"
@@ -111,17 +112,7 @@ func wait(t *testing.T, r *job.Runner, name string) *job.Job {
 // assertCompleted checks the condition model's invariants on a finished job.
 func assertCompleted(t *testing.T, j *job.Job, want conditions.Result) {
 	t.Helper()
-	require.True(t, conditions.IsTrue(j.Status.Conditions, conditions.TypeCompleted), "Completed must be True: %+v", j.Status)
-	assert.Equal(t, want, j.Status.Result, "result; message: %s", j.Status.Message)
-	assert.True(t, conditions.IsFalse(j.Status.Conditions, conditions.TypeRunning), "no stale Running=True on a finished job")
-	for _, c := range j.Status.Conditions {
-		assert.Contains(t, []string{conditions.TypeCompleted, conditions.TypeRunning}, c.Type, "no extra condition mirroring the result")
-	}
-	require.NotNil(t, j.Status.CompletionTime)
-	for i, ts := range j.Status.Tasks {
-		assert.True(t, ts.Completed(), "task %d completed", i)
-		assert.False(t, conditions.IsTrue(ts.Conditions, conditions.TypeRunning), "task %d not running", i)
-	}
+	jobtest.AssertCompleted(t, j, want)
 }
 
 func TestRunnerNetbootFleet(t *testing.T) {

@@ -4,8 +4,9 @@
 # It installs what the tests use for real peers (PostgreSQL, ipmitool,
 # OpenIPMI's ipmi_sim) when it runs as root with apt-get available, starts a
 # PostgreSQL server on 127.0.0.1:5432 with a bmckit role and database (and a
-# second cluster on 5433 for the restart test), and runs
-# `go test -race ./...`, then scripts/simulators-clients.sh (the Redfish
+# second cluster on 5433 for the restart test), checks the module graph
+# (scripts/modcheck.sh), runs `go vet` and `go test -race ./...` in every
+# module of the repository, then scripts/simulators-clients.sh (the Redfish
 # simulator against redfishtool and sushy) when those are installed or CI=true.
 # Extra arguments go to `go test`.
 #
@@ -77,8 +78,22 @@ if [ -z "${BMCKIT_TEST_POSTGRES_RESTART_DSN:-}" ] && [ "$(id -u)" = 0 ] && comma
   export BMCKIT_TEST_POSTGRES_RESTART_CLUSTER="$ver bmckit_restart"
 fi
 
-echo "== go test -race ./... $*"
-go test -race -timeout 30m "$@" ./...
+# The repository is several Go modules (see README "Module layout"). Each is
+# vetted and tested on its own, with GOWORK=off, exactly as a user's module
+# would build it: its own go.mod and go.sum, no workspace. A failing module
+# does not stop the others; the script fails at the end if any did.
+bash scripts/modcheck.sh
+failed=()
+for m in $(find . -name go.mod -not -path './.git/*' -printf '%h\n' | sort); do
+  echo "== $m: go vet ./... && go test -race ./... $*"
+  if ! (cd "$m" && GOWORK=off go vet ./... && GOWORK=off go test -race -timeout 30m "$@" ./...); then
+    failed+=("$m")
+  fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "== FAILED modules: ${failed[*]}" >&2
+  exit 1
+fi
 
 # The Redfish simulator against independent clients (redfishtool, sushy):
 # always in CI, elsewhere when both are installed.

@@ -336,13 +336,15 @@ func TestModifyConcurrentIncrements(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*each)
 	for range workers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for range each {
 				if _, err := storage.Modify(ctx, s, "counter", incr); err != nil {
 					errs <- err
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	close(errs)

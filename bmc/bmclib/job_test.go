@@ -8,8 +8,8 @@ import (
 	"github.com/bmckit/bmckit/bmc/bmclib"
 	"github.com/bmckit/bmckit/bmc/ipmi/ipmitest"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/job/jobtest"
 )
 
 // TestNetbootJobIPMIToolOpenIPMI runs a netboot job (power off, PXE once,

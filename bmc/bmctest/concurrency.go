@@ -26,7 +26,9 @@ func (s *suite) concurrency(t *testing.T, path string) {
 		errs := make(chan error, concurrentReaders*readsEach*3)
 		var wg sync.WaitGroup
 		for g := range concurrentReaders {
-			wg.Go(func() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
 				for i := range readsEach {
 					if _, err := tc.drv.PowerState(tc.ctx()); err != nil {
 						errs <- fmt.Errorf("reader %d, PowerState #%d: %w", g, i+1, err)
@@ -42,7 +44,7 @@ func (s *suite) concurrency(t *testing.T, path string) {
 						}
 					}
 				}
-			})
+			}()
 		}
 		wg.Wait()
 		close(errs)

@@ -532,7 +532,9 @@ func TestConcurrentUse(t *testing.T) {
 	var wg sync.WaitGroup
 	actions := []bmc.PowerAction{bmc.PowerActionOn, bmc.PowerActionOff, bmc.PowerActionCycle, bmc.PowerActionReset, bmc.PowerActionSoftOff}
 	for g := range 8 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			d, err := srv.Dial(ctx, testEP, bmc.Credentials{})
 			if err != nil {
 				t.Error(err)
@@ -553,7 +555,7 @@ func TestConcurrentUse(t *testing.T) {
 				_ = srv.State()
 				_ = srv.Calls()
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	s := srv.Sessions()

@@ -52,7 +52,9 @@ func TestOpenSystemSharesTheLogin(t *testing.T) {
 	errs := make([]error, n)
 	for i := 1; i < n; i++ {
 		ep := mustEP(t, sysURL("10.0.0.1:443", i+1))
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			d, err := opener.OpenSystem(ctx, ep)
 			if err != nil {
 				errs[i] = err
@@ -60,7 +62,7 @@ func TestOpenSystemSharesTheLogin(t *testing.T) {
 			}
 			drivers[i] = d
 			errs[i] = d.SetPower(ctx, bmc.PowerActionOn)
-		})
+		}()
 	}
 	wg.Wait()
 	for i, err := range errs {

@@ -7,8 +7,8 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/ipmi/ipmitest"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/job/jobtest"
 )
 
 // TestNetbootJobOpenIPMI runs a netboot job (power off, PXE once, power on)

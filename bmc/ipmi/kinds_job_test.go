@@ -12,9 +12,9 @@ import (
 	"github.com/bmckit/bmckit/bmc/ipmi"
 	"github.com/bmckit/bmckit/bmc/ipmi/ipmitest"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/retry"
-	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/job/jobtest"
+	"github.com/bmckit/bmckit/retry"
 	"github.com/bmckit/bmckit/task"
 )
 

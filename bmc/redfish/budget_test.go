@@ -185,7 +185,9 @@ func pollFleet(t *testing.T, n int, limit, rps float64, limitAfterOpen bool) fle
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i, d := range drivers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for {
 				err := d.SetPower(ctx, bmc.PowerActionOn)
 				if err == nil {
@@ -223,7 +225,7 @@ func pollFleet(t *testing.T, n int, limit, rps float64, limitAfterOpen bool) fle
 				case <-time.After(poll):
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	res.took = time.Since(start)

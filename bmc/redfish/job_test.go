@@ -10,9 +10,9 @@ import (
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/retry"
-	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/job/jobtest"
+	"github.com/bmckit/bmckit/retry"
 	"github.com/bmckit/bmckit/task"
 )
 

@@ -30,9 +30,11 @@ func openAll(t *testing.T, srv *redfishtest.Server, opts redfish.Options, n int)
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := 1; i < n; i++ {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			drivers[i], errs[i] = owner.OpenSystem(ctx, srv.Endpoint(strconv.Itoa(i+1)))
-		})
+		}()
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -97,7 +99,9 @@ func TestOpenSystemFiftySystemsOneSession(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i, d := range drivers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			if err := d.SetPower(ctx, bmc.PowerActionOn); err != nil {
 				errs[i] = err
 				return
@@ -105,7 +109,7 @@ func TestOpenSystemFiftySystemsOneSession(t *testing.T) {
 			if (i+1)%2 == 1 {
 				errs[i] = d.SetPower(ctx, bmc.PowerActionOff)
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -282,7 +286,8 @@ func TestOpenSystemSessionExpiryLogsInOnceForAll(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i, d := range drivers {
-		wg.Go(func() { _, errs[i] = d.PowerState(ctx) })
+		wg.Add(1)
+		go func() { defer wg.Done(); _, errs[i] = d.PowerState(ctx) }()
 	}
 	wg.Wait()
 	for i, err := range errs {

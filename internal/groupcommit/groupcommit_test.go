@@ -39,10 +39,12 @@ func TestBatchesAndOrder(t *testing.T) {
 	const n = 50
 	errs := make([]error, n+1)
 	var wg sync.WaitGroup
-	wg.Go(func() { errs[0] = c.Do(context.Background(), 0) })
+	wg.Add(1)
+	go func() { defer wg.Done(); errs[0] = c.Do(context.Background(), 0) }()
 	<-started
 	for i := 1; i <= n; i++ {
-		wg.Go(func() { errs[i] = c.Do(context.Background(), i) })
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = c.Do(context.Background(), i) }()
 	}
 	deadline := time.Now().Add(time.Minute)
 	for c.Waiting() < n {

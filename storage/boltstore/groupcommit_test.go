@@ -21,11 +21,14 @@ func TestGroupCommitCancelled(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		ctx, cancel := context.WithCancel(context.Background())
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			_, errs[i] = s.Create(ctx, fmt.Sprintf("k/%03d", i), []byte("v"))
-		})
+		}()
 		if i%2 == 1 {
-			wg.Go(cancel)
+			wg.Add(1)
+			go func() { defer wg.Done(); cancel() }()
 		} else {
 			defer cancel()
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/bmckit/bmckit/internal/pgtest"
+	"github.com/bmckit/bmckit/storage/sqlstore/postgres/pgtest"
 )
 
 // TestQueryPlansUseIndexes checks, on a real server and with the generic

@@ -184,7 +184,9 @@ func testFeedConcurrent(t *testing.T, s storage.Store, f storage.ChangeFeed) {
 	var wg sync.WaitGroup
 	errc := make(chan error, writers)
 	for w := range writers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for i := range keys {
 				key := fmt.Sprintf("c/%d/%d", w, i)
 				rev, err := s.Create(ctx, key, []byte("1"))
@@ -199,7 +201,7 @@ func testFeedConcurrent(t *testing.T, s storage.Store, f storage.ChangeFeed) {
 					return
 				}
 			}
-		})
+		}()
 	}
 	go func() { wg.Wait(); close(stop) }()
 	state := map[string]storage.Event{}

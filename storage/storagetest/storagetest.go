@@ -476,9 +476,11 @@ func testConcurrentCreate(t *testing.T, s storage.Store) {
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range n {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			_, errs[i] = s.Create(ctxT(t), "k", []byte(fmt.Sprint(i)))
-		})
+		}()
 	}
 	wg.Wait()
 	winners := 0
@@ -509,7 +511,9 @@ func testConcurrentUpdate(t *testing.T, s storage.Store) {
 	var wg sync.WaitGroup
 	errc := make(chan error, workers)
 	for range workers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for done := 0; done < incs; {
 				r, err := s.Get(ctx, "counter")
 				if err != nil {
@@ -538,7 +542,7 @@ func testConcurrentUpdate(t *testing.T, s storage.Store) {
 				newRevs[rev] = true
 				mu.Unlock()
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	close(errc)
@@ -564,7 +568,9 @@ func testConcurrentManyKeys(t *testing.T, s storage.Store) {
 	var wg sync.WaitGroup
 	errc := make(chan error, workers)
 	for w := range workers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			var last int64
 			for i := range keys {
 				key := fmt.Sprintf("w%d/k%02d", w, i)
@@ -596,7 +602,7 @@ func testConcurrentManyKeys(t *testing.T, s storage.Store) {
 					return
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	close(errc)
@@ -635,7 +641,9 @@ func testListUnderWrites(t *testing.T, s storage.Store) {
 	defer func() { halt(); wg.Wait() }() // also when a check fails
 	errc := make(chan error, 8)
 	createdAll := make(chan struct{})
-	wg.Go(func() {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
 		defer close(createdAll)
 		for i := range created {
 			if _, err := s.Create(ctx, fmt.Sprintf("l/new/%04d", i), []byte("x")); err != nil {
@@ -643,12 +651,14 @@ func testListUnderWrites(t *testing.T, s storage.Store) {
 				return
 			}
 		}
-	})
+	}()
 	mustCreate(t, s, "l/tok/a", []byte("token"))
 	// A stable key between the two token positions: a cursor scan can stand
 	// on it while the token moves from "z" to "a" behind it.
 	mustCreate(t, s, "l/tok/m", []byte("not a token"))
-	wg.Go(func() {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
 		cur, other := "l/tok/a", "l/tok/z"
 		for {
 			select {
@@ -666,9 +676,11 @@ func testListUnderWrites(t *testing.T, s storage.Store) {
 			}
 			cur, other = other, cur
 		}
-	})
+	}()
 	for w := range 2 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for n := 0; ; n++ {
 				select {
 				case <-stop:
@@ -685,7 +697,7 @@ func testListUnderWrites(t *testing.T, s storage.Store) {
 					return
 				}
 			}
-		})
+		}()
 	}
 	// List until the creator is done and at least minLists lists ran while
 	// the others kept writing, so a torn scan has a chance to show on fast

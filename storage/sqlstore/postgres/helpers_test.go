@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/bmckit/bmckit/internal/pgtest"
+	"github.com/bmckit/bmckit/storage/sqlstore/postgres/pgtest"
 	"github.com/bmckit/bmckit/storage/sqlstore"
 	"github.com/bmckit/bmckit/storage/sqlstore/postgres"
 )
