@@ -1,4 +1,4 @@
-package monitor
+package monitor_test
 
 import (
 	"context"
@@ -15,9 +15,11 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/fake"
-	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/clock"
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/internal/monitortest"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/monitor"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/memstore"
 	"github.com/bmckit/bmckit/task"
@@ -32,15 +34,15 @@ type fakeEnv struct {
 	store storage.Store
 	fleet *fake.Fleet
 	srv   *fake.BMC
-	creds *creds
-	logs  *logSink
-	m     *Monitor
+	creds *monitortest.Creds
+	logs  *monitortest.LogSink
+	m     *monitor.Monitor
 }
 
-func newFakeEnv(t *testing.T, cfg Config) *fakeEnv {
+func newFakeEnv(t *testing.T, cfg monitor.Config) *fakeEnv {
 	t.Helper()
-	e := &fakeEnv{clk: clock.NewFake(t0), store: memstore.New(), fleet: fake.NewFleet(), logs: &logSink{},
-		creds: newCreds("rack1", bmc.Credentials{Username: "admin", Password: secret})}
+	e := &fakeEnv{clk: clock.NewFake(monitortest.T0), store: memstore.New(), fleet: fake.NewFleet(), logs: &monitortest.LogSink{},
+		creds: monitortest.NewCreds("rack1", bmc.Credentials{Username: "admin", Password: monitortest.Secret})}
 	var err error
 	e.srv, err = e.fleet.AddNew(fakeURL, fake.Options{Power: bmc.PowerOn, Clock: e.clk})
 	require.NoError(t, err)
@@ -51,17 +53,17 @@ func newFakeEnv(t *testing.T, cfg Config) *fakeEnv {
 	if cfg.Pool == nil {
 		cfg.Dialer = e.fleet
 	}
-	cfg.Credentials, cfg.Clock, cfg.Logger = e.creds, e.clk, e.logs.logger()
+	cfg.Credentials, cfg.Clock, cfg.Logger = e.creds, e.clk, e.logs.Logger()
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Minute
 	}
 	if cfg.Owner == "" {
 		cfg.Owner = "replica-a"
 	}
-	e.m, err = New(cfg)
+	e.m, err = monitor.New(cfg)
 	require.NoError(t, err)
-	startMonitor(t, e.m)
-	settle(t, e.clk, e.m)
+	monitortest.Start(t, e.m)
+	monitortest.Settle(t, e.clk, e.m)
 	return e
 }
 
@@ -69,30 +71,30 @@ func (e *fakeEnv) add(t *testing.T) {
 	t.Helper()
 	_, err := e.m.Add(context.Background(), fakeURL, "rack1")
 	require.NoError(t, err)
-	settle(t, e.clk, e.m)
+	monitortest.Settle(t, e.clk, e.m)
 }
 
 func TestAddReadsAtOnce(t *testing.T) {
-	e := newFakeEnv(t, Config{})
+	e := newFakeEnv(t, monitor.Config{})
 	e.add(t)
 
-	mc := record(t, e.store, e.m, fakeURL)
-	c := contactable(t, mc)
+	mc := monitortest.Record(t, e.store, e.m, fakeURL)
+	c := monitortest.Contactable(t, mc)
 	assert.Equal(t, conditions.True, c.Status)
-	assert.Equal(t, ReasonContacted, c.Reason)
+	assert.Equal(t, monitor.ReasonContacted, c.Reason)
 	assert.Contains(t, c.Message, fakeURL)
 	assert.Equal(t, int64(1), c.ObservedGeneration)
-	assert.Equal(t, t0, c.LastTransitionTime)
+	assert.Equal(t, monitortest.T0, c.LastTransitionTime)
 	assert.Equal(t, bmc.PowerOn, mc.Status.Power)
-	assert.Equal(t, t0, mc.Status.LastReadTime)
+	assert.Equal(t, monitortest.T0, mc.Status.LastReadTime)
 	assert.Equal(t, int64(1), mc.Status.ObservedGeneration)
 	assert.Equal(t, "10.0.0.1:443/redfish/v1/Systems/1", mc.System)
 	assert.Equal(t, "rack1", mc.CredentialsRef)
 	assert.Equal(t, "replica-a", mc.Refresh.Owner)
 	assert.Equal(t, int64(1), mc.Refresh.Seq)
 	// The first interval after an add is spread over [Interval, 2*Interval).
-	assert.GreaterOrEqual(t, mc.Refresh.Next.Sub(t0), time.Minute)
-	assert.Less(t, mc.Refresh.Next.Sub(t0), 2*time.Minute)
+	assert.GreaterOrEqual(t, mc.Refresh.Next.Sub(monitortest.T0), time.Minute)
+	assert.Less(t, mc.Refresh.Next.Sub(monitortest.T0), 2*time.Minute)
 	assert.Len(t, e.srv.CallsTo(fake.MethodPowerState), 1, "one read")
 
 	// The stored JSON: camelCase, no secret.
@@ -102,16 +104,16 @@ func TestAddReadsAtOnce(t *testing.T) {
 		`"type":"Contactable"`, `"status":"True"`, `"reason":"Contacted"`, `"power":"On"`, `"lastReadTime":`, `"refresh":{"owner":"replica-a","seq":1`, `"next":`} {
 		assert.Contains(t, string(raw.Value), k)
 	}
-	assert.NotContains(t, string(raw.Value), secret)
+	assert.NotContains(t, string(raw.Value), monitortest.Secret)
 
 	// Adding it again changes nothing and reads nothing.
 	_, err = e.m.Add(context.Background(), fakeURL, "rack1")
 	require.NoError(t, err)
-	settle(t, e.clk, e.m)
+	monitortest.Settle(t, e.clk, e.m)
 	assert.Len(t, e.srv.CallsTo(fake.MethodPowerState), 1)
 
 	// Then once per interval (±10%), on the session opened first.
-	advance(t, e.clk, 6*time.Minute, time.Second, e.m)
+	monitortest.Advance(t, e.clk, 6*time.Minute, time.Second, e.m)
 	calls := e.srv.CallsTo(fake.MethodPowerState)
 	require.GreaterOrEqual(t, len(calls), 5)
 	require.LessOrEqual(t, len(calls), 7)
@@ -121,40 +123,40 @@ func TestAddReadsAtOnce(t *testing.T) {
 		assert.LessOrEqual(t, gap, 2*time.Minute, "read %d", i)
 	}
 	assert.Equal(t, 1, e.srv.Sessions().Logins, "one session for every read")
-	mc = record(t, e.store, e.m, fakeURL)
-	assert.Equal(t, t0, contactable(t, mc).LastTransitionTime, "no flip, no transition")
+	mc = monitortest.Record(t, e.store, e.m, fakeURL)
+	assert.Equal(t, monitortest.T0, monitortest.Contactable(t, mc).LastTransitionTime, "no flip, no transition")
 	assert.Equal(t, calls[len(calls)-1].Time, mc.Status.LastReadTime)
 	assert.Equal(t, int64(len(calls)), e.m.Stats().Reads)
 }
 
 func TestAddWithAnotherRefReadsAtOnceAndRemoveStops(t *testing.T) {
-	e := newFakeEnv(t, Config{})
+	e := newFakeEnv(t, monitor.Config{})
 	e.add(t)
 	e.clk.Advance(10 * time.Second)
-	settle(t, e.clk, e.m)
-	e.creds.set("rack2", bmc.Credentials{Username: "admin", Password: secret})
+	monitortest.Settle(t, e.clk, e.m)
+	e.creds.Set("rack2", bmc.Credentials{Username: "admin", Password: monitortest.Secret})
 	mc, err := e.m.Add(context.Background(), fakeURL, "rack2")
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), mc.Generation)
-	settle(t, e.clk, e.m)
+	monitortest.Settle(t, e.clk, e.m)
 	assert.Len(t, e.srv.CallsTo(fake.MethodPowerState), 2, "read at once after the change")
-	mc = record(t, e.store, e.m, fakeURL)
+	mc = monitortest.Record(t, e.store, e.m, fakeURL)
 	assert.Equal(t, int64(2), mc.Status.ObservedGeneration)
-	assert.Equal(t, int64(2), contactable(t, mc).ObservedGeneration)
-	assert.Equal(t, t0.Add(10*time.Second), mc.Status.LastReadTime)
+	assert.Equal(t, int64(2), monitortest.Contactable(t, mc).ObservedGeneration)
+	assert.Equal(t, monitortest.T0.Add(10*time.Second), mc.Status.LastReadTime)
 
 	require.NoError(t, e.m.Remove(context.Background(), fakeURL))
-	settle(t, e.clk, e.m)
+	monitortest.Settle(t, e.clk, e.m)
 	_, err = e.m.Get(context.Background(), fakeURL)
 	assert.ErrorIs(t, err, storage.ErrNotFound)
-	advance(t, e.clk, 5*time.Minute, 5*time.Second, e.m)
+	monitortest.Advance(t, e.clk, 5*time.Minute, 5*time.Second, e.m)
 	assert.Len(t, e.srv.CallsTo(fake.MethodPowerState), 2, "no reads after Remove")
 	assert.Equal(t, 0, e.m.Stats().Machines)
 	assert.ErrorIs(t, e.m.Remove(context.Background(), fakeURL), storage.ErrNotFound)
 }
 
 func TestFakeUnreachableAndBack(t *testing.T) {
-	e := newFakeEnv(t, Config{})
+	e := newFakeEnv(t, monitor.Config{})
 	e.add(t)
 	var down atomic.Bool
 	refuse := func(context.Context, fake.Call) error {
@@ -173,20 +175,20 @@ func TestFakeUnreachableAndBack(t *testing.T) {
 		n := len(e.srv.CallsTo(fake.MethodPowerState))
 		for len(e.srv.CallsTo(fake.MethodPowerState)) == n {
 			e.clk.Advance(time.Second)
-			settle(t, e.clk, e.m)
+			monitortest.Settle(t, e.clk, e.m)
 		}
 		if i == 0 {
 			firstFail = e.clk.Now()
 		}
-		mc := record(t, e.store, e.m, fakeURL)
-		c := contactable(t, mc)
+		mc := monitortest.Record(t, e.store, e.m, fakeURL)
+		c := monitortest.Contactable(t, mc)
 		assert.Equal(t, conditions.False, c.Status)
-		assert.Equal(t, ReasonUnreachable, c.Reason)
+		assert.Equal(t, monitor.ReasonUnreachable, c.Reason)
 		assert.Contains(t, c.Message, fakeURL)
 		assert.Contains(t, c.Message, "connection refused")
 		assert.Equal(t, firstFail, c.LastTransitionTime, "moves only on flips")
 		assert.Equal(t, bmc.PowerOn, mc.Status.Power, "the last known power state stays")
-		assert.Equal(t, t0, mc.Status.LastReadTime, "the last successful read")
+		assert.Equal(t, monitortest.T0, mc.Status.LastReadTime, "the last successful read")
 	}
 
 	down.Store(false)
@@ -194,17 +196,17 @@ func TestFakeUnreachableAndBack(t *testing.T) {
 	n := len(e.srv.CallsTo(fake.MethodPowerState))
 	for len(e.srv.CallsTo(fake.MethodPowerState)) == n {
 		e.clk.Advance(time.Second)
-		settle(t, e.clk, e.m)
+		monitortest.Settle(t, e.clk, e.m)
 	}
-	mc := record(t, e.store, e.m, fakeURL)
-	c := contactable(t, mc)
+	mc := monitortest.Record(t, e.store, e.m, fakeURL)
+	c := monitortest.Contactable(t, mc)
 	assert.Equal(t, conditions.True, c.Status)
 	assert.Equal(t, e.clk.Now(), c.LastTransitionTime)
 	assert.Equal(t, bmc.PowerOff, mc.Status.Power)
 	assert.Equal(t, e.clk.Now(), mc.Status.LastReadTime)
 	st := e.m.Stats()
 	assert.Equal(t, int64(3), st.Failed)
-	assert.NotContains(t, e.logs.text(), secret)
+	assert.NotContains(t, e.logs.Text(), monitortest.Secret)
 }
 
 // Rotation where the BMC takes the new password and ends the old sessions
@@ -212,7 +214,7 @@ func TestFakeUnreachableAndBack(t *testing.T) {
 // the resolver returns the new ones it reads at once (CredentialsChanged)
 // and succeeds; the old session is closed.
 func TestFakeRotatedCredentials(t *testing.T) {
-	e := newFakeEnv(t, Config{CredentialsCheckInterval: -1})
+	e := newFakeEnv(t, monitor.Config{CredentialsCheckInterval: -1})
 	e.add(t)
 	require.Equal(t, 1, e.srv.Sessions().Open)
 
@@ -226,20 +228,20 @@ func TestFakeRotatedCredentials(t *testing.T) {
 	rotated.Store(true)
 	e.srv.ExpireSessions()
 
-	advance(t, e.clk, 2*time.Minute, time.Second, e.m)
-	mc := record(t, e.store, e.m, fakeURL)
-	c := contactable(t, mc)
+	monitortest.Advance(t, e.clk, 2*time.Minute, time.Second, e.m)
+	mc := monitortest.Record(t, e.store, e.m, fakeURL)
+	c := monitortest.Contactable(t, mc)
 	require.Equal(t, conditions.False, c.Status, "%+v", c)
-	assert.Equal(t, ReasonUnauthorized, c.Reason)
+	assert.Equal(t, monitor.ReasonUnauthorized, c.Reason)
 	assert.Contains(t, c.Message, fakeURL)
 	assert.Equal(t, 0, e.srv.Sessions().Open, "the expired session was closed")
 	reads := len(e.srv.CallsTo(fake.MethodPowerState))
 
-	e.creds.set("rack1", bmc.Credentials{Username: "admin2", Password: secret + "-new"})
+	e.creds.Set("rack1", bmc.Credentials{Username: "admin2", Password: monitortest.Secret + "-new"})
 	e.m.CredentialsChanged("rack1")
-	settle(t, e.clk, e.m)
-	mc = record(t, e.store, e.m, fakeURL)
-	c = contactable(t, mc)
+	monitortest.Settle(t, e.clk, e.m)
+	mc = monitortest.Record(t, e.store, e.m, fakeURL)
+	c = monitortest.Contactable(t, mc)
 	assert.Equal(t, conditions.True, c.Status, "%+v", c)
 	assert.Equal(t, e.clk.Now(), mc.Status.LastReadTime, "read at once")
 	assert.Equal(t, reads+1, len(e.srv.CallsTo(fake.MethodPowerState)))
@@ -247,53 +249,53 @@ func TestFakeRotatedCredentials(t *testing.T) {
 	assert.Equal(t, 1, s.Open)
 	assert.Equal(t, 1, s.MaxOpen)
 	assert.Equal(t, 2, s.Logins)
-	assert.NotContains(t, e.logs.text(), secret)
+	assert.NotContains(t, e.logs.Text(), monitortest.Secret)
 }
 
 // Rotation where the secret changes while the old session still works: the
 // periodic credentials check notices the new hash and reads at once; the
 // pool closes the old session before it dials the new one.
 func TestFakeCredentialsChangeSeenByThePeriodicCheck(t *testing.T) {
-	e := newFakeEnv(t, Config{Interval: 10 * time.Minute, CredentialsCheckInterval: 30 * time.Second})
+	e := newFakeEnv(t, monitor.Config{Interval: 10 * time.Minute, CredentialsCheckInterval: 30 * time.Second})
 	e.add(t)
-	e.creds.set("rack1", bmc.Credentials{Username: "admin", Password: secret + "-new"})
-	advance(t, e.clk, 30*time.Second, time.Second, e.m)
+	e.creds.Set("rack1", bmc.Credentials{Username: "admin", Password: monitortest.Secret + "-new"})
+	monitortest.Advance(t, e.clk, 30*time.Second, time.Second, e.m)
 	assert.Len(t, e.srv.CallsTo(fake.MethodPowerState), 2, "read at once on the check, long before the interval")
 	s := e.srv.Sessions()
 	assert.Equal(t, 2, s.Logins)
 	assert.Equal(t, 1, s.Open)
 	assert.Equal(t, 1, s.MaxOpen, "the old session closed before the new one opened")
 	// Unchanged credentials: the next checks read nothing.
-	advance(t, e.clk, 2*time.Minute, 5*time.Second, e.m)
+	monitortest.Advance(t, e.clk, 2*time.Minute, 5*time.Second, e.m)
 	assert.Len(t, e.srv.CallsTo(fake.MethodPowerState), 2)
 }
 
 func TestCredentialsUnresolved(t *testing.T) {
-	e := newFakeEnv(t, Config{})
+	e := newFakeEnv(t, monitor.Config{})
 	_, err := e.m.Add(context.Background(), fakeURL, "missing")
 	require.NoError(t, err)
-	settle(t, e.clk, e.m)
-	c := contactable(t, record(t, e.store, e.m, fakeURL))
+	monitortest.Settle(t, e.clk, e.m)
+	c := monitortest.Contactable(t, monitortest.Record(t, e.store, e.m, fakeURL))
 	assert.Equal(t, conditions.False, c.Status)
-	assert.Equal(t, ReasonCredentialsUnresolved, c.Reason)
+	assert.Equal(t, monitor.ReasonCredentialsUnresolved, c.Reason)
 	assert.Contains(t, c.Message, `"missing"`)
 	assert.Contains(t, c.Message, fakeURL)
 	assert.Equal(t, 0, e.srv.Sessions().Logins, "the BMC was not contacted")
 
-	e.creds.set("missing", bmc.Credentials{Username: "admin", Password: secret})
-	advance(t, e.clk, time.Minute, time.Second, e.m) // the periodic check
-	assert.Equal(t, conditions.True, contactable(t, record(t, e.store, e.m, fakeURL)).Status)
+	e.creds.Set("missing", bmc.Credentials{Username: "admin", Password: monitortest.Secret})
+	monitortest.Advance(t, e.clk, time.Minute, time.Second, e.m) // the periodic check
+	assert.Equal(t, conditions.True, monitortest.Contactable(t, monitortest.Record(t, e.store, e.m, fakeURL)).Status)
 }
 
 // blockingPowerOn holds every SetPower until release is closed, so a job
 // holds its system while the monitor runs.
 func TestFakeJobHoldingTheSystemSharesItsSession(t *testing.T) {
-	clk := clock.NewFake(t0)
+	clk := clock.NewFake(monitortest.T0)
 	store := memstore.New()
 	fleet := fake.NewFleet()
 	srv, err := fleet.AddNew(fakeURL, fake.Options{Power: bmc.PowerOff, Clock: clk, PowerTransition: 3 * time.Minute})
 	require.NoError(t, err)
-	resolver := newCreds("rack1", bmc.Credentials{Username: "admin", Password: secret})
+	resolver := monitortest.NewCreds("rack1", bmc.Credentials{Username: "admin", Password: monitortest.Secret})
 	runner, err := job.NewRunner(job.Config{Store: store, Dialer: fleet, Credentials: resolver, Clock: clk, Owner: "host-1", IdleTimeout: 10 * time.Minute})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -305,19 +307,19 @@ func TestFakeJobHoldingTheSystemSharesItsSession(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return len(srv.CallsTo(fake.MethodSetPower)) == 1 }, 10*time.Second, time.Millisecond)
 
-	logs := &logSink{}
-	m, err := New(Config{Store: store, Pool: runner.Pool(), Owner: "host-1", Credentials: resolver, Clock: clk, Interval: 30 * time.Second, Logger: logs.logger()})
+	logs := &monitortest.LogSink{}
+	m, err := monitor.New(monitor.Config{Store: store, Pool: runner.Pool(), Owner: "host-1", Credentials: resolver, Clock: clk, Interval: 30 * time.Second, Logger: logs.Logger()})
 	require.NoError(t, err)
-	startMonitor(t, m)
+	monitortest.Start(t, m)
 	_, err = m.Add(ctx, fakeURL, "rack1")
 	require.NoError(t, err)
-	settle(t, clk, m)
-	mc := record(t, store, m, fakeURL)
-	assert.Equal(t, conditions.True, contactable(t, mc).Status)
+	monitortest.Settle(t, clk, m)
+	mc := monitortest.Record(t, store, m, fakeURL)
+	assert.Equal(t, conditions.True, monitortest.Contactable(t, mc).Status)
 	assert.Equal(t, bmc.PowerPoweringOn, mc.Status.Power, "read on the job's session, mid-change")
 
 	// The job polls, the monitor reads every 30s, both on one session.
-	advance(t, clk, 2*time.Minute, time.Second, m)
+	monitortest.Advance(t, clk, 2*time.Minute, time.Second, m)
 	j, err := runner.Get(ctx, "power-on")
 	require.NoError(t, err)
 	require.False(t, j.Completed(), "the job still holds the system")
@@ -334,7 +336,7 @@ func TestFakeJobHoldingTheSystemSharesItsSession(t *testing.T) {
 // would open a second session next to that job's) until the lock is freed
 // or its lease is seen unchanged for a whole lease.
 func TestSystemHeldByAnotherRunnerIsSkipped(t *testing.T) {
-	e := newFakeEnv(t, Config{})
+	e := newFakeEnv(t, monitor.Config{})
 	ctx := context.Background()
 	locker := job.NewStoreLocker(e.store, job.StoreLockerConfig{LeaseDuration: 10 * time.Minute, Clock: e.clk})
 	ep, err := bmc.ParseEndpoint(fakeURL)
@@ -343,40 +345,40 @@ func TestSystemHeldByAnotherRunnerIsSkipped(t *testing.T) {
 	require.NoError(t, err)
 
 	e.add(t)
-	advance(t, e.clk, 2*time.Minute, time.Second, e.m)
+	monitortest.Advance(t, e.clk, 2*time.Minute, time.Second, e.m)
 	assert.Equal(t, 0, e.srv.Sessions().Logins)
 	assert.GreaterOrEqual(t, e.m.Stats().Deferred, int64(2))
-	c := contactable(t, record(t, e.store, e.m, fakeURL))
+	c := monitortest.Contactable(t, monitortest.Record(t, e.store, e.m, fakeURL))
 	assert.Equal(t, conditions.Unknown, c.Status)
-	assert.Equal(t, ReasonPending, c.Reason)
+	assert.Equal(t, monitor.ReasonPending, c.Reason)
 
 	require.NoError(t, locker.Unlock(ctx, ep.SystemKey(), "someone-elses-job"))
-	advance(t, e.clk, 31*time.Second, time.Second, e.m)
-	assert.Equal(t, conditions.True, contactable(t, record(t, e.store, e.m, fakeURL)).Status)
+	monitortest.Advance(t, e.clk, 31*time.Second, time.Second, e.m)
+	assert.Equal(t, conditions.True, monitortest.Contactable(t, monitortest.Record(t, e.store, e.m, fakeURL)).Status)
 	assert.Equal(t, 1, e.srv.Sessions().Logins)
 
 	// A lease nobody renews is taken as expired after a whole lease.
 	_, err = locker.Lock(ctx, ep.SystemKey(), "a-dead-controllers-job")
 	require.NoError(t, err)
 	reads := len(e.srv.CallsTo(fake.MethodPowerState))
-	advance(t, e.clk, 9*time.Minute, 5*time.Second, e.m)
+	monitortest.Advance(t, e.clk, 9*time.Minute, 5*time.Second, e.m)
 	assert.Equal(t, reads, len(e.srv.CallsTo(fake.MethodPowerState)))
-	advance(t, e.clk, 3*time.Minute, 5*time.Second, e.m)
+	monitortest.Advance(t, e.clk, 3*time.Minute, 5*time.Second, e.m)
 	assert.Greater(t, len(e.srv.CallsTo(fake.MethodPowerState)), reads)
 }
 
 func TestNewValidates(t *testing.T) {
-	_, err := New(Config{})
+	_, err := monitor.New(monitor.Config{})
 	assert.Error(t, err)
-	_, err = New(Config{Store: memstore.New()})
+	_, err = monitor.New(monitor.Config{Store: memstore.New()})
 	assert.Error(t, err)
-	m, err := New(Config{Store: memstore.New(), Dialer: fake.NewFleet()})
+	m, err := monitor.New(monitor.Config{Store: memstore.New(), Dialer: fake.NewFleet()})
 	require.NoError(t, err)
 	_, err = m.Add(context.Background(), "http://10.0.0.1", "x")
 	assert.Error(t, err)
-	_, err = m.Add(context.Background(), "redfish://user:"+secret+"@10.0.0.1", "x")
+	_, err = m.Add(context.Background(), "redfish://user:"+monitortest.Secret+"@10.0.0.1", "x")
 	require.Error(t, err)
-	assert.NotContains(t, err.Error(), secret)
+	assert.NotContains(t, err.Error(), monitortest.Secret)
 	assert.True(t, errors.Is(m.Start(canceled()), nil))
 	assert.Error(t, m.Start(context.Background()), "a second Start")
 }
@@ -390,46 +392,16 @@ func canceled() context.Context {
 // A BMC (or resolver) that echoes the password in an error: the message
 // stored and logged has it redacted.
 func TestSecretEchoedByTheBMCIsRedacted(t *testing.T) {
-	e := newFakeEnv(t, Config{})
+	e := newFakeEnv(t, monitor.Config{})
 	e.srv.SetHook(fake.MethodDial, func(context.Context, fake.Call) error {
-		return bmc.Permanent(errors.New("login failed for password " + secret))
+		return bmc.Permanent(errors.New("login failed for password " + monitortest.Secret))
 	})
 	e.add(t)
-	c := contactable(t, record(t, e.store, e.m, fakeURL))
-	assert.Equal(t, ReasonBMCError, c.Reason)
+	c := monitortest.Contactable(t, monitortest.Record(t, e.store, e.m, fakeURL))
+	assert.Equal(t, monitor.ReasonBMCError, c.Reason)
 	assert.Contains(t, c.Message, "<redacted>")
-	assert.NotContains(t, e.logs.text(), secret)
+	assert.NotContains(t, e.logs.Text(), monitortest.Secret)
 	ms, err := e.m.List(context.Background())
 	require.NoError(t, err)
-	assert.NotContains(t, mustJSON(t, ms), secret)
-}
-
-func TestClassify(t *testing.T) {
-	rf, _ := bmc.ParseEndpoint("redfish://10.0.0.1")
-	ip, _ := bmc.ParseEndpoint("ipmi://10.0.0.2")
-	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
-	timeout := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
-	for _, c := range []struct {
-		ep     bmc.Endpoint
-		err    error
-		timed  bool
-		reason string
-	}{
-		{rf, &bmc.OpError{Op: "login", Err: bmc.ErrUnauthorized}, false, ReasonUnauthorized},
-		{rf, bmc.Transient(refused), false, ReasonUnreachable},
-		{rf, &net.DNSError{Err: "no such host", Name: "bmc.example", IsNotFound: true}, false, ReasonUnreachable},
-		{rf, bmc.Transient(timeout), false, ReasonTimeout},
-		{rf, context.DeadlineExceeded, true, ReasonTimeout},
-		{rf, bmc.Transient(&net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}), false, ReasonUnreachable},
-		{rf, bmc.Permanent(errors.New("x509: certificate signed by unknown authority")), false, ReasonBMCError},
-		{rf, bmc.Transient(errors.New("503 Service Unavailable")), false, ReasonBMCError},
-		{rf, &bmc.OpError{Op: "power state", Err: bmc.ErrNotSupported}, false, ReasonNotSupported},
-		{ip, bmc.Transient(errors.New("no datagram matched")), false, ReasonUnreachable},
-		{ip, context.DeadlineExceeded, true, ReasonUnreachable},
-		{ip, bmc.Permanent(errors.New("completion code 0xc1")), false, ReasonBMCError},
-	} {
-		reason, msg := classify(c.ep, c.ep.String(), c.err, c.timed)
-		assert.Equal(t, c.reason, reason, "%v", c.err)
-		assert.Contains(t, msg, c.ep.String())
-	}
+	assert.NotContains(t, monitortest.MustJSON(t, ms), monitortest.Secret)
 }

@@ -65,6 +65,17 @@ type loop struct {
 	nextCheck time.Time
 }
 
+// Idle reports whether the running monitor's loop is waiting with nothing
+// left to do at time now: it handled every Add, Remove and
+// CredentialsChanged made so far, no read is in flight, and nothing is due
+// before a time later than now. It is for tests that drive a fake clock
+// (Config.Clock): move the clock, then poll Idle(clock.Now()) before looking
+// at the records or moving the clock again. It is false before Start and
+// while the loop runs; on the wall clock it is true only by chance.
+func (m *Monitor) Idle(now time.Time) bool {
+	return m.pokesSeen.Load() == m.pokes.Load() && m.quietAt.Load() == now.UnixNano() && m.inflight.Load() == 0
+}
+
 // Start runs the monitor until ctx is done, then waits for the reads in
 // flight to stop (closing its own pool, if it made one). It returns nil
 // after a clean stop. A Monitor can be started once. It fits

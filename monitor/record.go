@@ -122,5 +122,17 @@ func Decode(value []byte) (*Machine, error) {
 
 func encode(m *Machine) ([]byte, error) { return json.Marshal(m) }
 
+// Key returns the Store key of the record of the machine at bmcURL
+// ([Monitor.Prefix] followed by its escaped bmc.Endpoint.SystemKey), for
+// hosts and tests that read or watch one machine's raw record. Two
+// spellings of one system's address give the same key.
+func (m *Monitor) Key(bmcURL string) (string, error) {
+	ep, err := bmc.ParseEndpoint(bmcURL)
+	if err != nil {
+		return "", fmt.Errorf("monitor: %w", err)
+	}
+	return recordKey(m.prefix, ep.SystemKey()), nil
+}
+
 // recordKey is the key of system's record under prefix (<KeyPrefix>machines/).
 func recordKey(prefix, system string) string { return prefix + url.PathEscape(system) }

@@ -1,4 +1,4 @@
-package monitor
+package monitor_test
 
 import (
 	"context"
@@ -17,13 +17,15 @@ import (
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
 	"github.com/bmckit/bmckit/clock"
-	"github.com/bmckit/bmckit/internal/pgtest"
+	"github.com/bmckit/bmckit/internal/monitortest"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/monitor"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/boltstore"
 	"github.com/bmckit/bmckit/storage/memstore"
 	"github.com/bmckit/bmckit/storage/sqlstore"
 	"github.com/bmckit/bmckit/storage/sqlstore/postgres"
+	"github.com/bmckit/bmckit/storage/sqlstore/postgres/pgtest"
 )
 
 // BenchmarkFleet measures the monitor at fleet scale on a fake clock:
@@ -32,9 +34,10 @@ import (
 // first interval spread over [I, 2I)), measured over the next three. It
 // reports the BMC requests per second of simulated time, the CPU of this
 // process per refresh (getrusage user+system over the window / reads) and
-// the store writes per refresh. Run it alone, without -race:
+// the store writes per refresh. Run it alone, without -race, in the
+// integration module (it needs the Redfish driver and PostgreSQL):
 //
-//	go test -run '^$' -bench Fleet -benchtime 1x ./monitor/
+//	cd integration && go test -run '^$' -bench Fleet -benchtime 1x ./monitor/
 //
 // Targets: fake BMCs (one per machine; "requests" are driver calls: a login,
 // a read, a logout), redfishtest endpoints with 10 systems each ("redfish")
@@ -103,7 +106,7 @@ func (d *counted) Close(ctx context.Context) error {
 
 func benchFleet(b *testing.B, n int, target, storeName, poolMode string) {
 	ctx := context.Background()
-	clk := clock.NewFake(t0)
+	clk := clock.NewFake(monitortest.T0)
 	var store storage.Store
 	switch storeName {
 	case "memstore":
@@ -176,7 +179,7 @@ func benchFleet(b *testing.B, n int, target, storeName, poolMode string) {
 			return t
 		}
 	}
-	cfg := Config{Store: store, Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "redfishtest-secret"}},
+	cfg := monitor.Config{Store: store, Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "redfishtest-secret"}},
 		Clock: clk, Owner: "bench"}
 	if poolMode == "idle2m" {
 		cfg.Pool = job.NewConnPool(dialer, 2*time.Minute, clk.Now)
@@ -184,7 +187,7 @@ func benchFleet(b *testing.B, n int, target, storeName, poolMode string) {
 	} else {
 		cfg.Dialer = dialer
 	}
-	m, err := New(cfg)
+	m, err := monitor.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -209,7 +212,7 @@ func benchFleet(b *testing.B, n int, target, storeName, poolMode string) {
 	}
 	wg.Wait()
 	waitQuiet(b, clk, m)
-	interval := DefaultInterval
+	interval := monitor.DefaultInterval
 	step := time.Second
 	for d := time.Duration(0); d < 2*interval; d += step {
 		clk.Advance(step)
@@ -219,7 +222,7 @@ func benchFleet(b *testing.B, n int, target, storeName, poolMode string) {
 	b.ResetTimer()
 	st0, req0, log0, cpu0 := m.Stats(), requests(), logins(), cpuTime()
 	wall0 := time.Now()
-	const window = 3 * DefaultInterval
+	const window = 3 * monitor.DefaultInterval
 	for d := time.Duration(0); d < window; d += step {
 		clk.Advance(step)
 		waitQuiet(b, clk, m)
@@ -243,10 +246,11 @@ func benchFleet(b *testing.B, n int, target, storeName, poolMode string) {
 }
 
 // waitQuiet polls, without burning CPU, until the monitor has done all it
-// had to do at clk's time.
-func waitQuiet(b *testing.B, clk *clock.Fake, m *Monitor) {
+// had to do at clk's time. Not monitortest.Settle: at 10,000 machines its
+// require.Eventually (a goroutine per poll) would weigh on the measured CPU.
+func waitQuiet(b *testing.B, clk *clock.Fake, m *monitor.Monitor) {
 	deadline := time.Now().Add(time.Minute)
-	for !quiet(m, clk) {
+	for !m.Idle(clk.Now()) {
 		if time.Now().After(deadline) {
 			b.Fatalf("monitor did not settle at %s", clk.Now())
 		}
