@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
@@ -16,6 +17,13 @@ import (
 // again up to MaxVerifyResends times, then the task fails with
 // VerificationFailed. Without a getter the override counts as set once the
 // BMC accepted it, and the task message says it was not read back.
+//
+// Before its first change the task reads the override and stores it
+// (task.Status.BootRestore) for the job to put back: after the boot, when
+// it emulates a one-time override (BootDeviceAction.EmulateOnce, else the
+// driver's EmulateBootOnce, else not), and when the job fails or is
+// canceled (see bootrestore.go). An emulated one-time override is set and
+// verified as persistent.
 //
 // Device http is UEFI HTTP boot (bmc.BootDeviceUEFIHTTP) from the action's
 // URI, read back with the device: a BMC reporting another URI did not keep
@@ -54,18 +62,50 @@ func (k bootDeviceKind) override() bmc.BootOverride {
 	return o
 }
 
+// emulates says whether a new change by this task emulates a one-time
+// override: the task's EmulateOnce, else the driver's configuration.
+func (k bootDeviceKind) emulates(drv bmc.Driver) bool {
+	if k.a.Persistent {
+		return false
+	}
+	if k.a.EmulateOnce != nil {
+		return *k.a.EmulateOnce
+	}
+	e, ok := drv.(bootOnceEmulator)
+	return ok && e.EmulateBootOnce()
+}
+
+// want is the override the current task sets: persistent when it emulates
+// a one-time override (decided at its first change, and recorded).
+func (k bootDeviceKind) want(r *stepRun) bmc.BootOverride {
+	o := k.override()
+	if rec := r.j.Status.Tasks[r.j.Status.CurrentTask].BootRestore; rec != nil && rec.Emulated {
+		o.Persistent = true
+	}
+	return o
+}
+
 func (k bootDeviceKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) error {
 	setter, ok := drv.(bmc.BootOverrideSetter)
 	if !ok {
 		return notSupported(r.ep, "set the boot device")
 	}
-	return setter.SetBootOverride(ctx, k.override())
+	if err := k.recordPrevious(ctx, r, drv, r.j.Status.CurrentTask); err != nil {
+		return err
+	}
+	if rb, ok := drv.(bootReadBackSetter); ok {
+		// The read-back is judged by check, which reads it again (from the
+		// driver's last read, within this step).
+		_, err := rb.SetBootOverrideReadBack(ctx, k.want(r))
+		return err
+	}
+	return setter.SetBootOverride(ctx, k.want(r))
 }
 
 const notReadBack = "set; this BMC cannot report the boot override, so it was not read back"
 
-func (k bootDeviceKind) check(ctx context.Context, _ *stepRun, drv bmc.Driver, afterSend bool) (bool, string, error) {
-	want := k.override()
+func (k bootDeviceKind) check(ctx context.Context, r *stepRun, drv bmc.Driver, afterSend bool) (bool, string, error) {
+	want := k.want(r)
 	getter, ok := drv.(bmc.BootOverrideGetter)
 	if !ok {
 		return afterSend, notReadBack, nil
@@ -77,18 +117,24 @@ func (k bootDeviceKind) check(ctx context.Context, _ *stepRun, drv bmc.Driver, a
 	if err != nil {
 		return false, "", err
 	}
-	match := got.Device == want.Device && got.Persistent == want.Persistent &&
-		(want.Mode == bmc.BootModeUnchanged || got.Mode == bmc.BootModeUnchanged || got.Mode == want.Mode) &&
-		(want.URI == "" || got.URI == want.URI)
-	return match, describeOverride(got), nil
+	observed := describeOverride(got)
+	match := overrideMatches(want, got)
+	if rec := r.j.Status.Tasks[r.j.Status.CurrentTask].BootRestore; match && rec != nil && rec.Emulated {
+		observed += "; one-time boot emulated with a persistent override, " + describeOverride(fromTaskOverride(rec.Previous)) + " is put back after the boot"
+	}
+	return match, observed, nil
 }
 
 // notYet: the read-back differs, so the BMC ignored or reverted the override.
 func (k bootDeviceKind) notYet(ctx context.Context, r *stepRun, i int, observed string) (StepResult, error) {
 	ts := &r.j.Status.Tasks[i]
 	if ts.Attempts > r.s.cfg.MaxVerifyResends {
+		hint := ""
+		if w := k.want(r); !w.Persistent && strings.HasPrefix(observed, string(w.Device)+" (persistent") {
+			hint = " (it stores the one-time override as persistent: set the task's emulateOnce, or the driver's EmulateBootOnce, to emulate one-time boot)"
+		}
 		return r.failTask(ctx, i, conditions.ReasonVerificationFailed,
-			fmt.Sprintf("the BMC did not keep the boot override after %d attempts: it reports %s", ts.Attempts, observed))
+			fmt.Sprintf("the BMC did not keep the boot override after %d attempts: it reports %s%s", ts.Attempts, observed, hint))
 	}
 	return r.resend(ctx, i, "boot override read back as "+observed)
 }

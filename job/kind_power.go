@@ -28,6 +28,12 @@ func (k powerKind) recheckable() bool {
 	return k.a.Op != task.PowerCycle && k.a.Op != task.PowerReset
 }
 
+// boots says whether the action starts the server (on, cycle, reset): its
+// success is the boot an emulated one-time override was for (bootrestore.go).
+func (k powerKind) boots() bool {
+	return k.a.Op == task.PowerOn || k.a.Op == task.PowerCycle || k.a.Op == task.PowerReset
+}
+
 func (k powerKind) action() bmc.PowerAction {
 	switch k.a.Op {
 	case task.PowerOn:
@@ -147,5 +153,5 @@ func (k powerKind) notYet(ctx context.Context, r *stepRun, i int, observed strin
 	if since >= r.s.cfg.ResendAfter && !bmc.PowerState(observed).Transitional() {
 		return r.resend(ctx, i, fmt.Sprintf("power still %s %s after the request", observed, since.Round(time.Second)))
 	}
-	return r.powerPoll(ctx, i, k.action()), nil
+	return r.pollAfterAction(i), nil
 }

@@ -95,6 +95,17 @@ type BootDeviceAction struct {
 	// host and without credentials (at most 2048 characters), read back
 	// with the device. Required for "http", refused for the other devices.
 	URI string `json:"uri,omitempty"`
+	// EmulateOnce, for a one-time override (Persistent false), asks the job
+	// to emulate it: the task sets the override persistent and verifies
+	// that, and the job puts back the override the task found once the
+	// boot it was for happened (the job's next power on, cycle or reset
+	// verified, and the wait-for-boot task after it, if any, succeeded), or
+	// at the latest when the job ends. For BMCs that store Once as
+	// Continuous or ignore it. Nil defers to the driver (the Redfish
+	// driver's Options.EmulateBootOnce), which defaults to false: a real
+	// one-time override, which the BMC clears by itself. Refused with
+	// Persistent.
+	EmulateOnce *bool `json:"emulateOnce,omitempty"`
 }
 
 // BMCResetType is a reset of the BMC itself.
@@ -241,6 +252,9 @@ func (s *Spec) Describe() string {
 			when = "persistent"
 		}
 		d := "boot " + string(s.BootDevice.Device) + " (" + when
+		if e := s.BootDevice.EmulateOnce; e != nil && *e && !s.BootDevice.Persistent {
+			d += " emulated"
+		}
 		if s.BootDevice.Mode != "" {
 			d += ", " + string(s.BootDevice.Mode)
 		}
@@ -323,6 +337,9 @@ func (s *Spec) Validate() error {
 		case "", BootModeUEFI, BootModeLegacy:
 		default:
 			return bad("bootDevice.mode", "%q is not one of uefi, legacy (or empty to leave unchanged)", b.Mode)
+		}
+		if b.Persistent && b.EmulateOnce != nil && *b.EmulateOnce {
+			return bad("bootDevice.emulateOnce", "only a one-time override is emulated; remove it or persistent")
 		}
 		if b.Device != BootHTTP {
 			if b.URI != "" {

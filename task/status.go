@@ -53,6 +53,11 @@ type Status struct {
 	// (its result), reachable and bmcReset (the read that showed the BMC
 	// answering). Empty for the other kinds.
 	PowerState string `json:"powerState,omitempty"`
+	// BootRestore is set by a boot-device task that read the boot override
+	// before changing it: what it found, whether it emulated a one-time
+	// override, and whether the job put the override back. Nil for the
+	// other kinds, and for a BMC that cannot report its boot override.
+	BootRestore *BootRestore `json:"bootRestore,omitempty"`
 }
 
 // Completed reports whether the task reached a terminal state.

@@ -28,16 +28,46 @@ func (d *Driver) SetBootOverride(ctx context.Context, o bmc.BootOverride) error 
 		return d.opErr(op, err)
 	}
 	defer done()
-	if err := d.setBootOverride(ctx, o); err != nil {
+	got, doc, err := d.setBootOverride(ctx, o)
+	if err != nil {
 		return d.opErr(op, err)
+	}
+	if !overrideApplied(o, got) {
+		d.logger(ctx).Info("BMC did not apply the boot override", "want", o, "got", got)
+		return d.opErr(op, bmc.Permanent(fmt.Errorf("%w: asked for %s, read back device=%s persistent=%t mode=%q uri=%q (Target=%s Enabled=%s)",
+			ErrOverrideNotApplied, describe(o), got.Device, got.Persistent, got.Mode, got.URI,
+			doc.Boot.BootSourceOverrideTarget, doc.Boot.BootSourceOverrideEnabled)))
 	}
 	return nil
 }
 
-func (d *Driver) setBootOverride(ctx context.Context, o bmc.BootOverride) error {
+// SetBootOverrideReadBack is SetBootOverride that leaves the judgement to
+// the caller: it PATCHes the override, reads the system back (one GET) and
+// returns the override the BMC reports, applied or not, with an error only
+// when a request failed. Package job uses it (by type assertion) so that
+// the task's verification is this read, not a second GET, and so that an
+// ignored or reverted override is re-set and then reported as
+// VerificationFailed instead of failing at once.
+func (d *Driver) SetBootOverrideReadBack(ctx context.Context, o bmc.BootOverride) (bmc.BootOverride, error) {
+	op := fmt.Sprintf("set boot override %s", o.Device)
+	done, err := d.begin()
+	if err != nil {
+		return bmc.BootOverride{}, d.opErr(op, err)
+	}
+	defer done()
+	got, _, err := d.setBootOverride(ctx, o)
+	if err != nil {
+		return bmc.BootOverride{}, d.opErr(op, err)
+	}
+	return got, nil
+}
+
+// setBootOverride PATCHes o and reads the system back; it returns the
+// override read back, and the document it came from.
+func (d *Driver) setBootOverride(ctx context.Context, o bmc.BootOverride) (bmc.BootOverride, systemDoc, error) {
 	boot, err := bootPatch(o, d.sys.Boot)
 	if err != nil {
-		return err
+		return bmc.BootOverride{}, systemDoc{}, err
 	}
 	body := struct{ Boot *schemas.Boot }{boot}
 	etag := d.sys.etag
@@ -55,7 +85,7 @@ func (d *Driver) setBootOverride(ctx context.Context, o bmc.BootOverride) error 
 		}
 		var se *StatusError
 		if attempt >= 2 || !errors.As(err, &se) {
-			return err
+			return bmc.BootOverride{}, systemDoc{}, err
 		}
 		switch {
 		case etag != "" && (se.StatusCode == http.StatusBadRequest || se.StatusCode == http.StatusPreconditionFailed):
@@ -66,28 +96,22 @@ func (d *Driver) setBootOverride(ctx context.Context, o bmc.BootOverride) error 
 		case etag == "" && se.StatusCode == http.StatusPreconditionRequired:
 			doc, rerr := d.readSystem(ctx)
 			if rerr != nil {
-				return rerr
+				return bmc.BootOverride{}, systemDoc{}, rerr
 			}
 			d.noIfMatch = false
 			etag = doc.etag
 			if etag == "" {
-				return fmt.Errorf("the BMC requires If-Match but sends no ETag: %w", err)
+				return bmc.BootOverride{}, systemDoc{}, fmt.Errorf("the BMC requires If-Match but sends no ETag: %w", err)
 			}
 		default:
-			return err
+			return bmc.BootOverride{}, systemDoc{}, err
 		}
 	}
 	doc, err := d.readSystem(ctx)
 	if err != nil {
-		return fmt.Errorf("read back boot override: %w", err)
+		return bmc.BootOverride{}, systemDoc{}, fmt.Errorf("read back boot override: %w", err)
 	}
-	if got := bootOverride(doc.Boot); !overrideApplied(o, got) {
-		d.logger(ctx).Info("BMC did not apply the boot override", "want", o, "got", got)
-		return bmc.Permanent(fmt.Errorf("%w: asked for %s, read back device=%s persistent=%t mode=%q uri=%q (Target=%s Enabled=%s)",
-			ErrOverrideNotApplied, describe(o), got.Device, got.Persistent, got.Mode, got.URI,
-			doc.Boot.BootSourceOverrideTarget, doc.Boot.BootSourceOverrideEnabled))
-	}
-	return nil
+	return bootOverride(doc.Boot), doc, nil
 }
 
 func describe(o bmc.BootOverride) string {
@@ -112,14 +136,17 @@ func (d *Driver) patch(ctx context.Context, uri string, body any, etag string) e
 	})
 }
 
-// BootOverride reads the boot override back: one GET of the system.
+// BootOverride reads the boot override back: one GET of the system, or
+// none when ctx's [bmc.ReadScope] holds a read of the system with no action
+// sent since (the read-back of SetBootOverride, a status check, Dial's
+// read, made moments before in the same job step).
 func (d *Driver) BootOverride(ctx context.Context) (bmc.BootOverride, error) {
 	done, err := d.begin()
 	if err != nil {
 		return bmc.BootOverride{}, d.opErr("read boot override", err)
 	}
 	defer done()
-	doc, err := d.readSystem(ctx)
+	doc, err := d.recentSystem(ctx)
 	if err != nil {
 		return bmc.BootOverride{}, d.opErr("read boot override", err)
 	}

@@ -32,10 +32,13 @@ type Driver struct {
 	ep    bmc.Endpoint
 	epStr string
 
-	mu         sync.Mutex
-	closed     atomic.Bool // written under mu
-	systemURI  string
-	sys        systemDoc         // last system document read
+	mu        sync.Mutex
+	closed    atomic.Bool // written under mu
+	systemURI string
+	sys       systemDoc // last system document read
+	// readScope is the bmc.ReadScope that sys was read under; nil when it
+	// was read under none or an action was sent since (see recentSystem).
+	readScope  *bmc.ReadScope
 	resetTypes []string          // advertised reset types; nil when unknown
 	refused    map[string]bool   // advertised reset types the BMC refused
 	noIfMatch  bool              // the BMC rejects If-Match
@@ -51,6 +54,10 @@ var (
 	_ bmc.StatsReporter      = (*Driver)(nil)
 	_ bmc.SystemOpener       = (*Driver)(nil)
 )
+
+// EmulateBootOnce reports Options.EmulateBootOnce; package job asks for it
+// (by type assertion) when a one-time boot-device task does not say.
+func (d *Driver) EmulateBootOnce() bool { return d.s.opts.EmulateBootOnce }
 
 func newDriver(s *session, ep bmc.Endpoint, owner bool) *Driver {
 	return &Driver{
@@ -203,6 +210,11 @@ func (d *Driver) begin() (func(), error) {
 // ErrUnauthorized. Transient failures are retried when idempotent.
 func (d *Driver) do(ctx context.Context, idempotent bool, fn func(c *gofish.APIClient) error) error {
 	s := d.s
+	if !idempotent {
+		// An action (reset, PATCH, media): the last read no longer shows
+		// the system as it is, whether or not the request succeeds.
+		d.readScope = nil
+	}
 	relogged := false
 	for {
 		auth, err := s.current()

@@ -105,6 +105,15 @@ type Options struct {
 	// Defaults to 2m.
 	SettleTimeout time.Duration
 
+	// EmulateBootOnce asks jobs (package job) to emulate one-time boot
+	// overrides on this driver's BMCs: the boot-device task sets the
+	// override persistent (Continuous), and the job puts back the override
+	// it found after the boot it was for. For BMCs and emulators that store
+	// Once as Continuous or ignore it. A task's own BootDeviceAction.EmulateOnce
+	// takes precedence. Defaults to false: a real one-time override, which
+	// the BMC clears by itself even if the job's host dies before the restore.
+	EmulateBootOnce bool
+
 	// WrapTransport wraps the driver's HTTP transport, e.g. for tracing
 	// (otelhttp.NewTransport) or to add headers. It sees every request,
 	// logins and logouts included, with the ctx of the call that made it

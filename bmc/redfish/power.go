@@ -14,8 +14,9 @@ import (
 )
 
 // SetPower requests a power change (see [bmc.PowerAction]). It reads the
-// state first (one GET) and sends nothing when the server is already where
-// the action leads. Cycle and reset use what the BMC advertises; an
+// state first (one GET, or none when ctx's [bmc.ReadScope] holds a read of
+// the system with no action sent since) and sends nothing when the server
+// is already where the action leads. Cycle and reset use what the BMC advertises; an
 // advertised type the BMC refuses (501, 405, 400 ActionNotSupported) is
 // remembered and the next candidate tried, down to ForceOff, wait for Off,
 // On. While a different change is still landing (PoweringOn/PoweringOff) it
@@ -37,7 +38,7 @@ func (d *Driver) SetPower(ctx context.Context, action bmc.PowerAction) error {
 }
 
 func (d *Driver) setPower(ctx context.Context, action bmc.PowerAction) error {
-	doc, err := d.readSystem(ctx)
+	doc, err := d.recentSystem(ctx)
 	if err != nil {
 		return err
 	}

@@ -23,10 +23,23 @@ func (d *Driver) readSystem(ctx context.Context) (systemDoc, error) {
 	}
 	d.moveTo(ctx, canonical)
 	d.sys = doc
+	d.readScope = bmc.ReadScopeFrom(ctx)
 	if d.resetTypes == nil && doc.ResetAllowed != nil {
 		d.resetTypes = doc.ResetAllowed
 	}
 	return doc, nil
+}
+
+// recentSystem is the system document of the last read when that read was
+// made under ctx's bmc.ReadScope (a job's current step) and no action was
+// sent since; otherwise it reads (readSystem). Only reads that prepare a
+// call or report the boot override use it: PowerState, which callers poll
+// for changes that land without an action, always reads.
+func (d *Driver) recentSystem(ctx context.Context) (systemDoc, error) {
+	if sc := bmc.ReadScopeFrom(ctx); sc != nil && sc == d.readScope {
+		return d.sys, nil
+	}
+	return d.readSystem(ctx)
 }
 
 // moveTo adopts canonical as the system's URI when a read was redirected
@@ -81,7 +94,7 @@ func (d *Driver) selectSystem(ctx context.Context) error {
 		if err == nil {
 			d.systemURI = d.ep.Path
 			d.moveTo(ctx, canonical)
-			d.adopt(doc)
+			d.adopt(ctx, doc)
 			return nil
 		}
 		var se *StatusError
@@ -101,7 +114,7 @@ func (d *Driver) selectSystem(ctx context.Context) error {
 			}
 			if strings.EqualFold(doc.UUID, want) {
 				d.systemURI = m
-				d.adopt(doc)
+				d.adopt(ctx, doc)
 				return nil
 			}
 		}
@@ -121,15 +134,16 @@ func (d *Driver) selectSystem(ctx context.Context) error {
 		}
 		d.systemURI = members[0]
 		d.moveTo(ctx, canonical)
-		d.adopt(doc)
+		d.adopt(ctx, doc)
 		return nil
 	}
 	return bmc.Permanent(fmt.Errorf("the BMC manages %d systems (%s): name one in the address, e.g. %s%s",
 		len(members), strings.Join(members, ", "), d.ep.String(), members[0]))
 }
 
-func (d *Driver) adopt(doc systemDoc) {
+func (d *Driver) adopt(ctx context.Context, doc systemDoc) {
 	d.sys = doc
+	d.readScope = bmc.ReadScopeFrom(ctx)
 	d.resetTypes = doc.ResetAllowed
 }
 

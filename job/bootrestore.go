@@ -1,0 +1,247 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/task"
+)
+
+// Putting back boot overrides.
+//
+// A boot-device task reads the override before its first change and stores
+// it in its task.Status.BootRestore, state Pending, before it sends the
+// change (intent before action): a job resumed after a crash still knows
+// what to put back. The job puts it back
+//
+//   - for an emulated one-time override, after the boot it was for: once a
+//     later power on, cycle or reset task succeeded (and the first
+//     wait-for-boot task after that one, if any), checked at the start of
+//     every advance (restoreDue), so a resumed job does it too;
+//   - for any change, emulated or not, when the job fails or is canceled
+//     (restoreAtEnd, from finish, before the completion is stored);
+//   - for an emulated one still pending when the job succeeds (no boot
+//     happened in the job), at the end too.
+//
+// A job that succeeded keeps a non-emulated override (state Kept).
+
+// restoreTimeout bounds one restore (a read, a PATCH, its read-back).
+const restoreTimeout = 30 * time.Second
+
+// bootOnceEmulator is implemented by drivers configured to have one-time
+// overrides emulated (the Redfish driver's Options.EmulateBootOnce).
+type bootOnceEmulator interface {
+	EmulateBootOnce() bool
+}
+
+// bootReadBackSetter is implemented by drivers whose SetBootOverride reads
+// the override back itself and fails when it differs (the Redfish driver):
+// this variant leaves the judgement to the task, which reads the override
+// (served from that read-back within the step, see bmc.ReadScope), sets it
+// again and fails with VerificationFailed only after MaxVerifyResends.
+type bootReadBackSetter interface {
+	SetBootOverrideReadBack(ctx context.Context, o bmc.BootOverride) (bmc.BootOverride, error)
+}
+
+func toTaskOverride(o bmc.BootOverride) task.BootOverride {
+	t := task.BootOverride{Device: string(o.Device), Persistent: o.Persistent, Mode: string(o.Mode), URI: o.URI}
+	if strings.Contains(t.URI, "@") {
+		t.URI = "" // never store credentials; see task.BootOverride.URI
+	}
+	if o.Device == bmc.BootDeviceNone {
+		t.Persistent = false
+	}
+	return t
+}
+
+func fromTaskOverride(t task.BootOverride) bmc.BootOverride {
+	return bmc.BootOverride{Device: bmc.BootDevice(t.Device), Persistent: t.Persistent, Mode: bmc.BootMode(t.Mode), URI: t.URI}
+}
+
+// overrideMatches reports whether got (read back) shows want: the same
+// device and persistence, the same mode where both say, the same URI where
+// want names one. No override matches no override whatever else is read.
+func overrideMatches(want, got bmc.BootOverride) bool {
+	if want.Device == bmc.BootDeviceNone || got.Device == bmc.BootDeviceNone {
+		return want.Device == got.Device
+	}
+	return got.Device == want.Device && got.Persistent == want.Persistent &&
+		(want.Mode == bmc.BootModeUnchanged || got.Mode == bmc.BootModeUnchanged || got.Mode == want.Mode) &&
+		(want.URI == "" || got.URI == want.URI)
+}
+
+// recordPrevious reads the override before task i's first change and stores
+// it (Pending) before the change is sent. Without a way to read it nothing
+// is recorded (nothing could be restored), and an emulation, which cannot
+// work without it, fails the task.
+func (k bootDeviceKind) recordPrevious(ctx context.Context, r *stepRun, drv bmc.Driver, i int) error {
+	ts := &r.j.Status.Tasks[i]
+	if ts.BootRestore != nil {
+		return nil // read before the first change; a re-set keeps it
+	}
+	emulate := k.emulates(drv)
+	var prev bmc.BootOverride
+	err := bmc.ErrNotSupported
+	if getter, ok := drv.(bmc.BootOverrideGetter); ok {
+		prev, err = getter.BootOverride(ctx)
+	}
+	if errors.Is(err, bmc.ErrNotSupported) {
+		if emulate {
+			return &taskFailure{conditions.ReasonNotSupported, "emulating a one-time boot needs a BMC that reports its boot override (to verify it and put the previous one back); this one does not: set emulateOnce false"}
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ts.BootRestore = &task.BootRestore{Emulated: emulate, Previous: toTaskOverride(prev), State: task.BootRestorePending}
+	if err := r.persist(ctx, r.j); err != nil {
+		// Nothing was sent; the retry stores the record again first.
+		return bmc.Transient(fmt.Errorf("storing the boot override to restore: %w", err))
+	}
+	return nil
+}
+
+// bootedAfter reports whether the boot an override set by task i was for
+// has happened: a later power on, cycle or reset task succeeded, and so did
+// the first wait-for-boot task after that one, if the job has one.
+func (r *stepRun) bootedAfter(i int) bool {
+	spec, st := r.j.Spec.Tasks, r.j.Status.Tasks
+	for p := i + 1; p < len(spec); p++ {
+		if pk, ok := kindOf(&spec[p]).(powerKind); !ok || !pk.boots() {
+			continue
+		}
+		if st[p].Result != conditions.ResultSucceeded {
+			return false
+		}
+		for w := p + 1; w < len(spec); w++ {
+			if _, ok := kindOf(&spec[w]).(bootWaiter); ok {
+				return st[w].Result == conditions.ResultSucceeded
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// restoreDue puts back, once, the emulated overrides whose boot happened
+// (see bootedAfter), latest first, and stores the outcome. A try that
+// fails transiently leaves the record Pending for the job's end. It returns
+// only the store's error.
+func (r *stepRun) restoreDue(ctx context.Context) error {
+	j := r.j
+	for i := len(j.Status.Tasks) - 1; i >= 0; i-- {
+		rec := j.Status.Tasks[i].BootRestore
+		if rec == nil || !rec.Emulated || rec.State != task.BootRestorePending || rec.Attempts > 0 || !r.bootedAfter(i) {
+			continue
+		}
+		r.restore(ctx, i, false)
+		if err := r.persist(ctx, j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restoreAtEnd settles every pending record as the job completes with
+// result: a succeeded job keeps non-emulated overrides and puts emulated
+// ones back; a failed or canceled job puts every changed override back,
+// latest first. It returns a suffix for the job's message when a restore
+// failed ("" otherwise). The outcome is stored with the completion.
+func (r *stepRun) restoreAtEnd(ctx context.Context, result conditions.Result) string {
+	j := r.j
+	var failed []string
+	for i := len(j.Status.Tasks) - 1; i >= 0; i-- {
+		rec := j.Status.Tasks[i].BootRestore
+		if rec == nil || rec.State != task.BootRestorePending {
+			continue
+		}
+		if result == conditions.ResultSucceeded && !rec.Emulated {
+			rec.State = task.BootRestoreKept
+			rec.Message = "the job succeeded; the override the task set stays"
+			continue
+		}
+		r.restore(ctx, i, true)
+		if rec.State == task.BootRestoreFailed {
+			failed = append(failed, fmt.Sprintf("task %d: %s", i+1, rec.Message))
+		}
+	}
+	if len(failed) == 0 {
+		return ""
+	}
+	return "; putting the boot override back failed (" + strings.Join(failed, "; ") + ")"
+}
+
+// restore puts back the override task i found, verifies it, and records
+// the outcome in memory. final says no later try follows: a transient
+// failure is then Failed too.
+func (r *stepRun) restore(ctx context.Context, i int, final bool) {
+	rec := r.j.Status.Tasks[i].BootRestore
+	rec.Attempts++
+	base := r.base
+	if base == nil {
+		base = ctx
+	}
+	ctx, cancel := context.WithTimeout(base, restoreTimeout)
+	defer cancel()
+	prev := fromTaskOverride(rec.Previous)
+	msg, err := r.putBack(r.callCtx(ctx, i), prev)
+	switch {
+	case err == nil:
+		rec.State = task.BootRestoreRestored
+		rec.Message = msg
+		r.log.Info("boot override put back", "task", i+1, "override", msg)
+	case !final && bmc.IsTransient(err):
+		rec.Message = "putting back " + describeOverride(prev) + " failed; trying again when the job ends: " + err.Error()
+		r.log.Info("putting the boot override back failed; will try again when the job ends", "task", i+1, "error", err.Error())
+	default:
+		rec.State = task.BootRestoreFailed
+		rec.Message = "putting back " + describeOverride(prev) + " failed: " + err.Error()
+		r.log.Info("putting the boot override back failed", "task", i+1, "error", err.Error())
+	}
+}
+
+// putBack sets prev unless the BMC still holds it, and reads it back.
+func (r *stepRun) putBack(ctx context.Context, prev bmc.BootOverride) (string, error) {
+	drv := r.drv
+	if drv == nil {
+		d, err := r.driver(ctx)
+		if err != nil {
+			return "", err
+		}
+		r.drv, drv = d, d
+	}
+	getter, ok := drv.(bmc.BootOverrideGetter)
+	setter, ok2 := drv.(bmc.BootOverrideSetter)
+	if !ok || !ok2 {
+		return "", notSupported(r.ep, "restore the boot override")
+	}
+	cur, err := getter.BootOverride(ctx) // the step's last read, where the driver keeps it
+	if err != nil {
+		return "", err
+	}
+	if overrideMatches(prev, cur) {
+		return "the BMC holds " + describeOverride(cur) + " as found; nothing to put back", nil
+	}
+	if rb, ok := drv.(bootReadBackSetter); ok {
+		_, err = rb.SetBootOverrideReadBack(ctx, prev)
+	} else {
+		err = setter.SetBootOverride(ctx, prev)
+	}
+	if err != nil {
+		return "", err
+	}
+	got, err := getter.BootOverride(ctx)
+	if err != nil {
+		return "", err
+	}
+	if !overrideMatches(prev, got) {
+		return "", bmc.Permanent(fmt.Errorf("the BMC reports %s after the restore", describeOverride(got)))
+	}
+	return "put back " + describeOverride(got), nil
+}
