@@ -39,6 +39,7 @@ type held struct {
 	dueheap.Entry // when the next step is due, in the loop's timer heap
 
 	running   bool // a step is in flight
+	woken     bool // woken (StepperConfig.Wake) while its step was in flight
 	cancel    context.CancelFunc
 	storeErrs int
 	lost      bool
@@ -135,6 +136,8 @@ func (r *Runner) Start(ctx context.Context) error {
 			l.nextScan = time.Time{}
 		case o := <-l.steps:
 			l.stepped(o)
+		case <-r.jobWakes.ch:
+			l.wakeJobs(r.jobWakes.take())
 		case cs := <-l.claims:
 			l.claimed(cs)
 		case rs := <-l.renewals:
@@ -365,6 +368,8 @@ func (l *loop) launchDue(now time.Time) {
 func (l *loop) stepped(o stepOutcome) {
 	r, h := l.r, o.h
 	h.running, h.cancel = false, nil
+	woken := h.woken
+	h.woken = false
 	l.running--
 	now := r.cfg.Clock.Now()
 	h.j, h.rev = o.j, o.rev
@@ -387,6 +392,9 @@ func (l *loop) stepped(o stepOutcome) {
 	case o.err == nil:
 		h.storeErrs = 0
 		l.schedule(h, now.Add(o.res.RequeueAfter))
+		if woken { // an event came during the step: look again now
+			l.schedule(h, now)
+		}
 	case errors.Is(o.err, storage.ErrConflict):
 		h.j = nil // changed under us (cancel, spec edit): reload at once
 		l.schedule(h, now)

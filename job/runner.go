@@ -87,6 +87,10 @@ type Config struct {
 	Retry              retry.Policy
 	IdleTimeout        time.Duration
 	PowerSettle        time.Duration
+	AdaptivePoll       AdaptivePoll
+	// PowerEvents: the Runner wakes a job as soon as its BMC's event stream
+	// reports the change it waits for (StepperConfig.Wake is the Runner's).
+	PowerEvents PowerEvents
 }
 
 // Runner runs jobs kept in a Store with a bounded pool of workers.
@@ -108,7 +112,8 @@ type Runner struct {
 	log     logr.Logger
 	locks   *lockTable
 
-	wake chan struct{}
+	wake     chan struct{}
+	jobWakes *jobWakes // jobs to step now (StepperConfig.Wake)
 	own  ownWrites
 
 	mu      sync.Mutex
@@ -152,7 +157,9 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Logger.GetSink() == nil {
 		cfg.Logger = logr.Discard()
 	}
+	wakes := newJobWakes()
 	st, err := NewStepper(StepperConfig{
+		AdaptivePoll: cfg.AdaptivePoll, PowerEvents: cfg.PowerEvents, Wake: wakes.add,
 		Dialer: cfg.Dialer, Credentials: cfg.Credentials, Boot: cfg.Boot, Clock: cfg.Clock, Logger: cfg.Logger,
 		DefaultTaskTimeout: cfg.DefaultTaskTimeout, PollInterval: cfg.PollInterval,
 		SlowPollAfter: cfg.SlowPollAfter, SlowPollInterval: cfg.SlowPollInterval, ResendAfter: cfg.ResendAfter,
@@ -166,7 +173,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	return &Runner{
 		cfg: cfg, stepper: st, log: cfg.Logger, locks: newLockTable(cfg.Store, cfg.KeyPrefix, cfg.Clock),
 		follower: storage.NewFollower(cfg.Store, cfg.KeyPrefix+"jobs/"), queue: newQueue(),
-		wake: make(chan struct{}, 1), own: ownWrites{rev: map[string]int64{}}, waiters: map[string]chan struct{}{},
+		wake: make(chan struct{}, 1), jobWakes: wakes, own: ownWrites{rev: map[string]int64{}}, waiters: map[string]chan struct{}{},
 	}, nil
 }
 

@@ -1,0 +1,271 @@
+package job_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/clock"
+	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/task"
+)
+
+// slowBMC is a driver whose power changes land a drawn delay after the
+// request (fake clock), reporting PoweringOn/PoweringOff meanwhile. With
+// events, it implements bmc.PowerWatcher; the test delivers the events.
+type slowBMC struct {
+	clk   *clock.Fake
+	delay func() time.Duration
+
+	mu        sync.Mutex
+	state     bmc.PowerState
+	target    bmc.PowerState
+	landAt    time.Time // zero: nothing pending
+	lastLand  time.Time // when the last change landed
+	afterSend int       // PowerState calls since the last SetPower
+	notify    func(bmc.PowerEvent)
+}
+
+func (b *slowBMC) settle() {
+	if !b.landAt.IsZero() && !b.clk.Now().Before(b.landAt) {
+		b.state, b.lastLand, b.landAt = b.target, b.landAt, time.Time{}
+	}
+}
+
+func (b *slowBMC) PowerState(context.Context) (bmc.PowerState, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.settle()
+	b.afterSend++
+	if !b.landAt.IsZero() {
+		if b.target == bmc.PowerOn {
+			return bmc.PowerPoweringOn, nil
+		}
+		return bmc.PowerPoweringOff, nil
+	}
+	return b.state, nil
+}
+
+func (b *slowBMC) SetPower(_ context.Context, a bmc.PowerAction) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.settle()
+	if b.landAt.IsZero() && b.state == a.Target() {
+		return nil
+	}
+	b.target = a.Target()
+	b.landAt = b.clk.Now().Add(b.delay())
+	b.afterSend = 0
+	return nil
+}
+
+func (b *slowBMC) Close(context.Context) error { return nil }
+
+// watchingBMC adds bmc.PowerWatcher.
+type watchingBMC struct{ *slowBMC }
+
+func (b watchingBMC) WatchPower(_ context.Context, notify func(bmc.PowerEvent)) (func(), error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.notify = notify
+	return func() {
+		b.mu.Lock()
+		b.notify = nil
+		b.mu.Unlock()
+	}, nil
+}
+
+// pollRun is one job's outcome.
+type pollRun struct {
+	polls int           // reads after the action's read-back
+	lag   time.Duration // from landing to completion
+}
+
+// runPowerJobs runs n power jobs (on, off, on, ...) one after the other on
+// one system, stepping with the fake clock exactly as a host would: after
+// RequeueAfter, or at once when Wake is called. events makes the driver a
+// PowerWatcher whose stream sends an event when a change lands, until
+// breakAt (a job index) where the stream fails mid-wait for good.
+func runPowerJobs(t *testing.T, n int, cfg job.StepperConfig, delay func() time.Duration, events bool, breakAt int) []pollRun {
+	t.Helper()
+	clk := clock.NewFake(t0)
+	b := &slowBMC{clk: clk, delay: delay, state: bmc.PowerOff}
+	var drv bmc.Driver = b
+	if events {
+		drv = watchingBMC{b}
+	}
+	woken := map[string]bool{}
+	var wmu sync.Mutex
+	cfg.Dialer = bmc.DialerFunc(func(context.Context, bmc.Endpoint, bmc.Credentials) (bmc.Driver, error) { return drv, nil })
+	cfg.Clock = clk
+	if events {
+		cfg.Wake = func(name string) { wmu.Lock(); woken[name] = true; wmu.Unlock() }
+	}
+	st, err := job.NewStepper(cfg)
+	require.NoError(t, err)
+	defer st.Close(context.Background())
+	persist := func(context.Context, *job.Job) error { return nil }
+	var runs []pollRun
+	for k := range n {
+		op := task.PowerOn
+		if k%2 == 1 {
+			op = task.PowerOff
+		}
+		j := &job.Job{Name: fmt.Sprintf("j%d", k), Generation: 1, CreatedAt: clk.Now(),
+			Spec: job.Spec{BMC: "redfish://10.1.0.1/redfish/v1/Systems/1", Tasks: []task.Spec{{Power: &task.PowerAction{Op: op}}}}}
+		broken := false
+		for steps := 0; ; steps++ {
+			require.Less(t, steps, 1000, "job %d does not complete", k)
+			res, err := st.Step(context.Background(), j, persist)
+			require.NoError(t, err)
+			if res.Done {
+				break
+			}
+			next := clk.Now().Add(res.RequeueAfter)
+			b.mu.Lock()
+			landAt, notify := b.landAt, b.notify
+			b.mu.Unlock()
+			if notify != nil && k == breakAt && !broken {
+				broken = true
+				b.mu.Lock()
+				b.notify = nil // the last event of the watch
+				b.mu.Unlock()
+				notify(bmc.PowerEvent{Err: errors.New("stream broke")})
+			} else if notify != nil && !landAt.IsZero() && landAt.Before(next) {
+				clk.Advance(landAt.Sub(clk.Now())) // the event comes when the change lands
+				notify(bmc.PowerEvent{})
+			}
+			wmu.Lock()
+			wake := woken[j.Name]
+			delete(woken, j.Name)
+			wmu.Unlock()
+			if !wake {
+				clk.Advance(next.Sub(clk.Now()))
+			}
+		}
+		require.Equal(t, "Succeeded", string(j.Status.Result), j.Status.Message)
+		b.mu.Lock()
+		run := pollRun{polls: b.afterSend - 1, lag: clk.Now().Sub(b.lastLand)}
+		b.mu.Unlock()
+		require.GreaterOrEqual(t, run.lag, time.Duration(0), "job %d completed before its change landed (a transitional state counted)", k)
+		runs = append(runs, run)
+	}
+	return runs
+}
+
+func summarize(runs []pollRun) (polls int, medianLag time.Duration) {
+	lags := make([]time.Duration, len(runs))
+	for i, r := range runs {
+		polls += r.polls
+		lags[i] = r.lag
+	}
+	slices.Sort(lags)
+	return polls, lags[len(lags)/2]
+}
+
+// eightPlusMinusOne draws uniformly from 7-9 s, reproducibly.
+func eightPlusMinusOne() func() time.Duration {
+	rng := rand.New(rand.NewSource(7))
+	return func() time.Duration { return 7*time.Second + time.Duration(rng.Int63n(int64(2*time.Second))) }
+}
+
+// TestAdaptivePollEightSeconds: on a BMC whose changes take 8±1 s, adaptive
+// polling (the default) sees a change within 0.3 s (median) with at most
+// half the polls of a 1 s poller, once it learned the system.
+func TestAdaptivePollEightSeconds(t *testing.T) {
+	const n, warm = 60, 6 // 3 changes per action to learn
+	adaptive := runPowerJobs(t, n, job.StepperConfig{}, eightPlusMinusOne(), false, -1)[warm:]
+	fixed1s := runPowerJobs(t, n, job.StepperConfig{PollInterval: time.Second, AdaptivePoll: job.AdaptivePoll{Disabled: true}}, eightPlusMinusOne(), false, -1)[warm:]
+	fixedDefault := runPowerJobs(t, n, job.StepperConfig{AdaptivePoll: job.AdaptivePoll{Disabled: true}}, eightPlusMinusOne(), false, -1)[warm:]
+
+	aPolls, aLag := summarize(adaptive)
+	fPolls, fLag := summarize(fixed1s)
+	dPolls, dLag := summarize(fixedDefault)
+	t.Logf("polls per job: adaptive %.2f, fixed 1s %.2f, fixed 250ms %.2f; median lag: adaptive %s, fixed 1s %s, fixed 250ms %s",
+		float64(aPolls)/float64(len(adaptive)), float64(fPolls)/float64(len(fixed1s)), float64(dPolls)/float64(len(fixedDefault)), aLag, fLag, dLag)
+	assert.LessOrEqual(t, aLag, 300*time.Millisecond, "median detection lag")
+	assert.LessOrEqual(t, 2*aPolls, fPolls, "adaptive polls must be at most half of a 1 s poller's")
+	assert.Less(t, aPolls, dPolls)
+}
+
+// TestAdaptivePollLearnsPerAction: the schedule adapts only after
+// MinSamples changes of the same action, and a change that comes much
+// earlier than learned is still seen (by the sparse poll), not missed.
+func TestAdaptivePollLearnsPerAction(t *testing.T) {
+	i := 0
+	delays := []time.Duration{8 * time.Second, 8 * time.Second, 8 * time.Second, 8 * time.Second, 8 * time.Second, 8 * time.Second, time.Second, time.Second}
+	runs := runPowerJobs(t, len(delays), job.StepperConfig{}, func() time.Duration { d := delays[i]; i++; return d }, false, -1)
+	// Learning (jobs 0-5): the fixed 250 ms schedule, 32 polls for 8 s.
+	for k := range 6 {
+		assert.Equal(t, 32, runs[k].polls, "job %d polls on the fixed schedule while learning", k)
+	}
+	// Learned 8 s, the change came after 1 s: seen at the sparse poll (about
+	// 4 s, half-way to the window), with 1 poll.
+	for k := 6; k < 8; k++ {
+		assert.Equal(t, 1, runs[k].polls, "job %d", k)
+		assert.InDelta(t, 3*time.Second, runs[k].lag, float64(250*time.Millisecond), "job %d: seen at the sparse poll", k)
+	}
+}
+
+// TestAdaptivePollDisabled keeps the fixed schedule.
+func TestAdaptivePollDisabled(t *testing.T) {
+	runs := runPowerJobs(t, 8, job.StepperConfig{AdaptivePoll: job.AdaptivePoll{Disabled: true}}, func() time.Duration { return 8 * time.Second }, false, -1)
+	for k, r := range runs {
+		assert.Equal(t, 32, r.polls, "job %d", k)
+		assert.Equal(t, time.Duration(0), r.lag, "job %d: the 250 ms grid hits 8 s exactly", k)
+	}
+}
+
+// TestPowerEventsConfirmWithOneRead: with an event stream, a change is
+// confirmed by one read after the event, once the endpoint's events proved
+// themselves (the first change is also polled for).
+func TestPowerEventsConfirmWithOneRead(t *testing.T) {
+	runs := runPowerJobs(t, 8, job.StepperConfig{}, eightPlusMinusOne(), true, -1)
+	for k, r := range runs {
+		assert.Equal(t, time.Duration(0), r.lag, "job %d: confirmed as the event came", k)
+		if k > 0 {
+			assert.Equal(t, 1, r.polls, "job %d: one confirming read", k)
+		}
+	}
+	assert.Greater(t, runs[0].polls, 1, "the first change (events not yet trusted) is also polled for")
+}
+
+// TestPowerEventsStreamBreaksMidWait: when the stream fails during a wait,
+// the job is woken and polls again until the change is seen.
+func TestPowerEventsStreamBreaksMidWait(t *testing.T) {
+	// 8.1 s: off the 250 ms grid, so the first job's event comes before a poll.
+	runs := runPowerJobs(t, 4, job.StepperConfig{AdaptivePoll: job.AdaptivePoll{Disabled: true}}, func() time.Duration { return 8100 * time.Millisecond }, true, 2)
+	assert.Equal(t, 1, runs[1].polls, "events trusted before the break")
+	// Job 2: the stream broke right after the read-back; the job was woken
+	// (one read), then polled every 250 ms until 8.25 s.
+	assert.Equal(t, 1+33, runs[2].polls, "polling after the break")
+	assert.Equal(t, 150*time.Millisecond, runs[2].lag)
+	assert.Equal(t, 1, runs[3].polls, "the next wait watches again")
+}
+
+// TestPowerEventsNeedWake: without StepperConfig.Wake no watch is opened.
+func TestPowerEventsNeedWake(t *testing.T) {
+	clk := clock.NewFake(t0)
+	b := &slowBMC{clk: clk, delay: func() time.Duration { return time.Second }, state: bmc.PowerOff}
+	st, err := job.NewStepper(job.StepperConfig{Clock: clk, Dialer: bmc.DialerFunc(func(context.Context, bmc.Endpoint, bmc.Credentials) (bmc.Driver, error) {
+		return watchingBMC{b}, nil
+	})})
+	require.NoError(t, err)
+	defer st.Close(context.Background())
+	j := &job.Job{Name: "j", Generation: 1, CreatedAt: t0, Spec: job.Spec{BMC: "redfish://10.1.0.1/redfish/v1/Systems/1", Tasks: []task.Spec{{Power: &task.PowerAction{Op: task.PowerOn}}}}}
+	res, err := st.Step(context.Background(), j, func(context.Context, *job.Job) error { return nil })
+	require.NoError(t, err)
+	assert.Equal(t, 250*time.Millisecond, res.RequeueAfter)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	assert.Nil(t, b.notify, "no watch without Wake")
+}
