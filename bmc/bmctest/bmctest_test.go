@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -146,6 +147,12 @@ var bugs = []struct {
 	{"http-boot-refused", "BootHTTP/once", nil}, // the fake lacks boot-http, the suite is not told
 }
 
+// passing are correct drivers the suite must pass: the plain fake; one
+// whose password is a common word its honest error text contains; one that
+// refuses credentials over IPMI's limits with its own (non-unauthorized)
+// error, which the suite's wrong credentials must not reach.
+var passing = []string{"correct", "common-word-password", "checks-ipmi-limits"}
+
 const (
 	bugEnv       = "BMCTEST_BROKEN_DRIVER"
 	testPassword = "bmctest-Pa55word"
@@ -171,6 +178,9 @@ func TestBrokenDriver(t *testing.T) {
 		Unsupported:   unsupported, // one list configures the fake and the suite
 	}
 	creds := bmc.Credentials{Username: "admin", Password: testPassword}
+	if bug == "common-word-password" {
+		creds.Password = "password"
+	}
 	bmctest.Run(t, opts, func(t *testing.T) bmctest.Target {
 		lacks := unsupported
 		if bug == "http-boot-refused" {
@@ -182,8 +192,15 @@ func TestBrokenDriver(t *testing.T) {
 		})
 		dial := func(ctx context.Context, c bmc.Credentials) (bmc.Driver, error) {
 			d, err := srv.Dial(ctx, bmc.Endpoint{Protocol: "ipmi", Host: "127.0.0.1"}, c)
-			if bug == "unauthorized-untyped" && errors.Is(err, bmc.ErrUnauthorized) {
+			switch {
+			case bug == "unauthorized-untyped" && errors.Is(err, bmc.ErrUnauthorized):
 				return nil, errors.New("login failed")
+			case bug == "common-word-password" && errors.Is(err, bmc.ErrUnauthorized):
+				// Honest text that contains the (common-word) password.
+				return nil, &bmc.OpError{Op: "dial", Err: fmt.Errorf("%w: wrong user name or password", err)}
+			case bug == "checks-ipmi-limits" && (len(c.Username) > 16 || len(c.Password) > 20):
+				// A driver's own length check: not the peer's refusal.
+				return nil, &bmc.OpError{Op: "dial", Err: bmc.Permanent(errors.New("credentials exceed IPMI's limits"))}
 			}
 			return d, err
 		}
@@ -192,7 +209,7 @@ func TestBrokenDriver(t *testing.T) {
 			t.Fatal(err)
 		}
 		tg := bmctest.Target{Driver: d, Dial: dial, Credentials: creds}
-		if bug != "correct" && bug != "once-ignored" && bug != "http-boot-refused" {
+		if !slices.Contains(passing, bug) && bug != "once-ignored" && bug != "http-boot-refused" {
 			tg.Driver = &broken{Driver: d.(*fake.Driver), bug: bug}
 		}
 		return tg
@@ -213,12 +230,14 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	t.Run("correct", func(t *testing.T) {
-		out, err := run(t, "correct")
-		if err != nil || !strings.Contains(out, "--- PASS: TestBrokenDriver/Power/On ") {
-			t.Fatalf("the suite did not pass the correct driver (%v):\n%s", err, out)
-		}
-	})
+	for _, ok := range passing {
+		t.Run(ok, func(t *testing.T) {
+			out, err := run(t, ok)
+			if err != nil || !strings.Contains(out, "--- PASS: TestBrokenDriver/Power/On ") || !strings.Contains(out, "--- PASS: TestBrokenDriver/Dial/WrongUser ") {
+				t.Fatalf("the suite did not pass the correct driver %q (%v):\n%s", ok, err, out)
+			}
+		})
+	}
 	for _, b := range bugs {
 		t.Run(b.bug, func(t *testing.T) {
 			if b.bug == "racy" && !raceEnabled {

@@ -10,12 +10,12 @@ import (
 func (s *suite) dial(t *testing.T, path string) {
 	s.run(t, path, "WrongPassword", func(tc *tcase) {
 		creds := tc.dialer()
-		creds.Password = wrongPassword(creds)
+		creds.Password = wrongPassword(creds, tc.opts.MaxPassword)
 		tc.wantUnauthorized(creds)
 	})
 	s.run(t, path, "WrongUser", func(tc *tcase) {
 		creds := tc.dialer()
-		creds.Username += "-bmctest-nobody"
+		creds.Username = unknownUser(creds, tc.opts.MaxUsername)
 		tc.wantUnauthorized(creds)
 	})
 	s.run(t, path, "Again", func(tc *tcase) {
@@ -49,7 +49,7 @@ func (tc *tcase) wantUnauthorized(creds bmc.Credentials) {
 		_ = d.Close(tc.ctx())
 	}
 	if err == nil {
-		tc.Fatalf("Dial and PowerState as %q with a wrong password succeeded", creds.Username)
+		tc.Fatalf("Dial and PowerState as %q with wrong credentials succeeded", creds.Username)
 	}
 	if !errors.Is(err, bmc.ErrUnauthorized) {
 		tc.Errorf("wrong credentials: error %q does not wrap bmc.ErrUnauthorized", err)

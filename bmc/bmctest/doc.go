@@ -53,13 +53,18 @@
 //     expired, ctx returns an error wrapping context.Canceled (or
 //     context.DeadlineExceeded), without hanging.
 //   - Credentials (with [Target.Dial] and [Target.Credentials] set): a wrong
-//     password or user is refused, at Dial or at the first request, with a
-//     permanent error wrapping [bmc.ErrUnauthorized].
+//     password or an unknown user is refused, at Dial or at the first
+//     request, with a permanent error wrapping [bmc.ErrUnauthorized]. Both
+//     stay within the protocol's limits ([Options.MaxUsername],
+//     [Options.MaxPassword]; IPMI's 16 and 20 bytes by default), so the
+//     refusal comes from the peer, not from a length check in the driver.
 //   - Concurrency: reads from several goroutines on one driver all succeed
 //     (run with -race to catch unsynchronized driver state).
 //   - Close is idempotent; Stats (where implemented) counts requests.
 //   - Every error returned is a [*bmc.OpError], and none contains the
-//     password of [Target.Credentials].
+//     wrong password the suite tries or (when it is distinctive: at least
+//     5 bytes mixing letters with digits or symbols) the password of
+//     [Target.Credentials].
 //
 // # Selecting subtests
 //

@@ -57,6 +57,14 @@ type Options struct {
 	// speed requirement. Defaults to 30 seconds.
 	CallTimeout time.Duration
 
+	// MaxUsername and MaxPassword are the longest user name and password,
+	// in bytes, the peer's protocol carries. The unknown user name and the
+	// wrong password Dial/WrongUser and Dial/WrongPassword try stay within
+	// them, so that the peer's refusal on the wire is what is tested, not
+	// the driver's own length check. Default to 16 and 20, IPMI v2.0's
+	// limits (the tightest of the protocols bmckit drives).
+	MaxUsername, MaxPassword int
+
 	// Skip lists subtests to skip, by name below Run: "ResetBMC" skips
 	// ResetBMC and everything under it, "Power/Cycle" only that one. For
 	// peers where a subtest is unsafe or pointless (resetting a shared
@@ -91,6 +99,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.HTTPBootURIs[1] == "" {
 		o.HTTPBootURIs[1] = "https://127.0.0.1:8443/bmctest-2.efi"
+	}
+	if o.MaxUsername <= 0 {
+		o.MaxUsername = 16
+	}
+	if o.MaxPassword <= 0 {
+		o.MaxPassword = 20
 	}
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = 30 * time.Second
