@@ -1,4 +1,4 @@
-package job_test
+package postgres_test
 
 import (
 	"context"
@@ -18,10 +18,11 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/internal/pgtest"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/storage/sqlstore"
 	"github.com/bmckit/bmckit/storage/sqlstore/postgres"
+	"github.com/bmckit/bmckit/storage/sqlstore/postgres/pgtest"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -236,7 +237,7 @@ func TestRunnerPostgresRestart(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close(context.Background()) })
 		r, err := job.NewRunner(job.Config{
-			Store: s, Dialer: fleet, Credentials: labCreds, Owner: fmt.Sprintf("pgr-replica-%d", i),
+			Store: s, Dialer: fleet, Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "pgrestart-Pw-2290"}}, Owner: fmt.Sprintf("pgr-replica-%d", i),
 			LeaseDuration: 30 * time.Second, PollInterval: 100 * time.Millisecond, OnUpdate: onUpdate,
 		})
 		require.NoError(t, err)
@@ -319,7 +320,7 @@ func TestRunnerPostgresRestart(t *testing.T) {
 
 	var retried []string // tasks with more than one attempt: resumed from Started after a failed write
 	for _, j := range jobs {
-		assertCompleted(t, j, conditions.ResultSucceeded)
+		jobtest.AssertCompleted(t, j, conditions.ResultSucceeded)
 		for i, ts := range j.Status.Tasks {
 			if ts.Attempts > 1 {
 				retried = append(retried, fmt.Sprintf("%s/%d", j.Name, i))
