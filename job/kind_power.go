@@ -153,5 +153,5 @@ func (k powerKind) notYet(ctx context.Context, r *stepRun, i int, observed strin
 	if since >= r.s.cfg.ResendAfter && !bmc.PowerState(observed).Transitional() {
 		return r.resend(ctx, i, fmt.Sprintf("power still %s %s after the request", observed, since.Round(time.Second)))
 	}
-	return r.pollAfterAction(i), nil
+	return r.powerPoll(ctx, i, k.action()), nil
 }

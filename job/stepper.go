@@ -108,6 +108,23 @@ type StepperConfig struct {
 	// costs that much time, and a read every PollInterval, on every power
 	// task that finds its target already there.
 	PowerSettle time.Duration
+	// AdaptivePoll makes power tasks poll sparsely before the time the
+	// system's recent changes of the same action took and densely around
+	// it, learned in memory (see [AdaptivePoll]). On by default; set
+	// AdaptivePoll.Disabled for the fixed schedule above.
+	AdaptivePoll AdaptivePoll
+	// PowerEvents confirms power changes from the BMC's event stream where
+	// the driver implements bmc.PowerWatcher (see [PowerEvents]). It needs
+	// Wake; on by default when Wake is set.
+	PowerEvents PowerEvents
+	// Wake, when set, is called with a job's name when the job should be
+	// stepped again now, ahead of the RequeueAfter its last Step returned:
+	// the BMC reported a change the job waits for (or the event stream it
+	// relied on ended). It is called from a driver's goroutine and must not
+	// block (a controller sends a GenericEvent on a buffered channel
+	// source; the Runner sets its own). Defaults to nil: no events are
+	// watched, power tasks only poll.
+	Wake func(job string)
 	// Observer receives job, task, BMC error and wire events for metrics
 	// and traces (see [Observer]; adapters in contrib/prometheus and
 	// contrib/otel). Defaults to none.
@@ -118,8 +135,10 @@ type StepperConfig struct {
 // jobs concurrently (but never call Step twice at once for the same job);
 // it keeps BMC connections in a ConnPool between steps.
 type Stepper struct {
-	cfg  StepperConfig
-	pool *ConnPool
+	cfg     StepperConfig
+	pool    *ConnPool
+	learner *pollLearner // adaptive polling's landing histories
+	waits   waitTable    // power waits in progress, by job
 }
 
 // NewStepper validates cfg and applies defaults.
@@ -157,7 +176,16 @@ func NewStepper(cfg StepperConfig) (*Stepper, error) {
 	if cfg.MaxVerifyResends <= 0 {
 		cfg.MaxVerifyResends = 2
 	}
-	s := &Stepper{cfg: cfg, pool: NewConnPool(cfg.Dialer, cfg.IdleTimeout, cfg.Clock.Now)}
+	def(&cfg.AdaptivePoll.DenseInterval, 2*cfg.PollInterval)
+	if cfg.AdaptivePoll.MinSamples <= 0 {
+		cfg.AdaptivePoll.MinSamples = 3
+	}
+	if cfg.AdaptivePoll.MaxKeys <= 0 {
+		cfg.AdaptivePoll.MaxKeys = 100_000
+	}
+	def(&cfg.PowerEvents.PollInterval, 10*time.Second)
+	s := &Stepper{cfg: cfg, pool: NewConnPool(cfg.Dialer, cfg.IdleTimeout, cfg.Clock.Now),
+		learner: newPollLearner(cfg.AdaptivePoll), waits: waitTable{m: map[string]*powerWait{}}}
 	s.observeSetup()
 	return s, nil
 }
@@ -174,6 +202,7 @@ func (s *Stepper) Pool() *ConnPool { return s.pool }
 // (the endpoint's shared session closes once no system uses it) and, with
 // Locks, unlocks the system if the job holds it. Step calls it by itself when a job completes. Idempotent.
 func (s *Stepper) Release(ctx context.Context, j *Job) error {
+	s.waits.end(j.Name)
 	ep, err := parseEndpoint(j.Spec.BMC)
 	if err != nil {
 		return nil // never dialed, never locked
@@ -502,9 +531,13 @@ func (r *stepRun) act(ctx context.Context, i int, recheck bool) (StepResult, err
 	ts.Phase = task.PhaseRequested
 	ts.RequestTime = &now
 	ts.NextAttemptTime = nil
+	readAt := r.s.cfg.Clock.Now()
 	ok, observed, err := k.check(cctx, r, drv, true)
 	if err != nil {
 		return r.handleErr(ctx, i, err, false)
+	}
+	if pk, isPower := k.(powerKind); isPower {
+		r.notePowerRead(i, pk, ok, readAt, true)
 	}
 	r.recordWire(drv)
 	if ok {
@@ -522,9 +555,13 @@ func (r *stepRun) verify(ctx context.Context, i int) (StepResult, error) {
 	if err != nil {
 		return r.handleErr(ctx, i, err, true)
 	}
+	readAt := r.s.cfg.Clock.Now()
 	ok, observed, err := k.check(r.callCtx(ctx, i), r, drv, true)
 	if err != nil {
 		return r.handleErr(ctx, i, err, false)
+	}
+	if pk, isPower := k.(powerKind); isPower {
+		r.notePowerRead(i, pk, ok, readAt, false)
 	}
 	r.recordWire(drv)
 	if ok {
@@ -537,6 +574,7 @@ func (r *stepRun) verify(ctx context.Context, i int) (StepResult, error) {
 func (r *stepRun) resend(ctx context.Context, i int, why string) (StepResult, error) {
 	ts := &r.j.Status.Tasks[i]
 	r.log.Info("effect not observed; sending the action again", "task", i+1, "why", why)
+	r.s.waits.end(r.j.Name) // the next attempt is a new wait
 	ts.Phase = task.PhaseStarted
 	ts.Attempts++
 	ts.LastError = why
@@ -646,6 +684,7 @@ func (r *stepRun) failTask(ctx context.Context, i int, reason, msg string) (Step
 	ts.NextAttemptTime = nil
 	ts.CompletionTime = &now
 	conditions.MarkCompleted(&ts.Conditions, j.Generation, conditions.ResultFailed, reason, msg, now)
+	r.s.waits.end(j.Name)
 	jobMsg := fmt.Sprintf("task %d (%s) failed: %s", i+1, j.Spec.Tasks[i].Describe(), msg)
 	return r.finish(ctx, conditions.ResultFailed, reason, jobMsg, conditions.ReasonSkipped)
 }
@@ -675,6 +714,7 @@ func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, 
 		ts.CompletionTime = &now
 		conditions.MarkCompleted(&ts.Conditions, j.Generation, conditions.ResultCanceled, skipReason, why, now)
 	}
+	r.s.waits.end(j.Name)
 	j.Status.Result = result
 	j.Status.Reason = reason
 	j.Status.Message = msg
