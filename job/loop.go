@@ -96,6 +96,8 @@ func (r *Runner) Start(ctx context.Context) error {
 		steps: make(chan stepOutcome, 64), claims: make(chan []claimed, 1), renewals: make(chan []renewal, 1),
 	}
 	now := r.cfg.Clock.Now()
+	r.health.start(now)
+	defer r.health.stop()
 	l.nextRenew = now.Add(r.cfg.LeaseDuration / 3)
 	if _, ok := r.cfg.Store.(storage.ChangeFeed); !ok {
 		r.log.Info("the Store has no change feed (storage.ChangeFeed): every scan lists all jobs, which costs time in proportion to the jobs stored; a wrapper around a store should pass Changes through")
@@ -107,6 +109,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	}()
 	for {
 		now := r.cfg.Clock.Now()
+		r.health.turn(now)
 		if !now.Before(l.nextScan) {
 			l.scan()
 			l.nextScan = r.cfg.Clock.Now().Add(r.cfg.ScanInterval)
@@ -153,6 +156,9 @@ func (r *Runner) Start(ctx context.Context) error {
 func (l *loop) scan() {
 	r := l.r
 	events, err := r.follower.Next(l.ctx)
+	if l.ctx.Err() == nil {
+		r.health.store(r.cfg.Clock.Now(), err)
+	}
 	if err != nil && l.ctx.Err() == nil {
 		r.log.Error(err, "reading job changes failed; will retry")
 	}
@@ -472,6 +478,7 @@ func (l *loop) renewed(rs []renewal) {
 		}
 		switch {
 		case x.err == nil:
+			r.health.store(now, nil)
 			h.lockRev, h.until = x.rev, r.validUntil(x.sent)
 			l.noteUntil(h.until)
 			if h.renewFailing {
@@ -493,6 +500,7 @@ func (l *loop) renewed(rs []renewal) {
 				l.drop(h, false)
 			}
 		default:
+			r.health.store(now, x.err)
 			if !h.renewFailing {
 				r.log.Error(x.err, "renewing the system lock failed; will retry", "system", h.sys, "job", h.job)
 			}

@@ -119,6 +119,7 @@ type Runner struct {
 	mu      sync.Mutex
 	waiters map[string]chan struct{} // per job, closed by signal
 	started bool
+	health  runnerHealth // health.go
 
 	// Used only by the scheduling goroutine.
 	follower *storage.Follower
