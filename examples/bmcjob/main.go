@@ -122,7 +122,24 @@ func usage(out io.Writer) {
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "The password comes from $BMC_PASSWORD. \"bmcjob COMMAND -h\" lists a command's flags;")
 	fmt.Fprintln(out, "\"bmcjob -spec FILE\" (flags only) is the same as \"bmcjob run -spec FILE\".")
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "A job spec (more in examples/bmcjob/specs; -bmc replaces \"bmc\"):")
+	fmt.Fprintln(out, specExample)
+	fmt.Fprintln(out, "examples:")
+	fmt.Fprintln(out, "  bmcjob run -simulate -spec examples/bmcjob/specs/netboot.json")
+	fmt.Fprintln(out, "  BMC_PASSWORD=... bmcjob run -spec netboot.json -bmc redfish://10.0.0.5/redfish/v1/Systems/1 -user admin -cacert bmc-ca.pem")
+	fmt.Fprintln(out, "  BMC_PASSWORD=... bmcjob power status -bmc ipmi://10.0.0.6 -user admin")
 }
+
+// specExample is examples/bmcjob/specs/netboot.json (a test keeps them equal).
+const specExample = `{
+  "bmc": "redfish://10.0.0.5/redfish/v1/Systems/1",
+  "tasks": [
+    {"power": {"op": "off"}},
+    {"bootDevice": {"device": "pxe", "mode": "uefi"}},
+    {"power": {"op": "on"}, "timeout": "5m"}
+  ]
+}`
 
 // newFlagSet is a command's FlagSet: errors and -h print to out, and Parse
 // returns flag.ErrHelp for -h.

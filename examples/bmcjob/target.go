@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/ipmi"
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
+	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/memstore"
 	"github.com/bmckit/bmckit/task"
@@ -21,9 +25,12 @@ type targetFlags struct {
 	bmcURL   string
 	user     string
 	insecure bool
-	simulate bool
-	simDelay time.Duration
-	timeout  time.Duration
+	caCert   string // PEM file for -cacert
+	// noPassword allows an empty $BMC_PASSWORD.
+	noPassword bool
+	simulate   bool
+	simDelay   time.Duration
+	timeout    time.Duration
 }
 
 func addTargetFlags(fs *flag.FlagSet, timeout time.Duration) *targetFlags {
@@ -31,6 +38,8 @@ func addTargetFlags(fs *flag.FlagSet, timeout time.Duration) *targetFlags {
 	fs.StringVar(&t.bmcURL, "bmc", "", "BMC address, e.g. redfish://10.0.0.5/redfish/v1/Systems/1 or ipmi://10.0.0.6")
 	fs.StringVar(&t.user, "user", "", "BMC user name (password from $BMC_PASSWORD)")
 	fs.BoolVar(&t.insecure, "insecure", false, "skip TLS certificate verification (self-signed BMCs)")
+	fs.StringVar(&t.caCert, "cacert", "", "PEM file of the CA(s) that sign the BMC's TLS certificate")
+	fs.BoolVar(&t.noPassword, "no-password", false, "the BMC account has no password (otherwise $BMC_PASSWORD is required)")
 	fs.BoolVar(&t.simulate, "simulate", false, "run against an in-process simulated Redfish BMC (powered on)")
 	fs.DurationVar(&t.simDelay, "simulate-power-delay", 2*time.Second, "with -simulate: how long the simulated BMC's power changes take")
 	fs.DurationVar(&t.timeout, "timeout", timeout, "give up waiting after this long")
@@ -43,6 +52,8 @@ type conn struct {
 	dialer bmc.Dialer
 	creds  bmc.Credentials
 	close  func()
+	// missing is set when $BMC_PASSWORD is empty without -no-password.
+	missing error
 }
 
 // open starts the simulator for -simulate (its address replaces -bmc) and
@@ -50,6 +61,18 @@ type conn struct {
 func (t *targetFlags) open(out io.Writer, password string) (*conn, error) {
 	c := &conn{addr: t.bmcURL, creds: bmc.Credentials{Username: t.user, Password: password}, close: func() {}}
 	rfOpts := redfish.Options{InsecureSkipVerify: t.insecure}
+	if t.caCert != "" {
+		pem, err := os.ReadFile(t.caCert)
+		if err != nil {
+			return nil, fmt.Errorf("-cacert: %w", err)
+		}
+		rfOpts.CACertPEM = pem
+	}
+	if !t.simulate && password == "" && !t.noPassword {
+		// Reported when the job is about to run, after the spec and the
+		// address were validated, so input errors come first.
+		c.missing = errors.New("the BMC password is missing: set $BMC_PASSWORD (it is never a flag, so it stays out of ps and shell history), or pass -no-password for an account without one")
+	}
 	if t.simulate {
 		srv := redfishtest.NewTLSServer(redfishtest.Config{PowerDelay: t.simDelay})
 		srv.SetPower("1", "On")
@@ -84,23 +107,30 @@ func newDialer(rfOpts redfish.Options) (*bmc.SchemeDialer, error) {
 // each change of task or phase, and returns the completed job. The job's
 // own failure is not an error here: the caller reads j.Status.
 func runJob(ctx context.Context, c *conn, spec job.Spec, timeout time.Duration, out io.Writer) (job.Job, error) {
-	var last string
+	if c.missing != nil {
+		return job.Job{}, c.missing
+	}
+	// Each task's last printed line: an update prints every task whose
+	// line changed, so a task that finished within one step still gets its
+	// "done" (or "failed") line.
+	last := map[int]string{}
 	runner, err := job.NewRunner(job.Config{
 		Store:       memstore.New(),
 		Dialer:      c.dialer,
 		Credentials: job.StaticCredentials{"cli": c.creds},
 		OnUpdate: func(j job.Job) {
-			if j.Status.CurrentTask >= len(j.Status.Tasks) {
-				return
-			}
-			ts := j.Status.Tasks[j.Status.CurrentTask]
-			line := fmt.Sprintf("task %d/%d %s: %s", j.Status.CurrentTask+1, len(j.Spec.Tasks), j.Spec.Tasks[j.Status.CurrentTask].Describe(), phaseName(ts.Phase))
-			if ts.LastError != "" {
-				line += " (retrying: " + ts.LastError + ")"
-			}
-			if line != last {
-				last = line
-				fmt.Fprintf(out, "%s %s\n", time.Now().Format("15:04:05"), line)
+			for i, ts := range j.Status.Tasks {
+				if i >= len(j.Spec.Tasks) || (ts.Phase == task.PhasePending && i != j.Status.CurrentTask) {
+					continue
+				}
+				line := fmt.Sprintf("task %d/%d %s: %s", i+1, len(j.Spec.Tasks), j.Spec.Tasks[i].Describe(), phaseName(ts))
+				if ts.LastError != "" && ts.Phase != task.PhaseDone {
+					line += " (retrying: " + ts.LastError + ")"
+				}
+				if line != last[i] {
+					last[i] = line
+					fmt.Fprintf(out, "%s %s\n", time.Now().Format("15:04:05"), line)
+				}
 			}
 		},
 	})
@@ -128,14 +158,27 @@ func runJob(ctx context.Context, c *conn, spec job.Spec, timeout time.Duration, 
 	return *j, nil
 }
 
-func phaseName(p task.Phase) string {
-	switch p {
+// phaseName is a task's progress word: a finished task says how it ended
+// ("done", or "failed: <message>"), never "done" for a failure.
+func phaseName(ts task.Status) string {
+	switch ts.Phase {
 	case task.PhaseStarted:
 		return "sending"
 	case task.PhaseRequested:
 		return "verifying"
 	case task.PhaseDone:
-		return "done"
+		switch ts.Result {
+		case conditions.ResultSucceeded:
+			return "done"
+		case "":
+			return "finished"
+		default:
+			word := strings.ToLower(string(ts.Result))
+			if ts.Message != "" {
+				word += ": " + ts.Message
+			}
+			return word
+		}
 	}
 	return "pending"
 }

@@ -23,6 +23,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -49,14 +50,28 @@ func main() {
 }
 
 func run(args []string, out io.Writer) error {
-	flag := flag.NewFlagSet("quickstart", flag.ContinueOnError)
-	servers := flag.Int("servers", 8, "number of simulated servers")
-	latency := flag.Duration("latency", 20*time.Millisecond, "simulated latency of every BMC call")
-	powerDelay := flag.Duration("power-delay", time.Second, "how long a power change takes to land")
-	target := flag.String("target", "redfish", "simulated BMCs: redfish (HTTPS on loopback) or fake (in-memory)")
-	dbPath := flag.String("db", "", "boltstore file (default: a temporary file)")
-	workers := flag.Int("workers", 16, "concurrent jobs")
-	if err := flag.Parse(args); err != nil {
+	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
+	servers := fs.Int("servers", 8, "number of simulated servers")
+	latency := fs.Duration("latency", 20*time.Millisecond, "simulated latency of every BMC call")
+	powerDelay := fs.Duration("power-delay", time.Second, "how long a power change takes to land")
+	target := fs.String("target", "redfish", "simulated BMCs: redfish (HTTPS on loopback) or fake (in-memory)")
+	dbPath := fs.String("db", "", "boltstore file (default: a temporary file)")
+	workers := fs.Int("workers", 16, "concurrent jobs")
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintln(out, "usage: go run ./examples/quickstart [flags]")
+		fmt.Fprintln(out)
+		fmt.Fprintln(out, "Starts a simulated fleet of Redfish BMCs on 127.0.0.1, runs [power off, one-time PXE boot")
+		fmt.Fprintln(out, "(UEFI), power on] on every server through a job.Runner on an embedded bbolt store, prints")
+		fmt.Fprintln(out, "progress and each job's final status, and exits 0 when all jobs succeeded.")
+		fmt.Fprintln(out)
+		fmt.Fprintln(out, "flags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
 	if *servers < 1 || *servers > 1000 {

@@ -56,3 +56,14 @@ func TestQuickstartRejectsBadFlags(t *testing.T) {
 		t.Fatalf("want an error naming -target, got %v", err)
 	}
 }
+
+// -h prints the usage and is not an error (exit status 0).
+func TestHelpIsNotAnError(t *testing.T) {
+	var out bytes.Buffer
+	if err := run([]string{"-h"}, &out); err != nil {
+		t.Fatalf("-h: %v", err)
+	}
+	if !strings.Contains(out.String(), "usage: go run ./examples/quickstart") || !strings.Contains(out.String(), "-servers") {
+		t.Errorf("-h output lacks the usage:\n%s", out.String())
+	}
+}
