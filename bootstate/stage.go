@@ -150,7 +150,7 @@ func (r *Record) passedDeadline(now time.Time) (stageDue, bool) {
 func (r *Record) signalTime(signal string) time.Time {
 	for _, c := range r.Conditions {
 		if c.Type == signal {
-			return c.LastTransitionTime
+			return c.LastTransitionTime.Time
 		}
 	}
 	return r.StartedAt

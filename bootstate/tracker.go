@@ -13,6 +13,7 @@ import (
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/timestamp"
 )
 
 // Errors the tracker returns (wrapped; use errors.Is).
@@ -523,7 +524,7 @@ func (t *Tracker) recordSignal(ctx context.Context, systemUUID, attemptID, signa
 			return true, nil
 		}
 		conditions.Set(&rec.Conditions, conditions.Condition{
-			Type: signal, Status: conditions.True, Reason: ReasonSignalReceived, Message: message, LastTransitionTime: now,
+			Type: signal, Status: conditions.True, Reason: ReasonSignalReceived, Message: message, LastTransitionTime: timestamp.New(now),
 		})
 		wasDone := rec.Completed()
 		rec.evaluate(now)

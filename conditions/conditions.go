@@ -2,6 +2,8 @@ package conditions
 
 import (
 	"time"
+
+	"github.com/bmckit/bmckit/timestamp"
 )
 
 // Status is the status of a condition: True, False or Unknown.
@@ -25,7 +27,7 @@ type Condition struct {
 	// ObservedGeneration is the generation of the spec the condition was set against.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// LastTransitionTime is when Status last changed, truncated to the second.
-	LastTransitionTime time.Time `json:"lastTransitionTime"`
+	LastTransitionTime timestamp.Time `json:"lastTransitionTime"`
 	// Reason is a CamelCase, machine-readable reason for the last change.
 	Reason string `json:"reason"`
 	// Message is a human-readable explanation.
@@ -41,11 +43,11 @@ func Set(conds *[]Condition, c Condition) bool {
 	if conds == nil {
 		return false
 	}
-	ts := c.LastTransitionTime
-	if ts.IsZero() {
-		ts = time.Now()
+	t := c.LastTransitionTime.Time
+	if t.IsZero() {
+		t = time.Now()
 	}
-	ts = ts.UTC().Truncate(time.Second)
+	ts := timestamp.New(t.UTC().Truncate(time.Second))
 	for i := range *conds {
 		ex := &(*conds)[i]
 		if ex.Type != c.Type {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/timestamp"
 )
 
 var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -16,7 +17,7 @@ var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 func TestSetNewConditionTruncatesToSecondUTC(t *testing.T) {
 	var conds []conditions.Condition
 	at := time.Date(2026, 3, 1, 12, 30, 15, 987654321, time.FixedZone("CET", 3600))
-	changed := conditions.Set(&conds, conditions.Condition{Type: "Ready", Status: conditions.True, Reason: "Up", Message: "m", LastTransitionTime: at})
+	changed := conditions.Set(&conds, conditions.Condition{Type: "Ready", Status: conditions.True, Reason: "Up", Message: "m", LastTransitionTime: timestamp.New(at)})
 	require.True(t, changed)
 	require.Len(t, conds, 1)
 	got := conds[0].LastTransitionTime
@@ -39,14 +40,14 @@ func TestSetZeroTimeUsesNow(t *testing.T) {
 
 func TestSetReportsChangesAndMovesTimeOnlyOnStatusFlip(t *testing.T) {
 	var conds []conditions.Condition
-	base := conditions.Condition{Type: "Ready", Status: conditions.False, Reason: "Init", Message: "starting", ObservedGeneration: 1, LastTransitionTime: t0}
+	base := conditions.Condition{Type: "Ready", Status: conditions.False, Reason: "Init", Message: "starting", ObservedGeneration: 1, LastTransitionTime: timestamp.New(t0)}
 	require.True(t, conditions.Set(&conds, base))
 
 	// Identical: no change, even with a later time.
 	same := base
-	same.LastTransitionTime = t0.Add(time.Hour)
+	same.LastTransitionTime = timestamp.New(t0.Add(time.Hour))
 	assert.False(t, conditions.Set(&conds, same))
-	assert.Equal(t, t0, conds[0].LastTransitionTime)
+	assert.Equal(t, t0, conds[0].LastTransitionTime.Time)
 
 	// Reason, message and generation change without a status flip: changed,
 	// but the transition time stays.
@@ -57,9 +58,9 @@ func TestSetReportsChangesAndMovesTimeOnlyOnStatusFlip(t *testing.T) {
 	} {
 		c := conds[0]
 		mod(&c)
-		c.LastTransitionTime = t0.Add(2 * time.Hour)
+		c.LastTransitionTime = timestamp.New(t0.Add(2 * time.Hour))
 		assert.True(t, conditions.Set(&conds, c))
-		assert.Equal(t, t0, conds[0].LastTransitionTime, "time moved without a status flip")
+		assert.Equal(t, t0, conds[0].LastTransitionTime.Time, "time moved without a status flip")
 	}
 	assert.Equal(t, "Other", conds[0].Reason)
 	assert.Equal(t, "other message", conds[0].Message)
@@ -68,9 +69,9 @@ func TestSetReportsChangesAndMovesTimeOnlyOnStatusFlip(t *testing.T) {
 	// Status flip moves the time.
 	flip := conds[0]
 	flip.Status = conditions.True
-	flip.LastTransitionTime = t0.Add(3*time.Hour + 400*time.Millisecond)
+	flip.LastTransitionTime = timestamp.New(t0.Add(3*time.Hour + 400*time.Millisecond))
 	assert.True(t, conditions.Set(&conds, flip))
-	assert.Equal(t, t0.Add(3*time.Hour), conds[0].LastTransitionTime)
+	assert.Equal(t, t0.Add(3*time.Hour), conds[0].LastTransitionTime.Time)
 	assert.Len(t, conds, 1, "Set must update in place, not append")
 }
 
@@ -80,9 +81,9 @@ func TestSetNilPointer(t *testing.T) {
 
 func TestGetIsRemove(t *testing.T) {
 	var conds []conditions.Condition
-	conditions.Set(&conds, conditions.Condition{Type: "A", Status: conditions.True, LastTransitionTime: t0})
-	conditions.Set(&conds, conditions.Condition{Type: "B", Status: conditions.False, LastTransitionTime: t0})
-	conditions.Set(&conds, conditions.Condition{Type: "C", Status: conditions.Unknown, LastTransitionTime: t0})
+	conditions.Set(&conds, conditions.Condition{Type: "A", Status: conditions.True, LastTransitionTime: timestamp.New(t0)})
+	conditions.Set(&conds, conditions.Condition{Type: "B", Status: conditions.False, LastTransitionTime: timestamp.New(t0)})
+	conditions.Set(&conds, conditions.Condition{Type: "C", Status: conditions.Unknown, LastTransitionTime: timestamp.New(t0)})
 
 	require.NotNil(t, conditions.Get(conds, "B"))
 	assert.Equal(t, conditions.False, conditions.Get(conds, "B").Status)
@@ -116,7 +117,7 @@ func TestGetIsRemove(t *testing.T) {
 // The JSON names must be metav1.Condition's so a host can copy conditions
 // into a CRD status verbatim.
 func TestJSONFieldNamesMatchMetav1(t *testing.T) {
-	c := conditions.Condition{Type: "Completed", Status: conditions.True, ObservedGeneration: 3, LastTransitionTime: t0, Reason: "Succeeded", Message: "done"}
+	c := conditions.Condition{Type: "Completed", Status: conditions.True, ObservedGeneration: 3, LastTransitionTime: timestamp.New(t0), Reason: "Succeeded", Message: "done"}
 	b, err := json.Marshal(c)
 	require.NoError(t, err)
 	var m map[string]any
@@ -157,13 +158,13 @@ func TestMarkLifecycleKeepsInvariants(t *testing.T) {
 	assertOnlyLifecycleTypes()
 	assert.True(t, conditions.IsTrue(conds, conditions.TypeRunning))
 	assert.True(t, conditions.IsFalse(conds, conditions.TypeCompleted))
-	assert.Equal(t, t1, conditions.Get(conds, conditions.TypeRunning).LastTransitionTime)
-	assert.Equal(t, t0, conditions.Get(conds, conditions.TypeCompleted).LastTransitionTime, "Completed stayed False: time must not move")
+	assert.Equal(t, t1, conditions.Get(conds, conditions.TypeRunning).LastTransitionTime.Time)
+	assert.Equal(t, t0, conditions.Get(conds, conditions.TypeCompleted).LastTransitionTime.Time, "Completed stayed False: time must not move")
 	assert.Equal(t, "power off", conditions.Get(conds, conditions.TypeRunning).Message)
 
 	// Progress message update: changed, no time move.
 	require.True(t, conditions.MarkRunning(&conds, 1, "boot pxe", t1.Add(time.Minute)))
-	assert.Equal(t, t1, conditions.Get(conds, conditions.TypeRunning).LastTransitionTime)
+	assert.Equal(t, t1, conditions.Get(conds, conditions.TypeRunning).LastTransitionTime.Time)
 
 	for _, res := range []conditions.Result{conditions.ResultSucceeded, conditions.ResultFailed, conditions.ResultCanceled, conditions.ResultTimedOut} {
 		t.Run(string(res), func(t *testing.T) {
@@ -180,8 +181,8 @@ func TestMarkLifecycleKeepsInvariants(t *testing.T) {
 			assert.True(t, conditions.IsFalse(c, conditions.TypeRunning), "no stale Running=True on a completed object")
 			comp := conditions.Get(c, conditions.TypeCompleted)
 			assert.Equal(t, string(res), comp.Reason, "reason defaults to the result")
-			assert.Equal(t, t2, comp.LastTransitionTime)
-			assert.Equal(t, t2, conditions.Get(c, conditions.TypeRunning).LastTransitionTime)
+			assert.Equal(t, t2, comp.LastTransitionTime.Time)
+			assert.Equal(t, t2, conditions.Get(c, conditions.TypeRunning).LastTransitionTime.Time)
 		})
 	}
 

@@ -1,6 +1,10 @@
 package conditions
 
-import "time"
+import (
+	"time"
+
+	"github.com/bmckit/bmckit/timestamp"
+)
 
 // Standard condition types for jobs, tasks and boot records.
 const (
@@ -54,15 +58,15 @@ const (
 
 // MarkPending sets Completed=False and Running=False with reason Pending.
 func MarkPending(conds *[]Condition, generation int64, now time.Time) bool {
-	a := Set(conds, Condition{Type: TypeCompleted, Status: False, Reason: ReasonPending, Message: "waiting to start", ObservedGeneration: generation, LastTransitionTime: now})
-	b := Set(conds, Condition{Type: TypeRunning, Status: False, Reason: ReasonPending, Message: "waiting to start", ObservedGeneration: generation, LastTransitionTime: now})
+	a := Set(conds, Condition{Type: TypeCompleted, Status: False, Reason: ReasonPending, Message: "waiting to start", ObservedGeneration: generation, LastTransitionTime: timestamp.New(now)})
+	b := Set(conds, Condition{Type: TypeRunning, Status: False, Reason: ReasonPending, Message: "waiting to start", ObservedGeneration: generation, LastTransitionTime: timestamp.New(now)})
 	return a || b
 }
 
 // MarkRunning sets Running=True and Completed=False with the given message.
 func MarkRunning(conds *[]Condition, generation int64, message string, now time.Time) bool {
-	a := Set(conds, Condition{Type: TypeCompleted, Status: False, Reason: ReasonRunning, Message: message, ObservedGeneration: generation, LastTransitionTime: now})
-	b := Set(conds, Condition{Type: TypeRunning, Status: True, Reason: ReasonRunning, Message: message, ObservedGeneration: generation, LastTransitionTime: now})
+	a := Set(conds, Condition{Type: TypeCompleted, Status: False, Reason: ReasonRunning, Message: message, ObservedGeneration: generation, LastTransitionTime: timestamp.New(now)})
+	b := Set(conds, Condition{Type: TypeRunning, Status: True, Reason: ReasonRunning, Message: message, ObservedGeneration: generation, LastTransitionTime: timestamp.New(now)})
 	return a || b
 }
 
@@ -73,7 +77,7 @@ func MarkCompleted(conds *[]Condition, generation int64, result Result, reason, 
 	if reason == "" {
 		reason = string(result)
 	}
-	a := Set(conds, Condition{Type: TypeCompleted, Status: True, Reason: reason, Message: message, ObservedGeneration: generation, LastTransitionTime: now})
-	b := Set(conds, Condition{Type: TypeRunning, Status: False, Reason: reason, Message: message, ObservedGeneration: generation, LastTransitionTime: now})
+	a := Set(conds, Condition{Type: TypeCompleted, Status: True, Reason: reason, Message: message, ObservedGeneration: generation, LastTransitionTime: timestamp.New(now)})
+	b := Set(conds, Condition{Type: TypeRunning, Status: False, Reason: reason, Message: message, ObservedGeneration: generation, LastTransitionTime: timestamp.New(now)})
 	return a || b
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/internal/strictjson"
 	"github.com/bmckit/bmckit/task"
+	"github.com/bmckit/bmckit/timestamp"
 )
 
 // Spec is what a job should do: an ordered list of tasks against one BMC. It
@@ -47,9 +48,9 @@ type Status struct {
 	// CurrentTask is the index of the task being run (len(Tasks) when done).
 	CurrentTask int `json:"currentTask"`
 	// Tasks holds one status per task in Spec.Tasks.
-	Tasks          []task.Status `json:"tasks,omitempty"`
-	StartTime      *time.Time    `json:"startTime,omitempty"`
-	CompletionTime *time.Time    `json:"completionTime,omitempty"`
+	Tasks          []task.Status   `json:"tasks,omitempty"`
+	StartTime      *timestamp.Time `json:"startTime,omitempty"`
+	CompletionTime *timestamp.Time `json:"completionTime,omitempty"`
 	// Wire counts what the job cost on the wire, when the driver reports it.
 	// For systems that share one session (bmc.SystemOpener) it is the
 	// session's totals, which include the other systems' jobs.

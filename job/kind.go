@@ -94,7 +94,7 @@ func (invalidKind) notYet(context.Context, *stepRun, int, string) (StepResult, e
 // pollAfterAction is the common "keep polling" answer: fast right after the
 // action, slower after SlowPollAfter.
 func (r *stepRun) pollAfterAction(i int) StepResult {
-	since := r.now.Sub(*r.j.Status.Tasks[i].RequestTime)
+	since := r.now.Sub(r.j.Status.Tasks[i].RequestTime.Time)
 	if since < r.s.cfg.SlowPollAfter {
 		return StepResult{RequeueAfter: r.s.cfg.PollInterval}
 	}

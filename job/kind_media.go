@@ -53,7 +53,7 @@ func (k mediaKind) check(ctx context.Context, r *stepRun, drv bmc.Driver, _ bool
 }
 
 func (k mediaKind) notYet(ctx context.Context, r *stepRun, i int, observed string) (StepResult, error) {
-	if r.now.Sub(*r.j.Status.Tasks[i].RequestTime) >= r.s.cfg.ResendAfter {
+	if r.now.Sub(r.j.Status.Tasks[i].RequestTime.Time) >= r.s.cfg.ResendAfter {
 		return r.resend(ctx, i, "media read back as "+observed)
 	}
 	return r.pollAfterAction(i), nil

@@ -149,7 +149,7 @@ func (k powerKind) settle(ctx context.Context, r *stepRun, drv bmc.Driver) (bool
 }
 
 func (k powerKind) notYet(ctx context.Context, r *stepRun, i int, observed string) (StepResult, error) {
-	since := r.now.Sub(*r.j.Status.Tasks[i].RequestTime)
+	since := r.now.Sub(r.j.Status.Tasks[i].RequestTime.Time)
 	if since >= r.s.cfg.ResendAfter && !bmc.PowerState(observed).Transitional() {
 		return r.resend(ctx, i, fmt.Sprintf("power still %s %s after the request", observed, since.Round(time.Second)))
 	}

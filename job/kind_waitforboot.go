@@ -9,6 +9,7 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/task"
+	"github.com/bmckit/bmckit/timestamp"
 )
 
 // waitForBootKind completes when the host's BootTracker reports the task's
@@ -165,7 +166,7 @@ func (k waitForBootKind) check(ctx context.Context, r *stepRun, _ bmc.Driver, _ 
 	if reason == "" {
 		reason = conditions.ReasonFailed
 	}
-	cur.Step, cur.Result, cur.Stage, cur.Message, cur.EndTime = task.BootTryDone, out.Result, reason, out.Message, &now
+	cur.Step, cur.Result, cur.Stage, cur.Message, cur.EndTime = task.BootTryDone, out.Result, reason, out.Message, timestamp.Ptr(now)
 	if out.Result == conditions.ResultSucceeded {
 		if cur.Try > 1 {
 			return true, fmt.Sprintf("booted on try %d of %d: %s", cur.Try, tries, out.Message), nil
@@ -175,7 +176,7 @@ func (k waitForBootKind) check(ctx context.Context, r *stepRun, _ bmc.Driver, _ 
 	if out.Result == conditions.ResultTimedOut && cur.Try < tries {
 		next := now.Add(k.a.BackoffBefore(cur.Try + 1))
 		r.log.Info("boot try timed out; retrying", "task", i+1, "try", cur.Try, "of", tries, "stage", reason, "retryAt", next)
-		ts.BootTries = append(ts.BootTries, task.BootTry{Try: cur.Try + 1, AttemptID: BootTryAttemptID(r.j, i, cur.Try+1), Step: task.BootTryBackoff, NotBefore: &next})
+		ts.BootTries = append(ts.BootTries, task.BootTry{Try: cur.Try + 1, AttemptID: BootTryAttemptID(r.j, i, cur.Try+1), Step: task.BootTryBackoff, NotBefore: timestamp.Ptr(next)})
 		return false, fmt.Sprintf("try %d of %d ended %s; retrying at %s", cur.Try, tries, reason, next.UTC().Format(time.RFC3339)), nil
 	}
 	msg := "boot " + string(out.Result) + ": " + out.Message
@@ -205,7 +206,7 @@ func (k waitForBootKind) notYet(ctx context.Context, r *stepRun, i int, _ string
 	now := r.now
 	switch cur.Step {
 	case task.BootTryBackoff:
-		if now.Before(*cur.NotBefore) {
+		if now.Before(cur.NotBefore.Time) {
 			if prev := ts.BootTries[len(ts.BootTries)-2]; prev.EndTime != nil && prev.EndTime.Equal(now) {
 				// The previous try ended in this step: store its outcome
 				// and the retry's schedule.
@@ -220,7 +221,7 @@ func (k waitForBootKind) notYet(ctx context.Context, r *stepRun, i int, _ string
 		if err := r.openBoot(ctx, i, cur.AttemptID); err != nil {
 			return r.handleErr(ctx, i, asBootErr(fmt.Errorf("opening boot attempt %q: %w", cur.AttemptID, err)), false)
 		}
-		cur.StartTime, cur.NotBefore = &now, nil
+		cur.StartTime, cur.NotBefore = timestamp.Ptr(now), nil
 		cur.Step = task.BootTryPowerCycling
 		if overrideTask(r.j, i) >= 0 {
 			cur.Step = task.BootTrySettingBootOverride
@@ -246,7 +247,7 @@ func (k waitForBootKind) notYet(ctx context.Context, r *stepRun, i int, _ string
 		if !ok {
 			return r.handleErr(ctx, i, bmc.Transient(fmt.Errorf("try %d: the boot override read back as %s after setting it again", cur.Try, observed)), false)
 		}
-		cur.OverrideTime = &now
+		cur.OverrideTime = timestamp.Ptr(now)
 		cur.Step = task.BootTryPowerCycling
 		if err := r.persist(ctx, r.j); err != nil { // intent before the cycle
 			return StepResult{}, err
@@ -274,9 +275,9 @@ func (k waitForBootKind) notYet(ctx context.Context, r *stepRun, i int, _ string
 		if err := drv.SetPower(cctx, act); err != nil {
 			return r.handleErr(ctx, i, err, false)
 		}
-		cur.PowerCycleTime = &now
+		cur.PowerCycleTime = timestamp.Ptr(now)
 		cur.Step = task.BootTryWaiting
-		ts.RequestTime = &now
+		ts.RequestTime = timestamp.Ptr(now)
 		r.recordWire(drv)
 		if err := r.persist(ctx, r.j); err != nil {
 			return StepResult{}, err

@@ -163,7 +163,7 @@ func TestStepBMCResetWaitsUntilTheBMCAnswers(t *testing.T) {
 	ts := j.Status.Tasks[0]
 	assert.Equal(t, "the BMC answers again after a warm reset (power On)", ts.Message)
 	assert.Equal(t, "On", ts.PowerState)
-	assert.False(t, ts.CompletionTime.Before(ts.RequestTime.Add(downtime)), "completed %s after the reset, before the BMC answered", ts.CompletionTime.Sub(*ts.RequestTime))
+	assert.False(t, ts.CompletionTime.Before(ts.RequestTime.Add(downtime)), "completed %s after the reset, before the BMC answered", ts.CompletionTime.Sub(ts.RequestTime.Time))
 	// Dials that fail while it restarts are retried with the Retry backoff
 	// (500ms doubling to 15s, +/-20%): the return is seen within a step.
 	assert.LessOrEqual(t, ts.CompletionTime.Sub(ts.RequestTime.Add(downtime)), 18*time.Second, "the BMC was seen answering within a retry of coming back")

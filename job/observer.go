@@ -280,7 +280,7 @@ type observedRun struct {
 func observe(j *Job) observedRun {
 	o := observedRun{gen: j.Status.ObservedGeneration, done: j.Completed()}
 	if j.Status.StartTime != nil {
-		o.start = *j.Status.StartTime
+		o.start = j.Status.StartTime.Time
 	}
 	o.started = make([]bool, len(j.Status.Tasks))
 	o.ended = make([]bool, len(j.Status.Tasks))
@@ -344,7 +344,7 @@ func (s *Stepper) report(j *Job, prev, cur observedRun) {
 			Tasks: make([]TaskEvent, len(j.Status.Tasks)),
 		}
 		if t := j.Status.CompletionTime; t != nil {
-			e.End = *t
+			e.End = t.Time
 		}
 		if j.Status.Wire != nil {
 			e.Wire = *j.Status.Wire
@@ -363,11 +363,11 @@ func taskEvent(j *Job, i int, sys, drv string) TaskEvent {
 		e.Kind = j.Spec.Tasks[i].Action()
 	}
 	if ts.StartTime != nil {
-		e.Start = *ts.StartTime
+		e.Start = ts.StartTime.Time
 	}
 	if ts.Phase == task.PhaseDone {
 		if ts.CompletionTime != nil {
-			e.End = *ts.CompletionTime
+			e.End = ts.CompletionTime.Time
 		}
 		e.Result, e.Reason, e.Message = ts.Result, ts.Reason, ts.Message
 	}

@@ -342,8 +342,8 @@ func TestResumeFirstAfterSIGKILL(t *testing.T) {
 			assert.True(t, a.CreatedAt.Before(b.CreatedAt), "A's CreatedAt (%v) is before B's (%v): its submitter's clock was behind", a.CreatedAt, b.CreatedAt)
 			assert.Equal(t, 1, b.Status.Tasks[0].Attempts, "B's power-off sent once")
 			assert.Equal(t, 1, b.Status.Tasks[1].Attempts, "B's PXE override sent once")
-			assert.False(t, a.Status.StartTime.Before(*b.Status.CompletionTime), "A started (%v) after B completed (%v)", a.Status.StartTime, b.Status.CompletionTime)
-			assert.False(t, c.Status.StartTime.Before(*a.Status.CompletionTime), "C started (%v) after A completed (%v)", c.Status.StartTime, a.Status.CompletionTime)
+			assert.False(t, a.Status.StartTime.Before(b.Status.CompletionTime.Time), "A started (%v) after B completed (%v)", a.Status.StartTime, b.Status.CompletionTime)
+			assert.False(t, c.Status.StartTime.Before(a.Status.CompletionTime.Time), "C started (%v) after A completed (%v)", c.Status.StartTime, a.Status.CompletionTime)
 		})
 	}
 }
@@ -428,8 +428,8 @@ func TestSkewedClockCleanStopResumesFirst(t *testing.T) {
 	}
 	a, bb, c := jobs["A"], jobs["B"], jobs["C"]
 	assert.True(t, a.CreatedAt.Before(bb.CreatedAt), "A's CreatedAt is a minute before B's")
-	assert.False(t, a.Status.StartTime.Before(*bb.Status.CompletionTime), "A started (%v) after B completed (%v)", a.Status.StartTime, bb.Status.CompletionTime)
-	assert.False(t, c.Status.StartTime.Before(*a.Status.CompletionTime), "C started after A completed")
+	assert.False(t, a.Status.StartTime.Before(bb.Status.CompletionTime.Time), "A started (%v) after B completed (%v)", a.Status.StartTime, bb.Status.CompletionTime)
+	assert.False(t, c.Status.StartTime.Before(a.Status.CompletionTime.Time), "C started after A completed")
 	for i := range 2 {
 		assert.Equal(t, 1, bb.Status.Tasks[i].Attempts, "B's task %d sent once", i)
 	}

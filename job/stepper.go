@@ -13,6 +13,7 @@ import (
 	"github.com/bmckit/bmckit/retry"
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/task"
+	"github.com/bmckit/bmckit/timestamp"
 )
 
 // Clock is the time source. internal/clock's Real and Fake satisfy it; so
@@ -285,7 +286,7 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 		// Canceled before it started: nothing to touch on the BMC, so no
 		// need to wait for the system either.
 		now := r.now
-		j.Status = Status{ObservedGeneration: j.Generation, StartTime: &now, Tasks: make([]task.Status, len(j.Spec.Tasks))}
+		j.Status = Status{ObservedGeneration: j.Generation, StartTime: timestamp.Ptr(now), Tasks: make([]task.Status, len(j.Spec.Tasks))}
 		return r.finish(ctx, conditions.ResultCanceled, conditions.ReasonCanceled, "canceled on request before it started", conditions.ReasonCanceled)
 	}
 	if locks := r.s.cfg.Locks; locks != nil && epErr == nil {
@@ -325,17 +326,17 @@ func (r *stepRun) advance() (StepResult, error) {
 	if err := r.restoreDue(ctx); err != nil { // bootrestore.go
 		return StepResult{}, err
 	}
-	if to := j.Spec.Timeout.Duration; to > 0 && r.now.Sub(*j.Status.StartTime) >= to {
+	if to := j.Spec.Timeout.Duration; to > 0 && r.now.Sub(j.Status.StartTime.Time) >= to {
 		i := j.Status.CurrentTask
 		return r.failTask(ctx, i, conditions.ReasonTimedOut, fmt.Sprintf("job timed out after %s%s", to, lastErrSuffix(&j.Status.Tasks[i])))
 	}
 	i := j.Status.CurrentTask
 	ts := &j.Status.Tasks[i]
 	limit := r.taskTimeout(i) + kindOf(&j.Spec.Tasks[i]).grace(&r.s.cfg)
-	if ts.StartTime != nil && r.now.Sub(*ts.StartTime) >= limit {
+	if ts.StartTime != nil && r.now.Sub(ts.StartTime.Time) >= limit {
 		return r.failTask(ctx, i, conditions.ReasonTimedOut, fmt.Sprintf("timed out after %s%s", r.taskTimeout(i), lastErrSuffix(ts)))
 	}
-	if ts.NextAttemptTime != nil && r.now.Before(*ts.NextAttemptTime) {
+	if ts.NextAttemptTime != nil && r.now.Before(ts.NextAttemptTime.Time) {
 		return StepResult{RequeueAfter: ts.NextAttemptTime.Sub(r.now)}, nil
 	}
 	// A BMC call that hangs must not outlive the task's (or the job's)
@@ -343,10 +344,10 @@ func (r *stepRun) advance() (StepResult, error) {
 	// step then fails the task as timed out.
 	left := limit
 	if ts.StartTime != nil {
-		left -= r.now.Sub(*ts.StartTime)
+		left -= r.now.Sub(ts.StartTime.Time)
 	}
 	if to := j.Spec.Timeout.Duration; to > 0 {
-		if jl := to - r.now.Sub(*j.Status.StartTime); jl < left {
+		if jl := to - r.now.Sub(j.Status.StartTime.Time); jl < left {
 			left = jl
 		}
 	}
@@ -390,10 +391,10 @@ func (r *stepRun) startTask(i int) {
 	ts.Phase = task.PhaseStarted
 	if !kindOf(&j.Spec.Tasks[i]).usesBMC() {
 		ts.Phase = task.PhaseRequested
-		ts.RequestTime = &now
+		ts.RequestTime = timestamp.Ptr(now)
 	}
 	ts.Attempts = 1
-	ts.StartTime = &now
+	ts.StartTime = timestamp.Ptr(now)
 	conditions.MarkRunning(&ts.Conditions, j.Generation, "started", now)
 	conditions.MarkRunning(&j.Status.Conditions, j.Generation, fmt.Sprintf("running task %d of %d (%s)", i+1, len(j.Spec.Tasks), j.Spec.Tasks[i].Describe()), now)
 	r.intent = i + 1
@@ -429,7 +430,7 @@ func (r *stepRun) taskTimeout(i int) time.Duration {
 func (r *stepRun) initialize(ctx context.Context) (res StepResult, done bool, err error) {
 	j := r.j
 	now := r.now
-	j.Status = Status{ObservedGeneration: j.Generation, StartTime: &now, Tasks: make([]task.Status, len(j.Spec.Tasks))}
+	j.Status = Status{ObservedGeneration: j.Generation, StartTime: timestamp.Ptr(now), Tasks: make([]task.Status, len(j.Spec.Tasks))}
 	if err := j.Spec.Validate(); err != nil {
 		res, err := r.finish(ctx, conditions.ResultFailed, conditions.ReasonInvalidSpec, err.Error(), conditions.ReasonSkipped)
 		return res, true, err
@@ -519,7 +520,7 @@ func (r *stepRun) act(ctx context.Context, i int, recheck bool) (StepResult, err
 		if errors.As(err, &g) {
 			// Not sent: wait and ask again, without counting an attempt.
 			next := r.now.Add(g.wait)
-			r.j.Status.Tasks[i].NextAttemptTime = &next
+			r.j.Status.Tasks[i].NextAttemptTime = timestamp.Ptr(next)
 			return StepResult{RequeueAfter: g.wait}, nil
 		}
 		return r.handleErr(ctx, i, err, false)
@@ -529,7 +530,7 @@ func (r *stepRun) act(ctx context.Context, i int, recheck bool) (StepResult, err
 	ts := &r.j.Status.Tasks[i]
 	now := r.now
 	ts.Phase = task.PhaseRequested
-	ts.RequestTime = &now
+	ts.RequestTime = timestamp.Ptr(now)
 	ts.NextAttemptTime = nil
 	readAt := r.s.cfg.Clock.Now()
 	ok, observed, err := k.check(cctx, r, drv, true)
@@ -579,7 +580,7 @@ func (r *stepRun) resend(ctx context.Context, i int, why string) (StepResult, er
 	ts.Attempts++
 	ts.LastError = why
 	next := r.now.Add(r.s.cfg.PollInterval)
-	ts.NextAttemptTime = &next
+	ts.NextAttemptTime = timestamp.Ptr(next)
 	if err := r.persist(ctx, r.j); err != nil {
 		return StepResult{}, err
 	}
@@ -625,7 +626,7 @@ func (r *stepRun) handleErr(ctx context.Context, i int, err error, dialing bool)
 	ts.Attempts++
 	delay := r.s.cfg.Retry.Delay(ts.Attempts - 1)
 	next := r.now.Add(delay)
-	ts.NextAttemptTime = &next
+	ts.NextAttemptTime = timestamp.Ptr(next)
 	r.log.Info("transient BMC error; will retry", "task", i+1, "attempt", ts.Attempts, "in", delay.String(), "error", err.Error())
 	if perr := r.persist(ctx, r.j); perr != nil {
 		return StepResult{}, perr
@@ -658,7 +659,7 @@ func (r *stepRun) succeedTask(ctx context.Context, i int, observed string) (Step
 	ts.Message = observed
 	ts.LastError = ""
 	ts.NextAttemptTime = nil
-	ts.CompletionTime = &now
+	ts.CompletionTime = timestamp.Ptr(now)
 	conditions.MarkCompleted(&ts.Conditions, j.Generation, conditions.ResultSucceeded, "", observed, now)
 	j.Status.CurrentTask = i + 1
 	if j.Status.CurrentTask == len(j.Spec.Tasks) {
@@ -682,7 +683,7 @@ func (r *stepRun) failTask(ctx context.Context, i int, reason, msg string) (Step
 	ts.Reason = reason
 	ts.Message = msg
 	ts.NextAttemptTime = nil
-	ts.CompletionTime = &now
+	ts.CompletionTime = timestamp.Ptr(now)
 	conditions.MarkCompleted(&ts.Conditions, j.Generation, conditions.ResultFailed, reason, msg, now)
 	r.s.waits.end(j.Name)
 	jobMsg := fmt.Sprintf("task %d (%s) failed: %s", i+1, j.Spec.Tasks[i].Describe(), msg)
@@ -711,16 +712,16 @@ func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, 
 		ts.Result = conditions.ResultCanceled
 		ts.Reason = skipReason
 		ts.Message = why
-		ts.CompletionTime = &now
+		ts.CompletionTime = timestamp.Ptr(now)
 		conditions.MarkCompleted(&ts.Conditions, j.Generation, conditions.ResultCanceled, skipReason, why, now)
 	}
 	r.s.waits.end(j.Name)
 	j.Status.Result = result
 	j.Status.Reason = reason
 	j.Status.Message = msg
-	j.Status.CompletionTime = &now
+	j.Status.CompletionTime = timestamp.Ptr(now)
 	if j.Status.StartTime == nil {
-		j.Status.StartTime = &now
+		j.Status.StartTime = timestamp.Ptr(now)
 	}
 	j.Status.ObservedGeneration = j.Generation
 	conditions.MarkCompleted(&j.Status.Conditions, j.Generation, result, reason, msg, now)

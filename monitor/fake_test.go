@@ -84,7 +84,7 @@ func TestAddReadsAtOnce(t *testing.T) {
 	assert.Equal(t, monitor.ReasonContacted, c.Reason)
 	assert.Contains(t, c.Message, fakeURL)
 	assert.Equal(t, int64(1), c.ObservedGeneration)
-	assert.Equal(t, monitortest.T0, c.LastTransitionTime)
+	assert.Equal(t, monitortest.T0, c.LastTransitionTime.Time)
 	assert.Equal(t, bmc.PowerOn, mc.Status.Power)
 	assert.Equal(t, monitortest.T0, mc.Status.LastReadTime)
 	assert.Equal(t, int64(1), mc.Status.ObservedGeneration)
@@ -124,7 +124,7 @@ func TestAddReadsAtOnce(t *testing.T) {
 	}
 	assert.Equal(t, 1, e.srv.Sessions().Logins, "one session for every read")
 	mc = monitortest.Record(t, e.store, e.m, fakeURL)
-	assert.Equal(t, monitortest.T0, monitortest.Contactable(t, mc).LastTransitionTime, "no flip, no transition")
+	assert.Equal(t, monitortest.T0, monitortest.Contactable(t, mc).LastTransitionTime.Time, "no flip, no transition")
 	assert.Equal(t, calls[len(calls)-1].Time, mc.Status.LastReadTime)
 	assert.Equal(t, int64(len(calls)), e.m.Stats().Reads)
 }
@@ -186,7 +186,7 @@ func TestFakeUnreachableAndBack(t *testing.T) {
 		assert.Equal(t, monitor.ReasonUnreachable, c.Reason)
 		assert.Contains(t, c.Message, fakeURL)
 		assert.Contains(t, c.Message, "connection refused")
-		assert.Equal(t, firstFail, c.LastTransitionTime, "moves only on flips")
+		assert.Equal(t, firstFail, c.LastTransitionTime.Time, "moves only on flips")
 		assert.Equal(t, bmc.PowerOn, mc.Status.Power, "the last known power state stays")
 		assert.Equal(t, monitortest.T0, mc.Status.LastReadTime, "the last successful read")
 	}
@@ -201,7 +201,7 @@ func TestFakeUnreachableAndBack(t *testing.T) {
 	mc := monitortest.Record(t, e.store, e.m, fakeURL)
 	c := monitortest.Contactable(t, mc)
 	assert.Equal(t, conditions.True, c.Status)
-	assert.Equal(t, e.clk.Now(), c.LastTransitionTime)
+	assert.Equal(t, e.clk.Now(), c.LastTransitionTime.Time)
 	assert.Equal(t, bmc.PowerOff, mc.Status.Power)
 	assert.Equal(t, e.clk.Now(), mc.Status.LastReadTime)
 	st := e.m.Stats()

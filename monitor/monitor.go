@@ -18,6 +18,7 @@ import (
 	"github.com/bmckit/bmckit/internal/owner"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/timestamp"
 )
 
 // DefaultInterval is the refresh interval when Config.Interval is zero.
@@ -219,7 +220,7 @@ func (m *Monitor) Add(ctx context.Context, bmcURL, credentialsRef string) (*Mach
 			mc := &Machine{BMC: addr, System: sys, CredentialsRef: credentialsRef, Generation: 1}
 			conditions.Set(&mc.Status.Conditions, conditions.Condition{
 				Type: TypeContactable, Status: conditions.Unknown, Reason: ReasonPending,
-				Message: addr + " has not been read yet", LastTransitionTime: now,
+				Message: addr + " has not been read yet", LastTransitionTime: timestamp.New(now),
 			})
 			out = mc
 			return encode(mc)

@@ -11,6 +11,7 @@ import (
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/timestamp"
 )
 
 // refreshJob is what the loop hands a refresh: the record as it last saw it.
@@ -171,7 +172,7 @@ func (m *Monitor) read(ctx context.Context, ep bmc.Endpoint, ref string) (power 
 // changed.
 func (m *Monitor) apply(mc *Machine, ep bmc.Endpoint, power bmc.PowerState, err error, timedOut bool, password string) bool {
 	now := m.cfg.Clock.Now()
-	c := conditions.Condition{Type: TypeContactable, ObservedGeneration: mc.Generation, LastTransitionTime: now}
+	c := conditions.Condition{Type: TypeContactable, ObservedGeneration: mc.Generation, LastTransitionTime: timestamp.New(now)}
 	changed := mc.Status.ObservedGeneration != mc.Generation
 	mc.Status.ObservedGeneration = mc.Generation
 	if err == nil {

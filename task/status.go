@@ -1,9 +1,8 @@
 package task
 
 import (
-	"time"
-
 	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/timestamp"
 )
 
 // Phase is where a task is in its life. The phases are what make a task
@@ -38,13 +37,13 @@ type Status struct {
 	// first. Empty for the other kinds.
 	BootTries []BootTry `json:"bootTries,omitempty"`
 	// StartTime is when the task was first started.
-	StartTime *time.Time `json:"startTime,omitempty"`
+	StartTime *timestamp.Time `json:"startTime,omitempty"`
 	// RequestTime is when the BMC last accepted the action.
-	RequestTime *time.Time `json:"requestTime,omitempty"`
+	RequestTime *timestamp.Time `json:"requestTime,omitempty"`
 	// CompletionTime is when the task reached a terminal state.
-	CompletionTime *time.Time `json:"completionTime,omitempty"`
+	CompletionTime *timestamp.Time `json:"completionTime,omitempty"`
 	// NextAttemptTime is when a retry after a transient error is due.
-	NextAttemptTime *time.Time `json:"nextAttemptTime,omitempty"`
+	NextAttemptTime *timestamp.Time `json:"nextAttemptTime,omitempty"`
 	// LastError is the last transient error seen, kept while retrying.
 	LastError string `json:"lastError,omitempty"`
 	// PowerState is the server's power state as the task read it ("On",

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/timestamp"
 )
 
 // BootPolicyMode says how a wait-for-boot task's signals combine.
@@ -220,13 +221,13 @@ type BootTry struct {
 	// Message is the boot record's message when the try ended.
 	Message string `json:"message,omitempty"`
 	// NotBefore is when a retry may start (after its backoff).
-	NotBefore *time.Time `json:"notBefore,omitempty"`
+	NotBefore *timestamp.Time `json:"notBefore,omitempty"`
 	// StartTime is when the try's boot attempt was opened.
-	StartTime *time.Time `json:"startTime,omitempty"`
+	StartTime *timestamp.Time `json:"startTime,omitempty"`
 	// OverrideTime is when the boot override was set again (retries only).
-	OverrideTime *time.Time `json:"overrideTime,omitempty"`
+	OverrideTime *timestamp.Time `json:"overrideTime,omitempty"`
 	// PowerCycleTime is when the power cycle was sent (retries only).
-	PowerCycleTime *time.Time `json:"powerCycleTime,omitempty"`
+	PowerCycleTime *timestamp.Time `json:"powerCycleTime,omitempty"`
 	// EndTime is when the try ended.
-	EndTime *time.Time `json:"endTime,omitempty"`
+	EndTime *timestamp.Time `json:"endTime,omitempty"`
 }

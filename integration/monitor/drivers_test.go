@@ -111,7 +111,7 @@ func TestRedfishUnreachableAndBack(t *testing.T) {
 	e.readOnce(t)
 	mc, c = e.get(t, url)
 	assert.Equal(t, conditions.True, c.Status, c.Message)
-	assert.Equal(t, e.clk.Now(), c.LastTransitionTime)
+	assert.Equal(t, e.clk.Now(), c.LastTransitionTime.Time)
 	assert.Equal(t, bmc.PowerOff, mc.Status.Power)
 	assert.Equal(t, int64(1), srv.Logins(), "the session survived the outage")
 	e.noSecrets(t, monitortest.Secret)
