@@ -1,6 +1,6 @@
 module github.com/bmckit/bmckit/contrib/prometheus
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/bmckit/bmckit v0.0.0
