@@ -114,7 +114,7 @@ func TestBMCResetJobGoIPMI(t *testing.T) {
 		t.Fatalf("power after a BMC reset: %t, read %q", sim.Chassis().PoweredOn(), j.Status.Tasks[1].PowerState)
 	}
 	ts := j.Status.Tasks[0]
-	if waited := ts.CompletionTime.Sub(*ts.RequestTime); waited < downtime-50*time.Millisecond {
+	if waited := ts.CompletionTime.Sub(ts.RequestTime.Time); waited < downtime-50*time.Millisecond {
 		t.Fatalf("the reset task completed %s after the reset, before the BMC answered again (%s down)", waited, downtime)
 	}
 	t.Logf("job took %s; %s; wire %+v", time.Since(start).Round(time.Millisecond), ts.Message, j.Status.Wire)
