@@ -28,6 +28,11 @@ type Clock interface {
 // state machine is crash-safe whether persist is a compare-and-swap on a
 // Store (the Runner) or a status patch of a host's own object (a controller).
 // If persist fails, Step stops and returns the error without touching the BMC.
+//
+// j is the Stepper's working copy: Step goes on changing it, in place, after
+// persist returned. A host that patches its own object from a copy taken
+// inside persist uses [Stepper.StepPatch] instead, which hands it the status
+// before and after each change as copies of their own.
 type PersistFunc func(ctx context.Context, j *Job) error
 
 // StepResult says when to call Step again.
@@ -135,6 +140,13 @@ type StepperConfig struct {
 // Stepper advances jobs one step at a time. One Stepper serves any number of
 // jobs concurrently (but never call Step twice at once for the same job);
 // it keeps BMC connections in a ConnPool between steps.
+//
+// A controller that keeps the job in its own object calls [Stepper.StepPatch]
+// from Reconcile: Step changes the job's status in place, so a patch whose
+// base is copied inside persist would miss the change; StepPatch hands
+// persist the status before and after each change, as copies of its own, to
+// build the patch from (see its example and docs/kubernetes.md). Call
+// [Stepper.Release] when the object is deleted.
 type Stepper struct {
 	cfg     StepperConfig
 	pool    *ConnPool
