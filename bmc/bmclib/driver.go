@@ -53,6 +53,11 @@ type Options struct {
 	// retries included). Defaults to 60s.
 	Timeout time.Duration
 
+	// DialTimeout bounds the provider's Open in New (which, for the
+	// ipmitool provider, is also the first exchange with the BMC). Defaults
+	// to Timeout.
+	DialTimeout time.Duration
+
 	// Classify maps a provider error to bmckit's contract (wrap
 	// bmc.ErrUnauthorized or bmc.ErrNotSupported, or mark it with
 	// bmc.Transient or bmc.Permanent). elapsed is how long the call took.
@@ -96,6 +101,12 @@ func New(ctx context.Context, p PowerProvider, opts Options) (*Driver, error) {
 	if opts.Timeout == 0 {
 		opts.Timeout = time.Minute
 	}
+	if opts.DialTimeout < 0 {
+		return nil, &bmc.OpError{Op: "dial", Endpoint: opts.Endpoint, Err: bmc.Permanent(fmt.Errorf("bmclib adapter: invalid Options.DialTimeout %s: must not be negative", opts.DialTimeout))}
+	}
+	if opts.DialTimeout == 0 {
+		opts.DialTimeout = opts.Timeout
+	}
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
@@ -104,7 +115,7 @@ func New(ctx context.Context, p PowerProvider, opts Options) (*Driver, error) {
 	}
 	d := &Driver{p: p, opts: opts, sem: make(chan struct{}, 1)}
 	if o, ok := p.(opener); ok {
-		err := d.call(ctx, "dial", func(ctx context.Context) error { return o.Open(ctx) })
+		err := d.callWithin(ctx, "dial", opts.DialTimeout, "the dial timeout", func(ctx context.Context) error { return o.Open(ctx) })
 		if err != nil {
 			return nil, err
 		}
@@ -127,6 +138,12 @@ func (d *Driver) Stats() bmc.Stats {
 // call runs one provider call under the lock with Options.Timeout,
 // classifying its error.
 func (d *Driver) call(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	return d.callWithin(ctx, op, d.opts.Timeout, "the call timeout", fn)
+}
+
+// callWithin is call with another bound than Options.Timeout; bound names
+// it in errors.
+func (d *Driver) callWithin(ctx context.Context, op string, limit time.Duration, bound string, fn func(ctx context.Context) error) error {
 	fail := func(err error) error { return &bmc.OpError{Op: op, Endpoint: d.opts.Endpoint, Err: err} }
 	select {
 	case d.sem <- struct{}{}:
@@ -137,15 +154,19 @@ func (d *Driver) call(ctx context.Context, op string, fn func(ctx context.Contex
 	if d.closed {
 		return fail(bmc.Permanent(errors.New("driver is closed")))
 	}
-	return d.callLocked(ctx, op, fn)
+	return d.callLockedWithin(ctx, op, limit, bound, fn)
 }
 
 func (d *Driver) callLocked(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	return d.callLockedWithin(ctx, op, d.opts.Timeout, "the call timeout", fn)
+}
+
+func (d *Driver) callLockedWithin(ctx context.Context, op string, limit time.Duration, bound string, fn func(ctx context.Context) error) error {
 	fail := func(err error) error { return &bmc.OpError{Op: op, Endpoint: d.opts.Endpoint, Err: err} }
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
+	cctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	start := time.Now()
 	d.requests.Add(1)
@@ -162,7 +183,7 @@ func (d *Driver) callLocked(ctx context.Context, op string, fn func(ctx context.
 	case ctx.Err() != nil:
 		return fail(fmt.Errorf("%w (provider: %v)", ctx.Err(), err))
 	case cctx.Err() != nil:
-		return fail(bmc.Transient(fmt.Errorf("no result within Options.Timeout %s: %w (provider: %v)", d.opts.Timeout, cctx.Err(), err)))
+		return fail(bmc.Transient(fmt.Errorf("no result within %s %s (is the BMC reachable?): %w (provider: %v)", bound, limit, cctx.Err(), err)))
 	}
 	return fail(d.opts.Classify(err, elapsed))
 }

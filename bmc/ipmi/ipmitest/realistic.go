@@ -10,8 +10,8 @@ import "time"
 //   - a one-time boot flag is cleared by the next boot, and after 60 s
 //     without a Chassis Control command (IPMI v2.0 section 28.12);
 //   - a session idle for 60 s is forgotten (IPMI v2.0 section 6.12.15);
-//   - after a BMC Cold or Warm Reset the BMC is silent for 90 s and has
-//     forgotten every session.
+//   - after a BMC Cold or Warm Reset the BMC is silent for 90 s (a Cold
+//     Reset also ends every session).
 //
 // Code that passes against it has met the timing it meets on hardware. Set
 // Clock to a fake clock to run through those minutes without waiting; the

@@ -41,8 +41,9 @@ type Options struct {
 	// old state reads back until then). Defaults to 0: at once.
 	PowerDelay time.Duration
 	// BMCResetDowntime makes the BMC drop every packet it receives for this
-	// long after it answered a Cold or Warm Reset (App 02h/03h), as a BMC
-	// that restarts does (see also [Server.SetSilent]). Defaults to 0: it
+	// long (by Clock) after it answered a Cold or Warm Reset (App 02h/03h),
+	// as a BMC that restarts does (see also [Server.SetSilent]). A Cold
+	// Reset also ends every session, whatever this is. Defaults to 0: it
 	// answers again at once.
 	BMCResetDowntime time.Duration
 
@@ -199,21 +200,25 @@ func Start(opts Options) (*Server, error) {
 	pc := &silenceableConn{PacketConn: udp.Wrap(conn), downgrade: opts.DowngradeCipherSuite, replay: opts.ReplayOldReplies,
 		bmc: b, clock: clk, sessionTimeout: sessionTimeout, seen: map[uint32]time.Time{}}
 	// The reply to the reset still goes out: only what arrives afterwards
-	// is dropped. A rebooted BMC has forgotten every session.
-	restart := func() {
+	// is dropped. After a cold reset the BMC has forgotten every session;
+	// a warm reset keeps them (IPMI v2.0 section 20.3; ipmitool closes its
+	// session after "mc reset warm", not after "mc reset cold").
+	restart := func(cold bool) {
 		if d := opts.BMCResetDowntime; d > 0 {
 			pc.until.Store(clk.Now().Add(d).UnixNano())
 		}
-		pc.forgetSessions()
+		if cold {
+			pc.forgetSessions()
+		}
 	}
 	reg.RegisterFunc(types.CommandColdReset, func(context.Context, *handlers.HandlerContext, []byte) ([]byte, types.CompletionCode, error) {
 		ch.count(func() { ch.bmcColdResets++ })
-		restart()
+		restart(true)
 		return nil, types.CodeOK, nil
 	})
 	reg.RegisterFunc(types.CommandWarmReset, func(context.Context, *handlers.HandlerContext, []byte) ([]byte, types.CompletionCode, error) {
 		ch.count(func() { ch.bmcWarmResets++ })
-		restart()
+		restart(false)
 		return nil, types.CodeOK, nil
 	})
 	srv := server.NewServer(b, pc, server.WithHandlerRegistry(reg), server.WithCipherSuites(suites))
