@@ -3,23 +3,27 @@
 # clients: DMTF's redfishtool and OpenStack's sushy (the library Ironic uses).
 # Power on/off and every reset type, boot override Once/Continuous/mode,
 # sessions and basic auth, virtual media, a wrong password, the protocol
-# documents. It fails on the first error.
+# documents. Then the IPMI simulator (bmc/ipmi/ipmitest) with ipmitool: power
+# status/on/off/cycle/reset/soft, boot device once/persistent/EFI and its
+# clearing by the next boot and by the one-time flag timeout, mc info, session
+# info, cipher suites 3 and 17, a wrong password and an unknown user, and the
+# silence after a BMC cold reset. It fails on the first error.
 #
-# Needs the Debian packages redfishtool and python3-sushy (installed when run
-# as root with apt-get). sushy is imported by /usr/bin/python3, the Debian
-# interpreter the package installs into.
+# Needs the Debian packages redfishtool, python3-sushy and ipmitool (installed
+# when run as root with apt-get). sushy is imported by /usr/bin/python3, the
+# Debian interpreter the package installs into.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 py=/usr/bin/python3
-if ! command -v redfishtool >/dev/null 2>&1 || ! "$py" -c 'import sushy' 2>/dev/null; then
+if ! command -v redfishtool >/dev/null 2>&1 || ! "$py" -c 'import sushy' 2>/dev/null || ! command -v ipmitool >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "== installing redfishtool python3-sushy"
+    echo "== installing redfishtool python3-sushy ipmitool"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq redfishtool python3-sushy >/dev/null
+    apt-get install -y -qq redfishtool python3-sushy ipmitool >/dev/null
   else
-    echo "simulators-clients: needs redfishtool and python3-sushy (apt-get install redfishtool python3-sushy)" >&2
+    echo "simulators-clients: needs redfishtool, python3-sushy and ipmitool (apt-get install redfishtool python3-sushy ipmitool)" >&2
     exit 1
   fi
 fi
@@ -31,7 +35,10 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-go build -o "$tmp/redfishsim" ./bmc/redfish/redfishtest/internal/redfishsim
+# Each simulator is built inside its own module (they are separate Go
+# modules, with or without a go.work at the root).
+(cd bmc/redfish && go build -o "$tmp/redfishsim" ./redfishtest/internal/redfishsim)
+(cd bmc/ipmi && go build -o "$tmp/ipmisim" ./ipmitest/internal/ipmisim)
 
 # start_sim ARGS...: starts a simulator, sets $url and $hostport. Its state
 # change lines go to $tmp/sim-N.log.
@@ -209,5 +216,112 @@ sushy_suite "$url" basic system
 
 start_sim -sessions nocontent
 sushy_suite "$url" session manager
+
+# ---- IPMI: ipmitool against bmc/ipmi/ipmitest ----
+
+# start_ipmisim ARGS...: starts the IPMI simulator, sets $ipmiport.
+start_ipmisim() {
+  n=$((n + 1))
+  exec {fd}< <(exec "$tmp/ipmisim" "$@")
+  sim_pids+=("$!")
+  read -r ipmiport <&"$fd"
+  echo "== IPMI simulator $n ($*): 127.0.0.1:$ipmiport"
+}
+
+ipmipass=tK4v9 # ipmitest.DefaultPassword
+# it [-U USER] [-P PASSWORD] [-C SUITE] ARGS...: ipmitool against the current
+# IPMI simulator; the password goes through the environment (-E), one retry
+# of 1 s so that a refusal or silence shows at once.
+it() {
+  local user=admin pass=$ipmipass suite=3
+  while :; do
+    case $1 in
+      -U) user=$2; shift 2 ;;
+      -P) pass=$2; shift 2 ;;
+      -C) suite=$2; shift 2 ;;
+      *) break ;;
+    esac
+  done
+  IPMITOOL_PASSWORD=$pass ipmitool -I lanplus -H 127.0.0.1 -p "$ipmiport" -U "$user" -E -C "$suite" -N 1 -R 1 "$@"
+}
+
+# has OUTPUT TEXT WHAT: fails unless OUTPUT contains TEXT.
+has() {
+  case $1 in
+    *"$2"*) echo "ok   $3" ;;
+    *) fail "$3: output lacks \"$2\": $1" ;;
+  esac
+}
+
+# power_is STATE: chassis power status reads STATE (on or off).
+power_is() { has "$(it chassis power status)" "Chassis Power is $1" "ipmitool power status: $1 ($2)"; }
+
+# bootflags: boot parameter 5 as ipmitool shows it.
+bootflags() { it chassis bootparam get 5 || fail "ipmitool chassis bootparam get 5"; }
+
+start_ipmisim
+for suite in 3 17; do
+  has "$(it -C "$suite" chassis power status)" "Chassis Power is off" "ipmitool cipher suite $suite"
+done
+power_is off "initial"
+for step in on:on off:off cycle:on reset:on soft:off; do
+  it chassis power "${step%%:*}" >/dev/null || fail "ipmitool chassis power ${step%%:*}"
+  power_is "${step##*:}" "after power ${step%%:*}"
+done
+
+it chassis bootdev pxe options=efiboot >/dev/null || fail "ipmitool chassis bootdev pxe options=efiboot"
+flags=$(bootflags)
+has "$flags" "Boot Flag Valid" "bootdev pxe once: valid"
+has "$flags" "Options apply to only next boot" "bootdev pxe once: next boot only"
+has "$flags" "BIOS EFI boot" "bootdev pxe options=efiboot: EFI"
+has "$flags" "Force PXE" "bootdev pxe: device"
+it chassis power on >/dev/null || fail "ipmitool chassis power on"
+has "$(bootflags)" "Boot Flag Invalid" "a one-time boot device is consumed by the next boot"
+
+it chassis bootdev disk options=persistent >/dev/null || fail "ipmitool chassis bootdev disk options=persistent"
+flags=$(bootflags)
+has "$flags" "Options apply to all future boots" "bootdev disk persistent"
+has "$flags" "Force Boot from default Hard-Drive" "bootdev disk: device"
+it chassis power cycle >/dev/null || fail "ipmitool chassis power cycle"
+has "$(bootflags)" "Boot Flag Valid" "a persistent boot device survives a power cycle"
+
+has "$(it mc info)" "IPMI Version              : 2.0" "ipmitool mc info: IPMI version 2.0"
+session=$(it session info active) || fail "ipmitool session info active"
+has "$session" "session type                  : IPMIv2/RMCP+" "ipmitool session info active"
+has "$session" "privilege level               : ADMINISTRATOR" "ipmitool session info: privilege"
+
+if out=$(it -P Zq7-wrong-Xw3 -v chassis power status 2>&1); then
+  fail "ipmitool with a wrong password succeeded"
+fi
+has "$out" "RAKP 2 HMAC is invalid" "ipmitool wrong password refused (RAKP 2 HMAC)"
+if out=$(it -U bmctest-nobody -v chassis power status 2>&1); then
+  fail "ipmitool as an unknown user succeeded"
+fi
+has "$out" "unauthorized name" "ipmitool unknown user refused (RAKP 2 unauthorized name)"
+
+# poll_until SECONDS WHAT CMD...: runs CMD until it succeeds, or fails after
+# SECONDS.
+poll_until() {
+  local deadline=$((SECONDS + $1)) what=$2
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "$what: not within the deadline"
+    sleep 0.2
+  done
+  echo "ok   $what"
+}
+
+# Realistic timing, shortened: the one-time flag times out after 1 s without
+# a Chassis Control command; a cold reset silences the BMC for 2 s.
+start_ipmisim -realistic -power-delay 0 -boot-flag-timeout 1s -reset-downtime 2s
+it chassis bootdev pxe >/dev/null || fail "ipmitool chassis bootdev pxe (realistic)"
+flag_invalid() { bootflags | grep -q "Boot Flag Invalid"; }
+poll_until 10 "a one-time boot device times out without a boot" flag_invalid
+has "$(it mc reset cold)" "Sent cold reset command to MC" "ipmitool mc reset cold"
+if it chassis power status >/dev/null 2>&1; then
+  fail "the BMC answered right after a cold reset with a 2 s downtime"
+fi
+echo "ok   the BMC is silent right after a cold reset"
+poll_until 15 "the BMC answers again after its downtime" it chassis power status
 
 echo "== simulators-clients: all passed"

@@ -95,11 +95,11 @@ if [ ${#failed[@]} -gt 0 ]; then
   exit 1
 fi
 
-# The Redfish simulator against independent clients (redfishtool, sushy):
-# always in CI, elsewhere when both are installed.
-if [ "${CI:-}" = true ] || { command -v redfishtool >/dev/null 2>&1 && /usr/bin/python3 -c 'import sushy' 2>/dev/null; }; then
+# The simulators against independent clients (redfishtool, sushy, ipmitool):
+# always in CI, elsewhere when all are installed.
+if [ "${CI:-}" = true ] || { command -v redfishtool >/dev/null 2>&1 && /usr/bin/python3 -c 'import sushy' 2>/dev/null && command -v ipmitool >/dev/null 2>&1; }; then
   echo "== scripts/simulators-clients.sh"
   bash scripts/simulators-clients.sh
 else
-  echo "== redfishtool or python3-sushy missing: skipping scripts/simulators-clients.sh" >&2
+  echo "== redfishtool, python3-sushy or ipmitool missing: skipping scripts/simulators-clients.sh" >&2
 fi
