@@ -2,9 +2,19 @@ package job
 
 import (
 	"bytes"
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	gojson "github.com/goccy/go-json"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/task"
+	"github.com/bmckit/bmckit/timestamp"
 )
 
 // The Runner's own records (jobs in its Store) are encoded with goccy/go-json:
@@ -12,8 +22,34 @@ import (
 // encoding and 5x faster decoding of a three-task job record, which is most
 // of the Runner's cost per task. Outside input (job specs from users) still
 // goes through the strict encoding/json decoder (DecodeSpec).
+//
+// The job record's hot part (the job, its status, conditions and task
+// statuses: everything a step changes) is encoded by hand (appendJob): the
+// Runner writes it 4-5 times per job, and go-json spends half of that time
+// on the ~20 timestamps (timestamp.Time's MarshalJSON allocates, and go-json
+// re-scans what a Marshaler returns). appendJob writes the same bytes go-json
+// (and encoding/json) write, so records decode exactly as before; the
+// parts a step never changes or that are rare (the spec, boot tries, boot
+// restore) go through go-json. Hand-written rather than generated (easyjson,
+// ffjson) to keep the core's dependencies to the ones it has. Two guards
+// keep it honest: fastCodec is false (and every record goes through go-json)
+// when a hand-encoded struct's fields differ from what appendJob knows, and
+// TestCodecMatchesGoJSON compares its output byte for byte with go-json's
+// on records with every field set.
 
-func marshalRecord(v any) ([]byte, error) { return gojson.Marshal(v) }
+func marshalRecord(v any) ([]byte, error) {
+	switch v := v.(type) {
+	case *Job:
+		if b, err := appendJob(make([]byte, 0, 1024), v, nil); err == nil {
+			return b, nil
+		}
+	case lockRecord:
+		if b, ok := appendLock(make([]byte, 0, 128), &v); ok {
+			return b, nil
+		}
+	}
+	return gojson.Marshal(v)
+}
 
 func unmarshalRecord(data []byte, v any) error { return gojson.Unmarshal(data, v) }
 
@@ -30,6 +66,12 @@ func encodePooled(v any, use func([]byte) error) error {
 		}
 	}()
 	buf.Reset()
+	if j, ok := v.(*Job); ok {
+		if b, err := appendJob(buf.AvailableBuffer(), j, nil); err == nil {
+			buf.Write(b) // keeps the grown array for the next use
+			return use(buf.Bytes())
+		}
+	}
 	enc := gojson.NewEncoder(buf)
 	if err := enc.Encode(v); err != nil {
 		return err
@@ -39,3 +81,372 @@ func encodePooled(v any, use func([]byte) error) error {
 }
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// specCache holds the encoding of one Job's Spec. The Stepper never changes
+// a job's Spec, and the Runner replaces the *Job when it reloads a job that
+// another writer changed, so the bytes are valid while the pointer is the
+// same. Not safe for concurrent use: one held job's steps run one at a time.
+type specCache struct {
+	j    *Job
+	spec []byte
+}
+
+// encodeJobPooled is encodePooled for a job, with its spec's encoding
+// taken from (or stored in) c.
+func encodeJobPooled(j *Job, c *specCache, use func([]byte) error) error {
+	if c == nil || !fastCodec {
+		return encodePooled(j, use)
+	}
+	if c.j != j {
+		spec, err := gojson.Marshal(&j.Spec)
+		if err != nil {
+			return encodePooled(j, use)
+		}
+		c.j, c.spec = j, spec
+	}
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 64<<10 {
+			buf.Reset()
+			bufPool.Put(buf)
+		}
+	}()
+	buf.Reset()
+	b, err := appendJob(buf.AvailableBuffer(), j, c.spec)
+	if err != nil {
+		return encodePooled(j, use)
+	}
+	buf.Write(b)
+	return use(buf.Bytes())
+}
+
+// errSlowPath makes appendJob's callers fall back to go-json, which
+// encodes the value or returns the error go-json returns for it.
+var errSlowPath = errors.New("job: record needs the general encoder")
+
+// appendJob appends j's record: the bytes gojson.Marshal(j) returns. spec,
+// when not nil, is j.Spec's encoding.
+func appendJob(b []byte, j *Job, spec []byte) ([]byte, error) {
+	if !fastCodec {
+		return b, errSlowPath
+	}
+	var err error
+	b = append(b, `{"name":`...)
+	b = appendString(b, j.Name)
+	if j.Generation != 0 {
+		b = append(b, `,"generation":`...)
+		b = strconv.AppendInt(b, j.Generation, 10)
+	}
+	b = append(b, `,"createdAt":`...)
+	if b, err = appendTime(b, j.CreatedAt); err != nil {
+		return b, err
+	}
+	if j.CancelRequested {
+		b = append(b, `,"cancelRequested":true`...)
+	}
+	b = append(b, `,"spec":`...)
+	if spec != nil {
+		b = append(b, spec...)
+	} else if b, err = appendGoJSON(b, &j.Spec); err != nil {
+		return b, err
+	}
+	b = append(b, `,"status":`...)
+	if b, err = appendStatus(b, &j.Status); err != nil {
+		return b, err
+	}
+	return append(b, '}'), nil
+}
+
+func appendStatus(b []byte, s *Status) ([]byte, error) {
+	var err error
+	b = append(b, '{')
+	if s.ObservedGeneration != 0 {
+		b = append(b, `"observedGeneration":`...)
+		b = strconv.AppendInt(b, s.ObservedGeneration, 10)
+		b = append(b, ',')
+	}
+	if len(s.Conditions) > 0 {
+		b = append(b, `"conditions":`...)
+		if b, err = appendConditions(b, s.Conditions); err != nil {
+			return b, err
+		}
+		b = append(b, ',')
+	}
+	b = appendStringField(b, `"result":`, string(s.Result))
+	b = appendStringField(b, `"reason":`, s.Reason)
+	b = appendStringField(b, `"message":`, s.Message)
+	b = append(b, `"currentTask":`...)
+	b = strconv.AppendInt(b, int64(s.CurrentTask), 10)
+	if len(s.Tasks) > 0 {
+		b = append(b, `,"tasks":[`...)
+		for i := range s.Tasks {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendTaskStatus(b, &s.Tasks[i]); err != nil {
+				return b, err
+			}
+		}
+		b = append(b, ']')
+	}
+	if b, err = appendTimePtrField(b, `,"startTime":`, s.StartTime); err != nil {
+		return b, err
+	}
+	if b, err = appendTimePtrField(b, `,"completionTime":`, s.CompletionTime); err != nil {
+		return b, err
+	}
+	if w := s.Wire; w != nil {
+		b = append(b, `,"wire":{"requests":`...)
+		b = strconv.AppendInt(b, w.Requests, 10)
+		b = append(b, `,"connections":`...)
+		b = strconv.AppendInt(b, w.Connections, 10)
+		b = append(b, `,"logins":`...)
+		b = strconv.AppendInt(b, w.Logins, 10)
+		if w.Throttled != 0 {
+			b = append(b, `,"throttled":`...)
+			b = strconv.AppendInt(b, w.Throttled, 10)
+		}
+		if w.ThrottleWait != 0 {
+			b = append(b, `,"throttleWait":`...)
+			b = strconv.AppendInt(b, int64(w.ThrottleWait), 10)
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}'), nil
+}
+
+func appendTaskStatus(b []byte, s *task.Status) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, '{')
+	if len(s.Conditions) > 0 {
+		b = append(b, `"conditions":`...)
+		if b, err = appendConditions(b, s.Conditions); err != nil {
+			return b, err
+		}
+		b = append(b, ',')
+	}
+	b = appendStringField(b, `"phase":`, string(s.Phase))
+	b = appendStringField(b, `"result":`, string(s.Result))
+	b = appendStringField(b, `"reason":`, s.Reason)
+	b = appendStringField(b, `"message":`, s.Message)
+	if s.Attempts != 0 {
+		b = append(b, `"attempts":`...)
+		b = strconv.AppendInt(b, int64(s.Attempts), 10)
+		b = append(b, ',')
+	}
+	if len(s.BootTries) > 0 {
+		b = append(b, `"bootTries":`...)
+		if b, err = appendGoJSON(b, s.BootTries); err != nil {
+			return b, err
+		}
+		b = append(b, ',')
+	}
+	for _, f := range [...]struct {
+		name string
+		t    *timestamp.Time
+	}{
+		{`"startTime":`, s.StartTime}, {`"requestTime":`, s.RequestTime},
+		{`"completionTime":`, s.CompletionTime}, {`"nextAttemptTime":`, s.NextAttemptTime},
+	} {
+		if f.t != nil {
+			b = append(b, f.name...)
+			if b, err = appendTime(b, f.t.Time); err != nil {
+				return b, err
+			}
+			b = append(b, ',')
+		}
+	}
+	b = appendStringField(b, `"lastError":`, s.LastError)
+	b = appendStringField(b, `"powerState":`, s.PowerState)
+	if s.BootRestore != nil {
+		b = append(b, `"bootRestore":`...)
+		if b, err = appendGoJSON(b, s.BootRestore); err != nil {
+			return b, err
+		}
+		b = append(b, ',')
+	}
+	if len(b) > start+1 {
+		b = b[:len(b)-1] // the last field's comma
+	}
+	return append(b, '}'), nil
+}
+
+func appendConditions(b []byte, cs []conditions.Condition) ([]byte, error) {
+	var err error
+	b = append(b, '[')
+	for i := range cs {
+		c := &cs[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":`...)
+		b = appendString(b, c.Type)
+		b = append(b, `,"status":`...)
+		b = appendString(b, string(c.Status))
+		if c.ObservedGeneration != 0 {
+			b = append(b, `,"observedGeneration":`...)
+			b = strconv.AppendInt(b, c.ObservedGeneration, 10)
+		}
+		b = append(b, `,"lastTransitionTime":`...)
+		if b, err = appendTime(b, c.LastTransitionTime.Time); err != nil {
+			return b, err
+		}
+		b = append(b, `,"reason":`...)
+		b = appendString(b, c.Reason)
+		b = append(b, `,"message":`...)
+		b = appendString(b, c.Message)
+		b = append(b, '}')
+	}
+	return append(b, ']'), nil
+}
+
+// appendStringField appends name, s and a comma when s is not empty (an
+// omitempty string field followed by another field).
+func appendStringField(b []byte, name, s string) []byte {
+	if s == "" {
+		return b
+	}
+	b = append(b, name...)
+	return append(appendString(b, s), ',')
+}
+
+func appendTimePtrField(b []byte, name string, t *timestamp.Time) ([]byte, error) {
+	if t == nil {
+		return b, nil
+	}
+	b = append(b, name...)
+	return appendTime(b, t.Time)
+}
+
+// appendTime appends t as time.Time's MarshalJSON does (RFC 3339 with
+// nanoseconds); a time it refuses (a year outside 0-9999) takes the slow
+// path, which returns its error.
+func appendTime(b []byte, t time.Time) ([]byte, error) {
+	b = append(b, '"')
+	b, err := t.AppendText(b)
+	if err != nil {
+		return b, errSlowPath
+	}
+	return append(b, '"'), nil
+}
+
+// appendString appends s as a JSON string. Printable ASCII without the
+// characters encoding/json escapes (quote, backslash, and <, >, & for HTML
+// safety) is copied as it is: every name, reason and state the Runner
+// writes. Anything else goes through go-json, which escapes as
+// encoding/json does.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, err := gojson.Marshal(s)
+			if err != nil { // not for a string; keep the encoding valid anyway
+				return strconv.AppendQuote(b, strings.ToValidUTF8(s, "\uFFFD"))
+			}
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+func appendGoJSON(b []byte, v any) ([]byte, error) {
+	x, err := gojson.Marshal(v)
+	if err != nil {
+		return b, errSlowPath
+	}
+	return append(b, x...), nil
+}
+
+// appendLock appends a lock record as go-json encodes it; ok is false when
+// it must take the slow path.
+func appendLock(b []byte, l *lockRecord) ([]byte, bool) {
+	if !fastCodec {
+		return b, false
+	}
+	start := len(b)
+	b = append(b, '{')
+	b = appendStringField(b, `"holder":`, l.Holder)
+	b = appendStringField(b, `"owner":`, l.Owner)
+	if l.LeaseMillis != 0 {
+		b = append(b, `"leaseMillis":`...)
+		b = strconv.AppendInt(b, l.LeaseMillis, 10)
+		b = append(b, ',')
+	}
+	if !l.Expires.IsZero() {
+		var err error
+		b = append(b, `"expires":`...)
+		if b, err = appendTime(b, l.Expires); err != nil {
+			return b, false
+		}
+		b = append(b, ',')
+	}
+	if len(b) > start+1 {
+		b = b[:len(b)-1]
+	}
+	return append(b, '}'), true
+}
+
+// fastCodec is true when the hand-encoded structs have exactly the fields
+// (names, types, JSON tags) appendJob and appendLock write. A field added
+// without teaching them makes every record take go-json's path (correct,
+// slower) and fails TestCodecFieldsKnown.
+var fastCodec = codecFieldsKnown() == nil
+
+// codecFields lists, per hand-encoded struct, its fields as
+// "Name Type `json tag`", in order.
+var codecFields = map[reflect.Type][]string{
+	reflect.TypeFor[Job](): {
+		"Name string `name`", "Generation int64 `generation,omitempty`", "CreatedAt time.Time `createdAt`",
+		"CancelRequested bool `cancelRequested,omitempty`", "Spec job.Spec `spec`", "Status job.Status `status`",
+	},
+	reflect.TypeFor[Status](): {
+		"ObservedGeneration int64 `observedGeneration,omitempty`",
+		"Conditions []conditions.Condition `conditions,omitempty`",
+		"Result conditions.Result `result,omitempty`", "Reason string `reason,omitempty`",
+		"Message string `message,omitempty`", "CurrentTask int `currentTask`",
+		"Tasks []task.Status `tasks,omitempty`", "StartTime *timestamp.Time `startTime,omitempty`",
+		"CompletionTime *timestamp.Time `completionTime,omitempty`", "Wire *bmc.Stats `wire,omitempty`",
+	},
+	reflect.TypeFor[task.Status](): {
+		"Conditions []conditions.Condition `conditions,omitempty`", "Phase task.Phase `phase,omitempty`",
+		"Result conditions.Result `result,omitempty`", "Reason string `reason,omitempty`",
+		"Message string `message,omitempty`", "Attempts int `attempts,omitempty`",
+		"BootTries []task.BootTry `bootTries,omitempty`", "StartTime *timestamp.Time `startTime,omitempty`",
+		"RequestTime *timestamp.Time `requestTime,omitempty`", "CompletionTime *timestamp.Time `completionTime,omitempty`",
+		"NextAttemptTime *timestamp.Time `nextAttemptTime,omitempty`", "LastError string `lastError,omitempty`",
+		"PowerState string `powerState,omitempty`", "BootRestore *task.BootRestore `bootRestore,omitempty`",
+	},
+	reflect.TypeFor[conditions.Condition](): {
+		"Type string `type`", "Status conditions.Status `status`",
+		"ObservedGeneration int64 `observedGeneration,omitempty`",
+		"LastTransitionTime timestamp.Time `lastTransitionTime`", "Reason string `reason`", "Message string `message`",
+	},
+	reflect.TypeFor[bmc.Stats](): {
+		"Requests int64 `requests`", "Connections int64 `connections`", "Logins int64 `logins`",
+		"Throttled int64 `throttled,omitempty`", "ThrottleWait time.Duration `throttleWait,omitempty`",
+	},
+	reflect.TypeFor[lockRecord](): {
+		"Holder string `holder,omitempty`", "Owner string `owner,omitempty`",
+		"LeaseMillis int64 `leaseMillis,omitempty`", "Expires time.Time `expires,omitzero`",
+	},
+}
+
+// codecFieldsKnown returns an error naming the first struct whose fields
+// differ from codecFields.
+func codecFieldsKnown() error {
+	for t, want := range codecFields {
+		var got []string
+		for i := range t.NumField() {
+			f := t.Field(i)
+			got = append(got, f.Name+" "+f.Type.String()+" `"+f.Tag.Get("json")+"`")
+		}
+		if !reflect.DeepEqual(got, want) {
+			return errors.New("job: the fields of " + t.String() + " changed: " + strings.Join(got, "; ") +
+				"; teach appendJob (job/codec.go) the change and update codecFields")
+		}
+	}
+	return nil
+}

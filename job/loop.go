@@ -32,9 +32,10 @@ type held struct {
 	until        time.Time // lease validity, by this runner's clock
 	renewFailing bool
 
-	j     *Job  // as last loaded or written; nil: load before the next step
-	rev   int64 // j's revision
-	stale bool  // another writer changed the job during the step in flight
+	j     *Job      // as last loaded or written; nil: load before the next step
+	rev   int64     // j's revision
+	stale bool      // another writer changed the job during the step in flight
+	spec  specCache // j's spec encoding; used by the step in flight only
 
 	dueheap.Entry // when the next step is due, in the loop's timer heap
 

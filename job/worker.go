@@ -52,7 +52,7 @@ func (r *Runner) step(ctx context.Context, h *held, j *Job, rev int64) stepOutco
 		o.j, o.rev, o.done = j, rev, true
 		return o
 	}
-	res, err := r.stepper.Step(logr.NewContext(ctx, h.log), j, r.persister(h.job, &rev))
+	res, err := r.stepper.Step(logr.NewContext(ctx, h.log), j, r.persister(h.job, &rev, &h.spec))
 	o.res, o.err = res, err
 	switch {
 	case err == nil:
@@ -65,11 +65,12 @@ func (r *Runner) step(ctx context.Context, h *held, j *Job, rev int64) stepOutco
 
 // persister returns the PersistFunc of job name: a compare-and-swap on its
 // record at *rev, which it advances. The revisions it writes are noted, so
-// the scheduler skips their change events without decoding them.
-func (r *Runner) persister(name string, rev *int64) PersistFunc {
+// the scheduler skips their change events without decoding them. spec, if
+// not nil, keeps the job's spec encoding between writes.
+func (r *Runner) persister(name string, rev *int64, spec *specCache) PersistFunc {
 	return func(ctx context.Context, j *Job) error {
 		var n int64
-		err := encodePooled(j, func(data []byte) error {
+		err := encodeJobPooled(j, spec, func(data []byte) error {
 			var err error
 			n, err = r.cfg.Store.Update(ctx, r.jobKey(name), data, *rev)
 			if err == nil && r.cfg.OnUpdate != nil {
