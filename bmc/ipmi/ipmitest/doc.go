@@ -6,11 +6,29 @@
 // [NewServer] (or [Start] outside tests) runs go-ipmi's reference BMC on a
 // free UDP port with a chassis that keeps power and boot state like a
 // server: power up/down, soft shutdown turns it off, power cycle leaves it
-// on, boot flags are stored and reported back; Options.PowerDelay makes
-// power changes land late, as on real servers. The BMC's own Cold and Warm
-// Reset are counted (the host is left alone); Options.BMCResetDowntime makes
-// the BMC drop every packet for a while after one. [Server.Chassis] exposes that
-// state and counts actions, so a test can check what reached the BMC.
+// on, boot flags are stored and reported back, and the next boot consumes a
+// one-time boot flag; Options.PowerDelay makes power changes land late, as
+// on real servers. The BMC's own Cold and Warm Reset are counted (the host
+// is left alone; a Cold Reset ends every session); Options.BMCResetDowntime
+// makes the BMC drop every packet for a while after one. [Server.Chassis]
+// exposes that state and counts actions, so a test can check what reached
+// the BMC.
+//
+// Like a real BMC it reports IPMI version 2.0, forgets sessions idle longer
+// than Options.SessionTimeout (IPMI's 60 s by default), refuses an unknown
+// user with RAKP status 0Dh (unauthorized name) and a wrong password through
+// the authentication code (RAKP 4 status 0Fh), and answers Get Session Info
+// for the current session.
+//
+// # Realistic timing
+//
+// The zero Options answer at once and never clear a one-time boot flag by
+// themselves. [Realistic] returns Options with the timing of server BMCs:
+// power changes that take seconds, a one-time boot flag cleared after 60 s
+// without a Chassis Control command (Options.BootFlagTimeout), 60 s session
+// expiry, and a BMC silent for a while after a reset. Options.Clock (any
+// value with Now, e.g. a fake clock) drives all of these; a delayed change
+// is applied by the first read that finds it due.
 //
 //	sim := ipmitest.NewServer(t, ipmitest.Options{})
 //	drv, err := d.Dial(ctx, sim.Endpoint, sim.Credentials)
