@@ -33,6 +33,11 @@ func ExampleDialer() {
 	if err := boot.SetBootOverride(ctx, bmc.BootOverride{Device: bmc.BootDevicePXE, Mode: bmc.BootModeUEFI}); err != nil {
 		panic(err)
 	}
+	o, err := drv.(bmc.BootOverrideGetter).BootOverride(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("set:", o.Device, o.Persistent, o.Mode)
 	if err := drv.SetPower(ctx, bmc.PowerActionOn); err != nil {
 		panic(err)
 	}
@@ -40,10 +45,13 @@ func ExampleDialer() {
 	if err != nil {
 		panic(err)
 	}
-	o, err := drv.(bmc.BootOverrideGetter).BootOverride(ctx)
+	// The boot consumed the one-time override, as on a real BMC.
+	o, err = drv.(bmc.BootOverrideGetter).BootOverride(ctx)
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(state, o.Device, o.Persistent, o.Mode)
-	// Output: On pxe false uefi
+	fmt.Println("after power on:", state, o.Device)
+	// Output:
+	// set: pxe false uefi
+	// after power on: On none
 }
