@@ -113,7 +113,13 @@ type MediaStatus struct {
 	Image    string
 }
 
-// Stats counts what a connection cost on the wire, for reporting per job.
+// Stats counts what a connection cost on the wire, for reporting per job
+// (job.Status.Wire). Its JSON keys are camelCase; ThrottleWait is a
+// time.Duration, so JSON carries it as integer nanoseconds (kept so for
+// stored records). It has kubebuilder markers and a generated DeepCopy
+// (zz_generated.deepcopy.go) for hosts that embed job.Status in a CRD.
+//
+// +kubebuilder:object:generate=true
 type Stats struct {
 	Requests    int64 `json:"requests"`    // protocol requests sent (HTTP requests, IPMI commands)
 	Connections int64 `json:"connections"` // transport connections opened (TCP connects, UDP sessions)

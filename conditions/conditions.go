@@ -7,6 +7,8 @@ import (
 )
 
 // Status is the status of a condition: True, False or Unknown.
+//
+// +kubebuilder:validation:Enum=True;False;Unknown
 type Status string
 
 // Condition statuses, spelled as in Kubernetes.
@@ -18,19 +20,32 @@ const (
 
 // Condition is one aspect of an object's state. It mirrors Kubernetes'
 // metav1.Condition field for field (same JSON names) without importing it, so
-// a host can convert with a plain field copy.
+// a host can convert with a plain field copy (LastTransitionTime.Time to
+// metav1.NewTime). Its kubebuilder markers are metav1.Condition's, except
+// that Reason may be empty and is not pattern-checked: a status the runner
+// wrote must never be refused by the API server.
 type Condition struct {
 	// Type of the condition, in CamelCase, e.g. "Completed".
+	//
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$`
 	Type string `json:"type"`
 	// Status is True, False or Unknown.
 	Status Status `json:"status"`
 	// ObservedGeneration is the generation of the spec the condition was set against.
+	//
+	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// LastTransitionTime is when Status last changed, truncated to the second.
 	LastTransitionTime timestamp.Time `json:"lastTransitionTime"`
 	// Reason is a CamelCase, machine-readable reason for the last change.
+	//
+	// +kubebuilder:validation:MaxLength=1024
 	Reason string `json:"reason"`
 	// Message is a human-readable explanation.
+	//
+	// +kubebuilder:validation:MaxLength=32768
 	Message string `json:"message"`
 }
 

@@ -18,4 +18,13 @@
 // name for JSON name; [Set] follows apimachinery's SetStatusCondition: it
 // reports whether anything changed and moves LastTransitionTime only when the
 // status flips.
+//
+// # Kubernetes
+//
+// Condition and its enums carry kubebuilder markers, and
+// zz_generated.deepcopy.go (controller-gen's object generator) gives
+// every type DeepCopy and DeepCopyInto, so a CRD can embed them; see
+// docs/kubernetes.md.
+//
+// +kubebuilder:object:generate=true
 package conditions

@@ -20,6 +20,8 @@ const (
 
 // Result is the outcome of a completed job, task or boot record. It is empty
 // until Completed is True.
+//
+// +kubebuilder:validation:Enum=Succeeded;Failed;Canceled;TimedOut
 type Result string
 
 // Results.

@@ -13,18 +13,30 @@ import (
 )
 
 // Spec is what a job should do: an ordered list of tasks against one BMC. It
-// is a plain JSON struct a host can embed in its own CRD.
+// is a plain JSON struct a host can embed in its own CRD (inline, with
+// `json:",inline"`): it carries kubebuilder markers, and
+// zz_generated.deepcopy.go gives it DeepCopy and DeepCopyInto. See
+// docs/kubernetes.md.
+//
+// +kubebuilder:object:generate=true
 type Spec struct {
 	// BMC is the BMC's address, e.g. "redfish://10.0.0.5/redfish/v1/Systems/1"
 	// or "ipmi://10.0.0.6" (see bmc.ParseEndpoint).
+	//
+	// +kubebuilder:validation:MinLength=1
 	BMC string `json:"bmc"`
 	// CredentialsRef names the credentials; the host's CredentialsResolver
 	// turns it into a username and password at run time. Passwords are never
 	// stored in a job.
 	CredentialsRef string `json:"credentialsRef,omitempty"`
 	// SystemUUID identifies the server for wait-for-boot tasks.
+	//
+	// +kubebuilder:validation:Pattern=`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`
 	SystemUUID string `json:"systemUUID,omitempty"`
 	// Tasks run in order; the job stops at the first failed task.
+	//
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
 	Tasks []task.Spec `json:"tasks"`
 	// Timeout bounds the whole job. Zero means no job-level limit (each task
 	// still has its own).
@@ -32,12 +44,21 @@ type Spec struct {
 }
 
 // Status is what happened. Completed (a condition) says whether the job
-// reached a terminal state; Result says how it ended.
+// reached a terminal state; Result says how it ended. A host embeds it
+// inline in its CRD's status, so that the conditions are at
+// .status.conditions (where `kubectl wait --for=condition=Completed` looks).
+//
+// +kubebuilder:object:generate=true
 type Status struct {
 	// ObservedGeneration is the Generation the status was computed for.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions holds Completed and Running.
-	Conditions []conditions.Condition `json:"conditions,omitempty"`
+	//
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []conditions.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 	// Result is empty until Completed=True, then Succeeded, Failed or Canceled.
 	Result conditions.Result `json:"result,omitempty"`
 	// Reason is a CamelCase cause (the failed task's reason, e.g. Unauthorized, TimedOut).
@@ -46,6 +67,8 @@ type Status struct {
 	// and the BMC's error.
 	Message string `json:"message,omitempty"`
 	// CurrentTask is the index of the task being run (len(Tasks) when done).
+	//
+	// +kubebuilder:validation:Minimum=0
 	CurrentTask int `json:"currentTask"`
 	// Tasks holds one status per task in Spec.Tasks.
 	Tasks          []task.Status   `json:"tasks,omitempty"`

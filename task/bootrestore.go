@@ -2,6 +2,8 @@ package task
 
 // BootRestoreState is where putting back a boot override stands (see
 // [BootRestore]).
+//
+// +kubebuilder:validation:Enum=Pending;Restored;Failed;Kept
 type BootRestoreState string
 
 // Boot restore states.

@@ -9,9 +9,24 @@ import (
 // Duration is a time.Duration that encodes to JSON as a Go duration string
 // ("90s", "5m"), like Kubernetes' metav1.Duration. Decoding also accepts a
 // number of seconds.
+//
+// In a CRD schema it is a string checked against [DurationPattern]: Go
+// duration syntax without a sign (every bmckit duration is a non-negative
+// timeout or wait). The number-of-seconds form is for JSON files, not for
+// Kubernetes objects.
+//
+// +kubebuilder:validation:Type=string
+// +kubebuilder:validation:Pattern=`^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
 type Duration struct {
 	time.Duration
 }
+
+// DurationPattern is the regular expression a [Duration] matches in a CRD
+// schema (the kubebuilder Pattern marker on Duration spells it out again; a
+// test keeps the two equal): what time.ParseDuration accepts, without a
+// sign. It bounds the syntax, not the value: a huge duration that
+// overflows matches, and Validate refuses it.
+const DurationPattern = `^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
 
 // MarshalText encodes the duration as a string (as text, so encoding/json
 // writes it without re-validating a JSON fragment).

@@ -13,9 +13,13 @@ import (
 
 // Spec is one task: exactly one action field is set (a one-of of pointer
 // structs, so it embeds in a CRD and deep-copies trivially).
+//
+// +kubebuilder:validation:ExactlyOneOf=power;powerStatus;reachable;bootDevice;virtualMedia;bmcReset;waitForBoot
 type Spec struct {
 	// Name is optional; it appears in messages. Defaults to the action's
 	// description, e.g. "power off".
+	//
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name,omitempty"`
 
 	Power        *PowerAction        `json:"power,omitempty"`
@@ -32,6 +36,8 @@ type Spec struct {
 }
 
 // PowerOp is a power change.
+//
+// +kubebuilder:validation:Enum=on;off;soft-off;cycle;reset
 type PowerOp string
 
 // Power operations; see bmc.PowerAction for their exact semantics.
@@ -60,6 +66,8 @@ type PowerStatusAction struct{}
 type ReachableAction struct{}
 
 // BootDevice is a boot source.
+//
+// +kubebuilder:validation:Enum=pxe;disk;cdrom;bios;http
 type BootDevice string
 
 // Boot devices.
@@ -75,6 +83,8 @@ const (
 )
 
 // BootMode is the firmware boot mode.
+//
+// +kubebuilder:validation:Enum=uefi;legacy
 type BootMode string
 
 // Boot modes; empty leaves the BMC's mode unchanged.
@@ -84,6 +94,10 @@ const (
 )
 
 // BootDeviceAction sets the boot device override.
+//
+// +kubebuilder:validation:XValidation:rule="self.device == 'http' ? has(self.uri) : !has(self.uri)",message="uri is required for device http and refused for the other devices"
+// +kubebuilder:validation:XValidation:rule="!(self.device == 'http' && has(self.mode) && self.mode == 'legacy')",message="UEFI HTTP boot cannot boot in legacy mode: set uefi or leave mode empty"
+// +kubebuilder:validation:XValidation:rule="!(has(self.persistent) && self.persistent && has(self.emulateOnce) && self.emulateOnce)",message="emulateOnce is for a one-time override: remove it or set persistent false"
 type BootDeviceAction struct {
 	Device BootDevice `json:"device"`
 	// Persistent keeps the override for every boot; false means next boot only.
@@ -94,6 +108,8 @@ type BootDeviceAction struct {
 	// URI is what device "http" boots: an http:// or https:// URL with a
 	// host and without credentials (at most 2048 characters), read back
 	// with the device. Required for "http", refused for the other devices.
+	//
+	// +kubebuilder:validation:MaxLength=2048
 	URI string `json:"uri,omitempty"`
 	// EmulateOnce, for a one-time override (Persistent false), asks the job
 	// to emulate it: the task sets the override persistent and verifies
@@ -109,6 +125,8 @@ type BootDeviceAction struct {
 }
 
 // BMCResetType is a reset of the BMC itself.
+//
+// +kubebuilder:validation:Enum=warm;cold
 type BMCResetType string
 
 // BMC reset types.
@@ -130,6 +148,8 @@ type BMCResetAction struct {
 }
 
 // MediaKind is the virtual media device kind.
+//
+// +kubebuilder:validation:Enum=cd;usb
 type MediaKind string
 
 // Media kinds.
@@ -140,6 +160,8 @@ const (
 
 // VirtualMediaAction inserts an image (ImageURL set) or ejects (Eject true);
 // exactly one of the two.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.imageURL) != (has(self.eject) && self.eject)",message="set imageURL to insert or eject: true to eject, not both"
 type VirtualMediaAction struct {
 	// Kind defaults to "cd".
 	Kind     MediaKind `json:"kind,omitempty"`
@@ -152,11 +174,13 @@ type VirtualMediaAction struct {
 // Timeout is the boot deadline (of each try, with retries).
 type WaitForBootAction struct {
 	// SystemUUID names the server; it defaults to the job's system UUID.
+	//
+	// +kubebuilder:validation:Pattern=`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`
 	SystemUUID string `json:"systemUUID,omitempty"`
 	// WaitForBootPolicy (inline in JSON) is the per-attempt policy:
 	// completion signals, per-signal deadlines, allowed source addresses
 	// and retries. See waitforboot.go.
-	WaitForBootPolicy
+	WaitForBootPolicy `json:",inline"`
 }
 
 // ErrInvalid is wrapped by every validation error.
@@ -167,6 +191,8 @@ var ErrInvalid = errors.New("invalid task")
 // about the spec as a whole (e.g. no action set). It matches ErrInvalid with
 // errors.Is. Callers embedding a task spec prefix Path with their own path
 // (package job writes "tasks[1].power.op").
+//
+// +kubebuilder:object:generate=false
 type FieldError struct {
 	// Path is the field's JSON path, e.g. "power.op" or "virtualMedia";
 	// empty when the error is about the spec as a whole.

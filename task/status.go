@@ -9,6 +9,8 @@ import (
 // crash-safe: Started is persisted before the BMC is touched, Requested after
 // the BMC accepted the action, so a resumed runner knows whether to re-check
 // or re-run.
+//
+// +kubebuilder:validation:Enum="";Started;Requested;Done
 type Phase string
 
 // Phases.
@@ -22,7 +24,12 @@ const (
 // Status is the observed state of one task.
 type Status struct {
 	// Conditions holds Completed and Running (see package conditions).
-	Conditions []conditions.Condition `json:"conditions,omitempty"`
+	//
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []conditions.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 	// Phase is the crash-safety marker described on [Phase].
 	Phase Phase `json:"phase,omitempty"`
 	// Result is empty until Completed=True.
@@ -51,6 +58,8 @@ type Status struct {
 	// values), set by the tasks that read without changing it: powerStatus
 	// (its result), reachable and bmcReset (the read that showed the BMC
 	// answering). Empty for the other kinds.
+	//
+	// +kubebuilder:validation:Enum=On;Off;PoweringOn;PoweringOff;Unknown
 	PowerState string `json:"powerState,omitempty"`
 	// BootRestore is set by a boot-device task that read the boot override
 	// before changing it: what it found, whether it emulated a one-time

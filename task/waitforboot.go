@@ -11,6 +11,8 @@ import (
 )
 
 // BootPolicyMode says how a wait-for-boot task's signals combine.
+//
+// +kubebuilder:validation:Enum=AllOf;AnyOf
 type BootPolicyMode string
 
 // Boot policy modes (the same names as package bootstate's).
@@ -20,6 +22,8 @@ const (
 )
 
 // DeadlineFrom is what a [SignalDeadline] is measured from.
+//
+// +kubebuilder:validation:Enum=AttemptStart;PreviousSignal
 type DeadlineFrom string
 
 // Bases of a [SignalDeadline].
@@ -33,6 +37,8 @@ const (
 type SignalDeadline struct {
 	// Signal is a signal name such as IPXEScriptFetched,
 	// IgnitionDataFetched or BootStateReceived.
+	//
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9]{0,62}$`
 	Signal string `json:"signal"`
 	// Within is how long the signal may take.
 	Within Duration `json:"within"`
@@ -54,6 +60,8 @@ type WaitForBootPolicy struct {
 	// Mode is "AllOf" (the default) or "AnyOf" over Signals.
 	Mode BootPolicyMode `json:"mode,omitempty"`
 	// Signals count as booted. Defaults to the tracker's default policy.
+	//
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z][A-Za-z0-9]{0,62}$`
 	Signals []string `json:"signals,omitempty"`
 	// Deadlines bound single signals (stages) of each attempt; an attempt
 	// whose stage deadline passes times out with a reason naming the stage
@@ -61,11 +69,17 @@ type WaitForBootPolicy struct {
 	Deadlines []SignalDeadline `json:"deadlines,omitempty"`
 	// AllowedSources are the addresses (IPs or CIDR prefixes) the machine
 	// may fetch and call back from; other addresses get 403.
+	//
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=64
 	AllowedSources []string `json:"allowedSources,omitempty"`
 	// Retries is how many more tries follow a try that timed out: each
 	// sets the boot override again (the most recent bootDevice task
 	// before this one in the job, if any), power cycles the server and
 	// waits for a new attempt. 0 to 10; defaults to 0.
+	//
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
 	Retries int `json:"retries,omitempty"`
 	// RetryBackoff is the wait before the first retry, doubling for each
 	// further one. Defaults to 10s; at most 1h.
@@ -186,6 +200,8 @@ func validSignal(s string) string {
 // phases, each step is stored before the action it names is sent, so a
 // resumed job repeats at most the action of the step it stopped in, never
 // one already past.
+//
+// +kubebuilder:validation:Enum=Backoff;SettingBootOverride;PowerCycling;Waiting;Done
 type BootTryStep string
 
 // Steps of a boot try.
