@@ -29,8 +29,8 @@ import (
 // on the ~20 timestamps (timestamp.Time's MarshalJSON allocates, and go-json
 // re-scans what a Marshaler returns). appendJob writes the same bytes go-json
 // (and encoding/json) write, so records decode exactly as before; the
-// parts a step never changes or that are rare (the spec, boot tries, boot
-// restore) go through go-json. Hand-written rather than generated (easyjson,
+// parts a step never changes or that are rare (the spec, boot tries) go
+// through go-json. Hand-written rather than generated (easyjson,
 // ffjson) to keep the core's dependencies to the ones it has. Two guards
 // keep it honest: fastCodec is false (and every record goes through go-json)
 // when a hand-encoded struct's fields differ from what appendJob knows, and
@@ -259,12 +259,35 @@ func appendTaskStatus(b []byte, s *task.Status) ([]byte, error) {
 	}
 	b = appendStringField(b, `"lastError":`, s.LastError)
 	b = appendStringField(b, `"powerState":`, s.PowerState)
-	if s.BootRestore != nil {
-		b = append(b, `"bootRestore":`...)
-		if b, err = appendGoJSON(b, s.BootRestore); err != nil {
-			return b, err
+	if r := s.BootRestore; r != nil {
+		b = append(b, `"bootRestore":{`...)
+		if r.Emulated {
+			b = append(b, `"emulated":true,`...)
 		}
-		b = append(b, ',')
+		b = append(b, `"previous":{"device":`...)
+		b = appendString(b, r.Previous.Device)
+		if r.Previous.Persistent {
+			b = append(b, `,"persistent":true`...)
+		}
+		if r.Previous.Mode != "" {
+			b = append(b, `,"mode":`...)
+			b = appendString(b, r.Previous.Mode)
+		}
+		if r.Previous.URI != "" {
+			b = append(b, `,"uri":`...)
+			b = appendString(b, r.Previous.URI)
+		}
+		b = append(b, `},"state":`...)
+		b = appendString(b, string(r.State))
+		if r.Attempts != 0 {
+			b = append(b, `,"attempts":`...)
+			b = strconv.AppendInt(b, int64(r.Attempts), 10)
+		}
+		if r.Message != "" {
+			b = append(b, `,"message":`...)
+			b = appendString(b, r.Message)
+		}
+		b = append(b, "},"...)
 	}
 	if len(b) > start+1 {
 		b = b[:len(b)-1] // the last field's comma
@@ -418,6 +441,14 @@ var codecFields = map[reflect.Type][]string{
 		"RequestTime *timestamp.Time `requestTime,omitempty`", "CompletionTime *timestamp.Time `completionTime,omitempty`",
 		"NextAttemptTime *timestamp.Time `nextAttemptTime,omitempty`", "LastError string `lastError,omitempty`",
 		"PowerState string `powerState,omitempty`", "BootRestore *task.BootRestore `bootRestore,omitempty`",
+	},
+	reflect.TypeFor[task.BootRestore](): {
+		"Emulated bool `emulated,omitempty`", "Previous task.BootOverride `previous`",
+		"State task.BootRestoreState `state`", "Attempts int `attempts,omitempty`", "Message string `message,omitempty`",
+	},
+	reflect.TypeFor[task.BootOverride](): {
+		"Device string `device`", "Persistent bool `persistent,omitempty`", "Mode string `mode,omitempty`",
+		"URI string `uri,omitempty`",
 	},
 	reflect.TypeFor[conditions.Condition](): {
 		"Type string `type`", "Status conditions.Status `status`",

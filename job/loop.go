@@ -66,6 +66,7 @@ type loop struct {
 	fenced   map[*held]bool // due, but the lease lapsed: waiting for renewal
 	running  int
 	steps    chan stepOutcome
+	work     chan stepWork // to idle workers
 	claims   chan []claimed
 	renewals chan []renewal
 	claiming bool
@@ -94,7 +95,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	l := &loop{
 		r: r, ctx: ctx, held: map[string]*held{}, fenced: map[*held]bool{},
 		perEndpoint: map[string]int{}, retryAt: map[string]time.Time{}, parked: map[string]map[string]struct{}{},
-		steps: make(chan stepOutcome, 64), claims: make(chan []claimed, 1), renewals: make(chan []renewal, 1),
+		steps: make(chan stepOutcome, 64), work: make(chan stepWork), claims: make(chan []claimed, 1), renewals: make(chan []renewal, 1),
 	}
 	now := r.cfg.Clock.Now()
 	r.health.start(now)
@@ -361,13 +362,55 @@ func (l *loop) launchDue(now time.Time) {
 		ctx, cancel := context.WithCancel(l.ctx)
 		h.running, h.cancel = true, cancel
 		l.running++
-		l.wg.Add(1)
-		j, rev := h.j, h.rev
-		go func() {
-			defer l.wg.Done()
-			defer cancel()
-			l.steps <- l.r.step(ctx, h, j, rev)
-		}()
+		w := stepWork{ctx: ctx, cancel: cancel, h: h, j: h.j, rev: h.rev}
+		select {
+		case l.work <- w: // an idle worker took it
+		default:
+			l.wg.Add(1)
+			go l.worker(w)
+		}
+	}
+}
+
+// stepWork is one step for a worker.
+type stepWork struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	h      *held
+	j      *Job
+	rev    int64
+}
+
+// idleWorkerTimeout is how long a worker waits for its next step before it
+// exits.
+const idleWorkerTimeout = 2 * time.Second
+
+// worker runs steps: w, then the ones launchDue hands it while it is idle.
+// Workers outlive one step so that their stacks, grown by the first step
+// (JSON, BMC calls), are reused: a goroutine per step spent ~10% of the
+// Runner's CPU growing fresh stacks. They exit after idleWorkerTimeout
+// without work (wall clock: this bounds goroutines, not job timing) and
+// when the loop stops; Workers still bounds steps in flight.
+func (l *loop) worker(w stepWork) {
+	defer l.wg.Done()
+	var idle *time.Timer
+	for {
+		o := l.r.step(w.ctx, w.h, w.j, w.rev)
+		w.cancel()
+		l.steps <- o
+		if idle == nil {
+			idle = time.NewTimer(idleWorkerTimeout)
+		} else {
+			idle.Reset(idleWorkerTimeout)
+		}
+		select {
+		case w = <-l.work:
+		case <-idle.C:
+			return
+		case <-l.ctx.Done():
+			idle.Stop()
+			return
+		}
 	}
 }
 
