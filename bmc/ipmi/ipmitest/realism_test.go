@@ -228,7 +228,7 @@ func TestSessionTimeout(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	sim, p := simPeer(t, ipmitest.Options{SessionTimeout: 30 * time.Second, Clock: clk})
-	drv := open(t, p, ipmi.Options{Timeout: 300 * time.Millisecond, Retries: -1, IdleRelogin: time.Hour})
+	drv := open(t, p, ipmi.Options{Timeout: 2 * time.Second, Retries: -1, IdleRelogin: time.Hour})
 	ctx := t.Context()
 	if _, err := drv.PowerState(ctx); err != nil {
 		t.Fatal(err)
@@ -260,8 +260,8 @@ func TestBMCResetDowntime(t *testing.T) {
 	opts := ipmitest.Realistic()
 	opts.Clock = clk
 	sim, p := simPeer(t, opts)
-	drv := open(t, p, ipmi.Options{Timeout: 300 * time.Millisecond, Retries: -1})
-	other := open(t, p, ipmi.Options{Timeout: 300 * time.Millisecond, Retries: -1, IdleRelogin: time.Hour})
+	drv := open(t, p, ipmi.Options{Timeout: 2 * time.Second, Retries: -1})
+	other := open(t, p, ipmi.Options{Timeout: 2 * time.Second, Retries: -1, IdleRelogin: time.Hour})
 	ctx := t.Context()
 	if _, err := other.PowerState(ctx); err != nil {
 		t.Fatal(err)
