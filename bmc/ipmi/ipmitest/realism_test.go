@@ -57,13 +57,14 @@ func open(t *testing.T, p peer, opts ipmi.Options) *ipmi.Driver {
 	return drv
 }
 
-// ipmitool runs the ipmitool program against p (cipher suite 3, one retry
-// of 1 s) and returns its combined output. The password goes through the
+// ipmitool runs the ipmitool program against p (cipher suite 3, 2 s per
+// attempt, 3 retries: every use here expects an answer) and returns its
+// combined output. The password goes through the
 // environment.
 func ipmitool(t *testing.T, p peer, user, password string, args ...string) (string, error) {
 	t.Helper()
 	bin := testbin.Require(t, "ipmitool", "ipmitool")
-	base := []string{"-I", "lanplus", "-H", p.ep.Host, "-p", strconv.Itoa(p.ep.Port), "-U", user, "-E", "-C", "3", "-N", "1", "-R", "1"}
+	base := []string{"-I", "lanplus", "-H", p.ep.Host, "-p", strconv.Itoa(p.ep.Port), "-U", user, "-E", "-C", "3", "-N", "2", "-R", "3"}
 	cmd := exec.CommandContext(t.Context(), bin, append(base, args...)...)
 	cmd.Env = append(os.Environ(), "IPMITOOL_PASSWORD="+password)
 	out, err := cmd.CombinedOutput()
