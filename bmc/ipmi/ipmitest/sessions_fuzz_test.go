@@ -2,10 +2,14 @@ package ipmitest
 
 import (
 	"bytes"
+	"context"
 	"testing"
 
+	gobmc "github.com/bougou/go-ipmi/pkg/bmc"
+	"github.com/bougou/go-ipmi/pkg/handlers"
 	"github.com/bougou/go-ipmi/pkg/protocol"
 	"github.com/bougou/go-ipmi/pkg/rmcpplus"
+	"github.com/bougou/go-ipmi/pkg/types"
 )
 
 // FuzzSessionLayer feeds arbitrary datagrams to the simulator's packet
@@ -37,5 +41,23 @@ func FuzzSessionLayer(f *testing.F) {
 			}
 		}
 		downgradeOpenSession(bytes.Clone(pkt))
+	})
+}
+
+// FuzzGetSessionInfo: any request data gets an answer or a completion code,
+// never a panic, with and without a session.
+func FuzzGetSessionInfo(f *testing.F) {
+	for _, s := range [][]byte{{0x00}, {0x01}, {0xfe, 0x01}, {0xff, 1, 2, 3, 4}, {}, {0xff}} {
+		f.Add(s)
+	}
+	b := gobmc.New(gobmc.DeviceInfo{}, [16]byte{}, nil)
+	sess := &gobmc.Session{BMCID: 0x04030201, Channel: 1}
+	f.Fuzz(func(t *testing.T, req []byte) {
+		for _, s := range []*gobmc.Session{nil, sess} {
+			resp, cc, err := handleGetSessionInfo(context.Background(), &handlers.HandlerContext{BMC: b, Session: s}, req)
+			if err != nil || cc == types.CodeOK && len(resp) < 3 {
+				t.Fatalf("request %x: %x, %v, %v", req, resp, cc, err)
+			}
+		}
 	})
 }
