@@ -1,0 +1,18 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of this package's kinds.
+	GroupVersion = schema.GroupVersion{Group: "bmckit.example.com", Version: "v1alpha1"}
+
+	// SchemeBuilder registers this package's kinds with a runtime.Scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds this package's kinds to a scheme (for a manager's or
+	// a fake client's scheme).
+	AddToScheme = SchemeBuilder.AddToScheme
+)
