@@ -31,7 +31,12 @@
 //   - Intent before action: a task's phase Started is persisted before the
 //     action is sent, Requested after the BMC accepted it, Done at the end.
 //   - Verified effects: power is polled until the target state is seen (every
-//     PollInterval, 250ms by default, slower after SlowPollAfter); a power
+//     PollInterval, 250ms by default, slower after SlowPollAfter; once the
+//     Stepper learned how long a system's changes of an action take, sparsely
+//     before that time and every 500ms around it, see [AdaptivePoll]; where
+//     the driver implements bmc.PowerWatcher and the host can be woken
+//     (StepperConfig.Wake, always in the Runner), the BMC's event ends the
+//     wait with one confirming read, see [PowerEvents]); a power
 //     request the BMC silently dropped is re-sent after ResendAfter; the boot
 //     override is read back where the BMC can report it (an override the BMC
 //     ignored or reverted is set again, then fails with VerificationFailed);

@@ -100,6 +100,14 @@ type Options struct {
 	// to 200ms.
 	RetryDelay time.Duration
 
+	// NoEventStream turns the EventService's Server-Sent Events off:
+	// WatchPower (bmc.PowerWatcher) answers bmc.ErrNotSupported without a
+	// request, and jobs only poll. Defaults to false: where the BMC offers
+	// the stream, a job waiting for a power change opens it (one stream per
+	// session, shared by its systems) and confirms the change with one GET
+	// after the event.
+	NoEventStream bool
+
 	// SettleTimeout bounds how long SetPower waits for a power-off to land
 	// when it has to emulate a refused PowerCycle as ForceOff then On.
 	// Defaults to 2m.

@@ -47,6 +47,8 @@ type session struct {
 	sessionURI string        // our session, for logout
 	gen        uint64        // counts successful logins, to join re-logins
 	login      *loginAttempt // the re-login in flight, or nil
+
+	events eventHub // the EventService stream shared by the session's systems (events.go)
 }
 
 // loginAttempt is a re-login in flight; callers that saw the same expired
@@ -284,6 +286,7 @@ func (s *session) close(ctx context.Context, log logr.Logger) {
 	uri := s.sessionURI
 	s.sessionURI = ""
 	s.mu.Unlock()
+	s.events.close()
 	if uri != "" {
 		s.logout(ctx, log, uri)
 	}

@@ -194,6 +194,13 @@ type Config struct {
 	// Defaults to none.
 	RedirectAliases map[string]string
 
+	// EventStream offers Server-Sent Events: the service root links an
+	// EventService whose ServerSentEventUri streams a ResourceChanged event
+	// (OriginOfCondition: the system's @odata.id) each time a system's
+	// power state settles to a new value (see events.go). Defaults to
+	// false: no EventService (404).
+	EventStream bool
+
 	// Media selects where virtual media hangs. Defaults to MediaUnderManager.
 	Media MediaLocation
 

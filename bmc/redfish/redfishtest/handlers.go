@@ -86,6 +86,8 @@ func (s *Server) routes() http.Handler {
 	handle("POST", root+"/Systems/{id}/Actions/ComputerSystem.Reset", s.auth(s.resetSystem))
 	handle("GET", root+"/Chassis", s.auth(s.listChassis))
 	handle("GET", chassisURI, s.auth(s.getChassis))
+	handle("GET", eventServiceURI, s.auth(s.getEventService))
+	handle("GET", sseURI, s.auth(s.eventStream))
 	handle("GET", root+"/Managers", s.auth(s.listManagers))
 	handle("GET", managerURI, s.auth(s.getManager))
 	handle("POST", managerURI+"/Actions/Manager.Reset", s.auth(s.resetManager))
@@ -254,6 +256,9 @@ func (s *Server) serviceRoot(w http.ResponseWriter, _ *http.Request) {
 		"Systems":        link(root + "/Systems"),
 		"Managers":       link(root + "/Managers"),
 		"Chassis":        link(root + "/Chassis"),
+	}
+	if s.cfg.EventStream {
+		doc["EventService"] = link(eventServiceURI)
 	}
 	if s.cfg.Sessions != SessionsNone {
 		doc["SessionService"] = link(root + "/SessionService")

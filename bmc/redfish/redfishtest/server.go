@@ -46,6 +46,7 @@ type Server struct {
 	changes   []PowerChange
 	changeSeq int64 // last StateChange.Seq
 	rate      requestRate
+	events    eventHub // events.go
 }
 
 // PowerChange is one accepted power change, for measuring how soon a client
@@ -201,7 +202,10 @@ func newMediaSet() []*media {
 }
 
 // Close shuts the server down.
-func (s *Server) Close() { s.http.Close() }
+func (s *Server) Close() {
+	s.closeEvents() // open event streams would keep Close waiting
+	s.http.Close()
+}
 
 // URL is the base URL, http://127.0.0.1:port or https://127.0.0.1:port.
 func (s *Server) URL() string { return s.http.URL }
