@@ -94,13 +94,19 @@ func (l *landings) window() (lo, hi time.Duration) {
 type pollLearner struct {
 	cfg AdaptivePoll
 
-	mu      sync.Mutex
-	hist    map[string]*landings
-	trusted map[string]bool // endpoint key -> the last change seen with a live watch came with an event
+	mu     sync.Mutex
+	hist   map[string]*landings
+	events map[string]*eventTrust // by endpoint key
+}
+
+// eventTrust is what an endpoint's event stream showed about itself.
+type eventTrust struct {
+	confirmed bool // a change came with an event
+	misses    int  // consecutive changes seen while a watch was live, without an event
 }
 
 func newPollLearner(cfg AdaptivePoll) *pollLearner {
-	return &pollLearner{cfg: cfg, hist: map[string]*landings{}, trusted: map[string]bool{}}
+	return &pollLearner{cfg: cfg, hist: map[string]*landings{}, events: map[string]*eventTrust{}}
 }
 
 func systemPollKey(ep bmc.Endpoint, a bmc.PowerAction) string {
@@ -148,19 +154,34 @@ func (p *pollLearner) window(ep bmc.Endpoint, a bmc.PowerAction) (lo, hi time.Du
 	return 0, 0, false
 }
 
-func (p *pollLearner) setTrusted(epKey string, ok bool) {
+// eventSeen records whether a change seen while a watch was live on the
+// endpoint came with an event.
+func (p *pollLearner) eventSeen(epKey string, came bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.trusted) >= p.cfg.MaxKeys && !p.trusted[epKey] {
-		clear(p.trusted)
+	t := p.events[epKey]
+	if t == nil {
+		if len(p.events) >= p.cfg.MaxKeys {
+			clear(p.events)
+		}
+		t = &eventTrust{}
+		p.events[epKey] = t
 	}
-	p.trusted[epKey] = ok
+	if came {
+		t.confirmed, t.misses = true, 0
+	} else {
+		t.misses++
+	}
 }
 
+// isTrusted says whether the endpoint's events may thin polling out: one
+// change came with an event, and no two changes in a row came without one
+// (one may: a poll can see a change a few milliseconds before its event).
 func (p *pollLearner) isTrusted(epKey string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.trusted[epKey]
+	t := p.events[epKey]
+	return t != nil && t.confirmed && t.misses < 2
 }
 
 // adaptiveDelay is how long after elapsed (time since the request) the next

@@ -21,12 +21,12 @@ import (
 // change with one read (PowerState stays the only source of truth).
 //
 // Polling never stops, it only thins out: while a watch is live on an
-// endpoint whose last observed change came with an event ("trusted"), the
-// next poll is at least PowerEvents.PollInterval away; otherwise the usual
-// (adaptive or fixed) schedule applies and events only shorten it. When the
-// stream ends mid-wait (notify with an error), the job is woken and polls on
-// the usual schedule for the rest of that wait. A poll that finds the change
-// while a live watch saw no event makes the endpoint untrusted again.
+// endpoint whose events proved themselves ("trusted": a change came with an
+// event, and no two changes in a row were found by polls while a watch was
+// live and silent), the next poll is at least PowerEvents.PollInterval
+// away; otherwise the usual (adaptive or fixed) schedule applies and events
+// only shorten it. When the stream ends mid-wait (notify with an error), the
+// job is woken and polls on the usual schedule for the rest of that wait.
 
 // PowerEvents configures event-driven confirmation of power changes; the
 // zero value turns it on with the defaults below.
@@ -166,7 +166,7 @@ func (r *stepRun) notePowerRead(i int, k powerKind, ok bool, readAt time.Time, s
 	}
 	if watched {
 		// The stream was open while the change landed: did it say so?
-		r.s.learner.setTrusted(r.ep.Key(), !eventAt.IsZero())
+		r.s.learner.eventSeen(r.ep.Key(), !eventAt.IsZero())
 	}
 	if !followed || r.s.cfg.AdaptivePoll.Disabled {
 		return
