@@ -5,6 +5,12 @@
 // pending change dropped. It prints a Markdown report for docs/benchmarks.md.
 //
 //	go run ./bench/redfish -jobs 20
+//
+// With -mode wait it compares how power jobs wait for a change that takes
+// 8±1 s: fixed polling (1 s and 250 ms), adaptive polling, and the
+// EventService's event stream (see wait.go):
+//
+//	go run ./bench/redfish -mode wait -jobs 20
 package main
 
 import (
@@ -32,8 +38,18 @@ func main() {
 	minDelay := flag.Duration("min-delay", time.Second, "shortest power landing delay")
 	maxDelay := flag.Duration("max-delay", 11*time.Second, "longest power landing delay")
 	seed := flag.Int64("seed", 1, "random seed for the delays")
+	mode := flag.String("mode", "netboot", "netboot: concurrent netboot jobs; wait: power-wait strategies on the -mean±-spread personality")
+	mean := flag.Duration("mean", 8*time.Second, "wait mode: mean power landing delay")
+	spread := flag.Duration("spread", time.Second, "wait mode: the delay is uniform in mean±spread")
+	warmup := flag.Int("warmup", 6, "wait mode: jobs per strategy left out of the figures (adaptive polling learns from 3 changes per action)")
 	flag.Parse()
-	if err := run(*jobs, *minDelay, *maxDelay, *seed); err != nil {
+	var err error
+	if *mode == "wait" {
+		err = runWait(*jobs, *warmup, *mean, *spread, *seed)
+	} else {
+		err = run(*jobs, *minDelay, *maxDelay, *seed)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/redfish:", err)
 		os.Exit(1)
 	}

@@ -196,14 +196,22 @@ func (d *Driver) startStream(ctx context.Context) error {
 		resp, err := s.streamClient().Do(req)
 		got <- answer{resp, err}
 	}()
+	abandon := func() {
+		cancel()
+		go func() { // an answer that raced the cancel must not keep its connection
+			if a := <-got; a.resp != nil {
+				_ = a.resp.Body.Close()
+			}
+		}()
+	}
 	var a answer
 	select {
 	case a = <-got:
 	case <-ctx.Done():
-		cancel()
+		abandon()
 		return ctx.Err()
 	case <-s.opts.Clock.After(s.opts.RequestTimeout):
-		cancel()
+		abandon()
 		return bmc.Transient(fmt.Errorf("GET %s: no answer within the request timeout %s", uri, s.opts.RequestTimeout))
 	}
 	if a.err != nil {
