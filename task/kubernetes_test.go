@@ -60,7 +60,7 @@ func TestStatusDeepCopyIsIndependent(t *testing.T) {
 	orig := task.Status{
 		Phase: task.PhaseDone, Result: conditions.ResultSucceeded, Attempts: 2,
 		StartTime: timestamp.Ptr(t0), RequestTime: timestamp.Ptr(t0), CompletionTime: timestamp.Ptr(t0), NextAttemptTime: timestamp.Ptr(t0),
-		BootTries: []task.BootTry{{Try: 1, Step: task.BootTryDone, NotBefore: timestamp.Ptr(t0), StartTime: timestamp.Ptr(t0), EndTime: timestamp.Ptr(t0)}},
+		BootTries:   []task.BootTry{{Try: 1, Step: task.BootTryDone, NotBefore: timestamp.Ptr(t0), StartTime: timestamp.Ptr(t0), EndTime: timestamp.Ptr(t0)}},
 		BootRestore: &task.BootRestore{Emulated: true, Previous: task.BootOverride{Device: "disk"}, State: task.BootRestorePending},
 	}
 	conditions.MarkCompleted(&orig.Conditions, 1, conditions.ResultSucceeded, "", "done", t0)
