@@ -33,6 +33,10 @@ type slowBMC struct {
 	lastLand  time.Time // when the last change landed
 	afterSend int       // PowerState calls since the last SetPower
 	notify    func(bmc.PowerEvent)
+	// landAfterReadBack makes the next change land right after the
+	// action's read-back, with its event sent at once (to a watch that
+	// exists by then).
+	landAfterReadBack bool
 }
 
 func (b *slowBMC) settle() {
@@ -43,16 +47,26 @@ func (b *slowBMC) settle() {
 
 func (b *slowBMC) PowerState(context.Context) (bmc.PowerState, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.settle()
 	b.afterSend++
+	st := b.state
 	if !b.landAt.IsZero() {
+		st = bmc.PowerPoweringOff
 		if b.target == bmc.PowerOn {
-			return bmc.PowerPoweringOn, nil
+			st = bmc.PowerPoweringOn
 		}
-		return bmc.PowerPoweringOff, nil
 	}
-	return b.state, nil
+	var notify func(bmc.PowerEvent)
+	if b.landAfterReadBack && b.afterSend == 1 && !b.landAt.IsZero() {
+		b.landAfterReadBack = false
+		b.state, b.lastLand, b.landAt = b.target, b.clk.Now(), time.Time{}
+		notify = b.notify
+	}
+	b.mu.Unlock()
+	if notify != nil {
+		notify(bmc.PowerEvent{})
+	}
+	return st, nil
 }
 
 func (b *slowBMC) SetPower(_ context.Context, a bmc.PowerAction) error {
@@ -97,8 +111,12 @@ type pollRun struct {
 // breakAt (a job index) where the stream fails mid-wait for good.
 func runPowerJobs(t *testing.T, n int, cfg job.StepperConfig, delay func() time.Duration, events bool, breakAt int) []pollRun {
 	t.Helper()
-	clk := clock.NewFake(t0)
-	b := &slowBMC{clk: clk, delay: delay, state: bmc.PowerOff}
+	return runPowerJobsOn(t, &slowBMC{clk: clock.NewFake(t0), delay: delay, state: bmc.PowerOff}, n, cfg, events, breakAt, nil)
+}
+
+func runPowerJobsOn(t *testing.T, b *slowBMC, n int, cfg job.StepperConfig, events bool, breakAt int, before func(k int)) []pollRun {
+	t.Helper()
+	clk := b.clk
 	var drv bmc.Driver = b
 	if events {
 		drv = watchingBMC{b}
@@ -119,6 +137,9 @@ func runPowerJobs(t *testing.T, n int, cfg job.StepperConfig, delay func() time.
 		op := task.PowerOn
 		if k%2 == 1 {
 			op = task.PowerOff
+		}
+		if before != nil {
+			before(k)
 		}
 		j := &job.Job{Name: fmt.Sprintf("j%d", k), Generation: 1, CreatedAt: clk.Now(),
 			Spec: job.Spec{BMC: "redfish://10.1.0.1/redfish/v1/Systems/1", Tasks: []task.Spec{{Power: &task.PowerAction{Op: op}}}}}
@@ -268,4 +289,22 @@ func TestPowerEventsNeedWake(t *testing.T) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	assert.Nil(t, b.notify, "no watch without Wake")
+}
+
+// TestPowerEventsWatchOpensBeforeSend: on an endpoint whose events are
+// trusted, the watch is open before the action is sent, so a change that
+// lands (and is announced) right after the read-back still ends the wait at
+// once, instead of at the next safety poll 10 s later.
+func TestPowerEventsWatchOpensBeforeSend(t *testing.T) {
+	b := &slowBMC{clk: clock.NewFake(t0), delay: func() time.Duration { return 8100 * time.Millisecond }, state: bmc.PowerOff}
+	runs := runPowerJobsOn(t, b, 3, job.StepperConfig{}, true, -1, func(k int) {
+		if k == 2 {
+			b.mu.Lock()
+			b.landAfterReadBack = true
+			b.mu.Unlock()
+		}
+	})
+	assert.Equal(t, 1, runs[1].polls, "trusted after job 0")
+	assert.Equal(t, time.Duration(0), runs[2].lag, "the event that came right after the read-back woke the job")
+	assert.Equal(t, 1, runs[2].polls)
 }

@@ -313,3 +313,24 @@ func (l *loop) wakeJobs(names map[string]struct{}) {
 		l.schedule(h, now)
 	}
 }
+
+// watchBeforeSend opens the watch of power task i before its action is sent,
+// where the endpoint's events are trusted: a change that lands between the
+// read-back and a watch opened after it would be announced to nobody and
+// seen only at the next safety poll (PowerEvents.PollInterval). Elsewhere
+// the watch opens after the read-back, when there is something to wait for,
+// and the usual polls cover that gap.
+func (r *stepRun) watchBeforeSend(ctx context.Context, i int, k powerKind) {
+	cfg := &r.s.cfg
+	if cfg.Wake == nil || cfg.PowerEvents.Disabled || !r.s.learner.isTrusted(r.ep.Key()) {
+		return
+	}
+	ts := &r.j.Status.Tasks[i]
+	a := k.action()
+	// The request time the send will record (act sets RequestTime = r.now).
+	req := r.now
+	r.s.waits.get(r.j.Name, i, ts.Attempts, func() *powerWait {
+		return &powerWait{task: i, attempt: ts.Attempts, ep: r.ep, action: a, req: req, followed: true}
+	})
+	r.watchPower(ctx, i, a)
+}

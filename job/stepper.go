@@ -527,6 +527,9 @@ func (r *stepRun) act(ctx context.Context, i int, recheck bool) (StepResult, err
 			return r.succeedTask(ctx, i, "effect already present")
 		}
 	}
+	if pk, isPower := k.(powerKind); isPower {
+		r.watchBeforeSend(cctx, i, pk) // powerwatch.go
+	}
 	if err := k.send(cctx, r, drv); err != nil {
 		var g *gated
 		if errors.As(err, &g) {
