@@ -58,7 +58,7 @@ type powerWait struct {
 	liveSince time.Time
 	tried     bool      // WatchPower was called in this wait; not again after it failed or ended
 	gone      bool      // the stream ended
-	eventAt   time.Time // the first event of this wait, zero if none
+	eventAt   time.Time // the latest event of this wait, zero if none
 	ended     bool
 }
 
@@ -158,15 +158,18 @@ func (r *stepRun) notePowerRead(i int, k powerKind, ok bool, readAt time.Time, s
 	now := r.s.cfg.Clock.Now()
 	r.s.waits.mu.Lock()
 	lastNeg, eventAt, followed := w.lastNeg, w.eventAt, w.followed
-	watched := w.drv != nil && !w.liveSince.IsZero() && !w.liveSince.After(lastNeg) && (w.live || !eventAt.IsZero())
+	watched := w.drv != nil && !w.liveSince.IsZero() && !w.liveSince.After(lastNeg) && (w.live || !eventAt.Before(lastNeg) && !eventAt.IsZero())
 	r.s.waits.mu.Unlock()
 	r.s.waits.end(r.j.Name)
 	if lastNeg.IsZero() {
 		return // seen at the read-back: nothing waited, nothing learned
 	}
+	// An event at or after the last read that did not show the change can
+	// have announced it (an earlier one was about something else).
+	announced := !eventAt.IsZero() && !eventAt.Before(lastNeg)
 	if watched {
 		// The stream was open while the change landed: did it say so?
-		r.s.learner.eventSeen(r.ep.Key(), !eventAt.IsZero())
+		r.s.learner.eventSeen(r.ep.Key(), announced)
 	}
 	if !followed || r.s.cfg.AdaptivePoll.Disabled {
 		return
@@ -179,7 +182,7 @@ func (r *stepRun) notePowerRead(i int, k powerKind, ok bool, readAt time.Time, s
 	if late := now.Add(-r.s.cfg.AdaptivePoll.DenseInterval / 2); late.After(landed) {
 		landed = late
 	}
-	if !eventAt.IsZero() && eventAt.After(lastNeg) && eventAt.Before(now) {
+	if announced && !eventAt.After(now) {
 		landed = eventAt
 	}
 	r.s.learner.observe(r.ep, a, landed.Sub(w.req))
@@ -245,7 +248,7 @@ func (r *stepRun) watchPower(ctx context.Context, i int, a bmc.PowerAction) bool
 		}
 		if ev.Err != nil {
 			w.live, w.gone = false, true
-		} else if w.eventAt.IsZero() {
+		} else {
 			w.eventAt = clk.Now()
 		}
 		t.mu.Unlock()
