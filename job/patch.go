@@ -1,9 +1,6 @@
 package job
 
-import (
-	"context"
-	"reflect"
-)
+import "context"
 
 // This file is the controller path's safe status patch: StepPatch hands the
 // host the status before and after each change, as copies the Stepper never
@@ -60,57 +57,6 @@ func (s *Stepper) StepPatch(ctx context.Context, j *Job, persist PatchFunc) (Ste
 }
 
 // copyStatus returns a deep copy of s: no slice, map or pointer of the copy
-// is shared with s.
-//
-// It walks the value with reflection rather than a hand-written copy, so a
-// field added to Status or task.Status later is copied too (a hand-written
-// copy that missed a new slice would bring the aliasing back, silently).
-func copyStatus(s *Status) Status {
-	var out Status
-	reflect.ValueOf(&out).Elem().Set(deepCopyValue(reflect.ValueOf(s).Elem()))
-	return out
-}
-
-// deepCopyValue copies v, following pointers, slices, maps and exported
-// struct fields. Unexported fields (a time.Time's) are copied as values,
-// which is what their packages expect (time.Time is a value type).
-func deepCopyValue(v reflect.Value) reflect.Value {
-	switch v.Kind() {
-	case reflect.Pointer:
-		if v.IsNil() {
-			return v
-		}
-		n := reflect.New(v.Type().Elem())
-		n.Elem().Set(deepCopyValue(v.Elem()))
-		return n
-	case reflect.Slice:
-		if v.IsNil() {
-			return v
-		}
-		n := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
-		for i := range v.Len() {
-			n.Index(i).Set(deepCopyValue(v.Index(i)))
-		}
-		return n
-	case reflect.Map:
-		if v.IsNil() {
-			return v
-		}
-		n := reflect.MakeMapWithSize(v.Type(), v.Len())
-		it := v.MapRange()
-		for it.Next() {
-			n.SetMapIndex(it.Key(), deepCopyValue(it.Value()))
-		}
-		return n
-	case reflect.Struct:
-		n := reflect.New(v.Type()).Elem()
-		n.Set(v)
-		for i := range v.NumField() {
-			if f := n.Field(i); f.CanSet() {
-				f.Set(deepCopyValue(v.Field(i)))
-			}
-		}
-		return n
-	}
-	return v
-}
+// is shared with s (the generated DeepCopy; TestDeepCopyCoversEveryField
+// keeps it complete).
+func copyStatus(s *Status) Status { return *s.DeepCopy() }
