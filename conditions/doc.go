@@ -1,3 +1,5 @@
+// +kubebuilder:object:generate=true
+
 // Package conditions holds the Condition type used by jobs, tasks and boot
 // records, and helpers that keep the condition model's invariants.
 //
@@ -25,6 +27,4 @@
 // zz_generated.deepcopy.go (controller-gen's object generator) gives
 // every type DeepCopy and DeepCopyInto, so a CRD can embed them; see
 // docs/kubernetes.md.
-//
-// +kubebuilder:object:generate=true
 package conditions

@@ -1,3 +1,5 @@
+// +kubebuilder:object:generate=true
+
 // Package task defines one step of a job: a one-of [Spec] (power, power
 // status, reachable, boot device including UEFI HTTP boot, virtual media,
 // BMC reset, wait for boot) with strict decoding and validation, and the
@@ -15,6 +17,4 @@
 // admission; [Spec.Validate] remains the full check (URLs, UUIDs, signal
 // names) and the Runner and the Stepper always run it. See
 // docs/kubernetes.md.
-//
-// +kubebuilder:object:generate=true
 package task

@@ -1,3 +1,5 @@
+// +kubebuilder:object:generate=true
+
 // Package timestamp holds [Time], the time type of bmckit's stored and
 // CRD-embeddable structs (conditions.Condition, task.Status, job.Status).
 //
@@ -22,6 +24,4 @@
 //
 // Embedding promotes time.Time's methods: t.IsZero(), t.Sub(u.Time),
 // t.Before(u.Time), and t.Time for the time.Time itself.
-//
-// +kubebuilder:object:generate=true
 package timestamp

@@ -1,3 +1,6 @@
+// +kubebuilder:object:generate=true
+// +groupName=bmckit.example.com
+
 // Package v1alpha1 is an example API group for a controller that runs BMC
 // jobs with bmckit: one kind, [BMCJob], whose spec embeds job.Spec and whose
 // status embeds job.Status, both inline.
@@ -18,7 +21,4 @@
 // returns once the job reached a terminal state. The outcome is in
 // .status.result (Succeeded, Failed or Canceled) with .status.reason and
 // .status.message, not in a second condition.
-//
-// +kubebuilder:object:generate=true
-// +groupName=bmckit.example.com
 package v1alpha1
