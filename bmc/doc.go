@@ -17,7 +17,8 @@
 // Every driver implements [Driver] (power). Boot override, virtual media and
 // BMC reset are optional interfaces found by type assertion:
 // [BootOverrideSetter], [BootOverrideGetter], [VirtualMedia], [BMCResetter],
-// [StatsReporter]. A driver that implements an interface but whose BMC lacks
+// [StatsReporter], [SystemOpener], and [PowerWatcher] (the BMC announces
+// power changes, e.g. Redfish Server-Sent Events, so callers poll less). A driver that implements an interface but whose BMC lacks
 // the feature returns an error wrapping [ErrNotSupported]; [Capability] names
 // such features for the fake BMC and the conformance suite.
 //
