@@ -57,9 +57,9 @@ type Status struct {
 	// "Off", "PoweringOn", "PoweringOff", "Unknown": bmc.PowerState's
 	// values), set by the tasks that read without changing it: powerStatus
 	// (its result), reachable and bmcReset (the read that showed the BMC
-	// answering). Empty for the other kinds.
-	//
-	// +kubebuilder:validation:Enum=On;Off;PoweringOn;PoweringOff;Unknown
+	// answering). Empty for the other kinds. (No enum in the CRD schema: a
+	// third-party driver may report another string, and a status the runner
+	// wrote must never be refused.)
 	PowerState string `json:"powerState,omitempty"`
 	// BootRestore is set by a boot-device task that read the boot override
 	// before changing it: what it found, whether it emulated a one-time
