@@ -1,0 +1,258 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bmckit/bmckit/clock"
+	"github.com/bmckit/bmckit/job"
+)
+
+// LeaseLockerConfig configures [NewLeaseLocker]. Zero values mean defaults.
+type LeaseLockerConfig struct {
+	// Namespace holds the Leases (the controller's own namespace).
+	// Required.
+	Namespace string
+	// LeaseDuration is how long a system's Lease lasts without renewal.
+	// Every Step of the holding job renews it (at most once per third of
+	// it), so it only bounds how long a job that is no longer stepped (its
+	// controller stopped, its object deleted without the finalizer) keeps
+	// its system. Defaults to 5 minutes, as job.StoreLockerConfig.
+	LeaseDuration time.Duration
+	// Clock defaults to the wall clock.
+	Clock job.Clock
+}
+
+// Labels and annotations on the Leases a LeaseLocker writes.
+const (
+	LeaseManagedByLabel    = "app.kubernetes.io/managed-by"
+	LeaseManagedBy         = "bmckit"
+	LeaseSystemAnnotation  = "bmckit.example.com/system"
+	leaseNamePrefix        = "bmckit-system-"
+	leaseRenewEveryDivisor = 3
+)
+
+// LeaseLocker is a job.SystemLocker on Kubernetes Leases
+// (coordination.k8s.io/v1): one Lease per system, in one namespace, named
+// "bmckit-system-" and a hash of the system key (the key itself, which may
+// not be a valid name, is in the annotation bmckit.example.com/system).
+//
+// Semantics:
+//   - holder: spec.holderIdentity is the job's identity ([JobFor]:
+//     "namespace/name"), not a pod: whichever replica steps the job next
+//     continues it, as with job.StoreLocker. leaseTransitions counts
+//     changes of holder; acquireTime is when the holder took it.
+//   - renew: Lock by the holder updates spec.renewTime, at most once per
+//     third of LeaseDuration (a Step between renewals costs no write).
+//   - validity: Lock returns LeaseDuration minus a sixth (slack for clock
+//     rates and requests in flight) from the moment the last successful
+//     write was sent, by this process's clock; the Stepper bounds the step's
+//     BMC calls by it.
+//   - expiry: another job takes the system over only after this process
+//     saw the Lease unchanged (same resourceVersion) for a whole
+//     leaseDurationSeconds by its own clock, never by comparing renewTime
+//     with its clock (as client-go's leader election does), so clock skew
+//     between replicas cannot cut a lease short. A released Lease (no
+//     holder) is taken at once.
+//   - writes are compare-and-swap on resourceVersion: of two jobs racing
+//     for a system, the loser gets job.ErrSystemBusy.
+//   - Unlock by the holder clears holderIdentity (the Lease object stays,
+//     as client-go's leader election leaves it); by anyone else it does
+//     nothing.
+//
+// The controller needs RBAC to get, create and update leases in Namespace.
+type LeaseLocker struct {
+	c     client.Client
+	ns    string
+	lease time.Duration
+	clock job.Clock
+
+	mu       sync.Mutex
+	seen     map[string]observation // system -> another holder's Lease as first seen
+	renewals map[string]renewal     // system -> our last successful write
+}
+
+type observation struct {
+	resourceVersion string
+	at              time.Time
+}
+
+type renewal struct {
+	holder string
+	sent   time.Time
+}
+
+var _ job.SystemLocker = (*LeaseLocker)(nil)
+
+// NewLeaseLocker returns a LeaseLocker writing Leases through c.
+func NewLeaseLocker(c client.Client, cfg LeaseLockerConfig) (*LeaseLocker, error) {
+	if cfg.Namespace == "" {
+		return nil, fmt.Errorf("controllers: LeaseLockerConfig.Namespace is required")
+	}
+	if cfg.LeaseDuration <= 0 {
+		cfg.LeaseDuration = 5 * time.Minute
+	}
+	if cfg.LeaseDuration < 6*time.Second {
+		return nil, fmt.Errorf("controllers: LeaseLockerConfig.LeaseDuration %s: at least 6s (the Lease counts whole seconds)", cfg.LeaseDuration)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	return &LeaseLocker{c: c, ns: cfg.Namespace, lease: cfg.LeaseDuration, clock: cfg.Clock,
+		seen: map[string]observation{}, renewals: map[string]renewal{}}, nil
+}
+
+// LeaseName is the name of system's Lease.
+func LeaseName(system string) string {
+	sum := sha256.Sum256([]byte(system))
+	return leaseNamePrefix + hex.EncodeToString(sum[:16])
+}
+
+func (l *LeaseLocker) validity() time.Duration { return l.lease - l.lease/6 }
+
+// Lock implements job.SystemLocker.
+func (l *LeaseLocker) Lock(ctx context.Context, system, holder string) (time.Duration, error) {
+	now := l.clock.Now()
+	l.mu.Lock()
+	last, ok := l.renewals[system]
+	l.mu.Unlock()
+	if ok && last.holder == holder && now.Sub(last.sent) < l.lease/leaseRenewEveryDivisor {
+		return last.sent.Add(l.validity()).Sub(now), nil
+	}
+	var lease coordinationv1.Lease
+	err := l.c.Get(ctx, types.NamespacedName{Namespace: l.ns, Name: LeaseName(system)}, &lease)
+	if apierrors.IsNotFound(err) {
+		lease = l.newLease(system)
+		l.take(&lease, holder, now)
+		sent := l.clock.Now()
+		if err := l.c.Create(ctx, &lease); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return 0, &job.BusyError{System: system, Holder: "(taken meanwhile)"}
+			}
+			return 0, fmt.Errorf("creating lease %s/%s for system %s: %w", l.ns, lease.Name, system, err)
+		}
+		return l.held(system, holder, sent), nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading lease %s/%s of system %s: %w", l.ns, LeaseName(system), system, err)
+	}
+	cur := ""
+	if lease.Spec.HolderIdentity != nil {
+		cur = *lease.Spec.HolderIdentity
+	}
+	switch {
+	case cur == holder:
+		lease.Spec.RenewTime = &metav1.MicroTime{Time: now}
+		lease.Spec.LeaseDurationSeconds = ptr(int32(l.lease / time.Second))
+	case cur == "" || l.expired(system, &lease, now):
+		l.take(&lease, holder, now)
+	default:
+		return 0, &job.BusyError{System: system, Holder: cur}
+	}
+	sent := l.clock.Now()
+	if err := l.c.Update(ctx, &lease); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return 0, &job.BusyError{System: system, Holder: "(changed meanwhile)"}
+		}
+		return 0, fmt.Errorf("updating lease %s/%s of system %s: %w", l.ns, lease.Name, system, err)
+	}
+	return l.held(system, holder, sent), nil
+}
+
+func (l *LeaseLocker) newLease(system string) coordinationv1.Lease {
+	return coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+		Namespace:   l.ns,
+		Name:        LeaseName(system),
+		Labels:      map[string]string{LeaseManagedByLabel: LeaseManagedBy},
+		Annotations: map[string]string{LeaseSystemAnnotation: system},
+	}}
+}
+
+// take makes holder the Lease's holder, from now.
+func (l *LeaseLocker) take(lease *coordinationv1.Lease, holder string, now time.Time) {
+	transitions := int32(0)
+	if lease.Spec.LeaseTransitions != nil {
+		transitions = *lease.Spec.LeaseTransitions
+	}
+	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" && *lease.Spec.HolderIdentity != holder {
+		transitions++
+	}
+	lease.Spec.HolderIdentity = ptr(holder)
+	lease.Spec.LeaseDurationSeconds = ptr(int32(l.lease / time.Second))
+	lease.Spec.AcquireTime = &metav1.MicroTime{Time: now}
+	lease.Spec.RenewTime = &metav1.MicroTime{Time: now}
+	lease.Spec.LeaseTransitions = ptr(transitions)
+}
+
+// held records a successful write sent at sent and returns its validity
+// from now.
+func (l *LeaseLocker) held(system, holder string, sent time.Time) time.Duration {
+	l.mu.Lock()
+	l.renewals[system] = renewal{holder: holder, sent: sent}
+	delete(l.seen, system)
+	l.mu.Unlock()
+	return sent.Add(l.validity()).Sub(l.clock.Now())
+}
+
+// expired reports whether this process has seen another holder's Lease
+// unchanged for its whole duration, by its own clock. The first sight of a
+// resourceVersion starts the count.
+func (l *LeaseLocker) expired(system string, lease *coordinationv1.Lease, now time.Time) bool {
+	d := l.lease
+	if s := lease.Spec.LeaseDurationSeconds; s != nil && *s > 0 {
+		d = time.Duration(*s) * time.Second
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.renewals, system)
+	o, ok := l.seen[system]
+	if !ok || o.resourceVersion != lease.ResourceVersion {
+		l.seen[system] = observation{resourceVersion: lease.ResourceVersion, at: now}
+		return false
+	}
+	return now.Sub(o.at) >= d
+}
+
+// Unlock implements job.SystemLocker.
+func (l *LeaseLocker) Unlock(ctx context.Context, system, holder string) error {
+	l.mu.Lock()
+	if r, ok := l.renewals[system]; ok && r.holder == holder {
+		delete(l.renewals, system)
+	}
+	l.mu.Unlock()
+	for attempt := 1; ; attempt++ {
+		var lease coordinationv1.Lease
+		err := l.c.Get(ctx, types.NamespacedName{Namespace: l.ns, Name: LeaseName(system)}, &lease)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading lease %s/%s of system %s: %w", l.ns, LeaseName(system), system, err)
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != holder {
+			return nil
+		}
+		lease.Spec.HolderIdentity = nil
+		lease.Spec.RenewTime = &metav1.MicroTime{Time: l.clock.Now()}
+		err = l.c.Update(ctx, &lease)
+		if apierrors.IsConflict(err) && attempt < 5 {
+			continue // renewed or taken meanwhile: look again
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("releasing lease %s/%s of system %s: %w", l.ns, lease.Name, system, err)
+		}
+		return nil
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,72 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/job"
+)
+
+// Keys of a BMC credentials Secret (the ones Rufio uses).
+const (
+	SecretUsernameKey = "username"
+	SecretPasswordKey = "password"
+)
+
+// SecretCredentials is a job.CredentialsResolver over Kubernetes Secrets:
+// a reference "namespace/name" (what [JobFor] makes of a BMCJob's
+// credentialsRef) names a Secret whose data holds the keys "username" and
+// "password". An empty reference resolves to empty credentials.
+//
+// It reads the Secret at every resolve, which the Stepper does whenever it
+// needs a BMC connection; with the manager's client those reads come from the
+// informer cache, so they cost no API call, and a rotated Secret is used as
+// soon as the cache has it. The Stepper's connection pool keys sessions by a
+// hash of the credentials, so new credentials close the old session and log
+// in again with the new ones.
+//
+// Errors name the Secret and the missing key, never a value; nothing is
+// logged. A Secret that does not exist (yet) or an API error is transient
+// (the task retries with backoff within its timeout: a Secret applied
+// together with the BMCJob may reach the cache second); a Secret without
+// the keys, or a malformed reference, is permanent (the task fails).
+type SecretCredentials struct {
+	// Reader reads Secrets: the manager's client (cached; the manager
+	// then needs RBAC to list and watch Secrets) or its APIReader (one GET
+	// per resolve).
+	Reader client.Reader
+}
+
+var _ job.CredentialsResolver = SecretCredentials{}
+
+// Resolve implements job.CredentialsResolver.
+func (s SecretCredentials) Resolve(ctx context.Context, ref string) (bmc.Credentials, error) {
+	if ref == "" {
+		return bmc.Credentials{}, nil // a BMC without authentication
+	}
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return bmc.Credentials{}, fmt.Errorf("credentials reference %q: want namespace/name of a Secret", ref)
+	}
+	var sec corev1.Secret
+	if err := s.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &sec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return bmc.Credentials{}, bmc.Transient(fmt.Errorf("secret %s/%s not found", ns, name))
+		}
+		return bmc.Credentials{}, bmc.Transient(fmt.Errorf("reading secret %s/%s: %w", ns, name, err))
+	}
+	user, pass := sec.Data[SecretUsernameKey], sec.Data[SecretPasswordKey]
+	for _, key := range []string{SecretUsernameKey, SecretPasswordKey} {
+		if len(sec.Data[key]) == 0 {
+			return bmc.Credentials{}, fmt.Errorf("secret %s/%s has no %q key (want %q and %q)", ns, name, key, SecretUsernameKey, SecretPasswordKey)
+		}
+	}
+	return bmc.Credentials{Username: string(user), Password: string(pass)}, nil
+}

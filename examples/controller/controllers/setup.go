@@ -1,0 +1,163 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/bmckit/bmckit/bmc"
+	bmcprom "github.com/bmckit/bmckit/contrib/prometheus"
+	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/storage"
+)
+
+// Options configures [Setup]. Only Dialer is required.
+type Options struct {
+	// Dialer opens BMC connections (a bmc.Registry with the drivers you
+	// import, or a fake.Fleet in tests). Required.
+	Dialer bmc.Dialer
+	// Store, if set, is the store of a job.Runner that Setup adds to the
+	// manager, for jobs submitted outside BMCJobs (runner.Submit). The
+	// replicas of the controller must share it (storage/sqlstore); the
+	// Runner then runs on every replica (NeedLeaderElection is false).
+	Store storage.Store
+	// Locks keeps one job per system on the BMCJob path. Defaults to
+	// job.NewStoreLocker over Store when Store is set (so BMCJobs and the
+	// Runner's jobs exclude each other: they share the lock records), and
+	// otherwise to a [LeaseLocker] in Namespace.
+	Locks job.SystemLocker
+	// Namespace holds the LeaseLocker's Leases. Required when Locks and
+	// Store are nil.
+	Namespace string
+	// Credentials resolves the "namespace/name" references [JobFor] makes.
+	// Defaults to [SecretCredentials] over the manager's (cached) client.
+	Credentials job.CredentialsResolver
+	// Registerer receives the Prometheus adapter's metrics. Defaults to
+	// controller-runtime's registry, which the manager serves on /metrics.
+	Registerer prometheus.Registerer
+	// Stepper holds the Stepper's other knobs (poll intervals, timeouts,
+	// retry policy, boot tracker); its Dialer, Credentials, Locks, Observer
+	// and Logger are set by Setup.
+	Stepper job.StepperConfig
+	// Runner holds the Runner's other knobs; its Store, Dialer,
+	// Credentials, Observer and Logger are set by Setup.
+	Runner job.Config
+}
+
+// Controller is what [Setup] built and added to the manager.
+type Controller struct {
+	Reconciler *Reconciler
+	Stepper    *job.Stepper
+	// Runner is nil unless Options.Store was set.
+	Runner  *job.Runner
+	Metrics *bmcprom.Metrics
+}
+
+// Setup builds the BMCJob controller and adds it to mgr: the Reconciler,
+// the Stepper's idle-connection sweeper, the Runner (when Options.Store is
+// set) as a Runnable with the healthz check "bmckit-runner", and the
+// Prometheus adapter's metrics on the manager's /metrics.
+func Setup(mgr ctrl.Manager, opts Options) (*Controller, error) {
+	if opts.Dialer == nil {
+		return nil, errors.New("controllers: Options.Dialer is required")
+	}
+	log := mgr.GetLogger().WithName("bmckit")
+	metrics := bmcprom.New(bmcprom.Options{})
+	reg := opts.Registerer
+	if reg == nil {
+		reg = ctrlmetrics.Registry
+	}
+	if err := reg.Register(metrics); err != nil {
+		return nil, fmt.Errorf("registering bmckit metrics: %w", err)
+	}
+	creds := opts.Credentials
+	if creds == nil {
+		creds = SecretCredentials{Reader: mgr.GetClient()}
+	}
+	locks := opts.Locks
+	switch {
+	case locks != nil:
+	case opts.Store != nil:
+		locks = job.NewStoreLocker(opts.Store, job.StoreLockerConfig{KeyPrefix: opts.Runner.KeyPrefix, Clock: opts.Runner.Clock})
+	default:
+		ll, err := NewLeaseLocker(mgr.GetClient(), LeaseLockerConfig{Namespace: opts.Namespace, Clock: opts.Stepper.Clock})
+		if err != nil {
+			return nil, err
+		}
+		locks = ll
+	}
+	sc := opts.Stepper
+	sc.Dialer, sc.Credentials, sc.Locks, sc.Observer, sc.Logger = opts.Dialer, creds, locks, metrics.JobObserver(), log.WithName("stepper")
+	stepper, err := job.NewStepper(sc)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{Stepper: stepper, Metrics: metrics, Reconciler: &Reconciler{Client: mgr.GetClient(), Stepper: stepper}}
+	if err := mgr.Add(&poolSweeper{stepper: stepper, every: sweepInterval(sc.IdleTimeout)}); err != nil {
+		return nil, err
+	}
+	if opts.Store != nil {
+		rc := opts.Runner
+		rc.Store, rc.Dialer, rc.Credentials, rc.Observer, rc.Logger = opts.Store, opts.Dialer, creds, metrics.JobObserver(), log.WithName("runner")
+		runner, err := job.NewRunner(rc)
+		if err != nil {
+			return nil, err
+		}
+		// The Runner is a Runnable that needs no leader election
+		// (Runner.NeedLeaderElection): every replica runs it.
+		if err := mgr.Add(runner); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddHealthzCheck("bmckit-runner", runner.Healthz); err != nil {
+			return nil, err
+		}
+		c.Runner = runner
+	}
+	if err := c.Reconciler.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// poolSweeper closes the Stepper's idle BMC connections (the Runner sweeps
+// its own) and closes all of them when the manager stops. It runs on every
+// replica: each has its own connections.
+type poolSweeper struct {
+	stepper *job.Stepper
+	every   time.Duration
+}
+
+var (
+	_ manager.Runnable               = (*poolSweeper)(nil)
+	_ manager.LeaderElectionRunnable = (*poolSweeper)(nil)
+	_ manager.Runnable               = (*job.Runner)(nil)
+	_ manager.LeaderElectionRunnable = (*job.Runner)(nil)
+)
+
+func sweepInterval(idle time.Duration) time.Duration {
+	if idle <= 0 {
+		idle = 2 * time.Minute // the Stepper's default IdleTimeout
+	}
+	return max(idle/2, time.Second)
+}
+
+func (p *poolSweeper) Start(ctx context.Context) error {
+	t := time.NewTicker(p.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return p.stepper.Close(context.WithoutCancel(ctx))
+		case <-t.C:
+			p.stepper.Pool().CloseIdle(ctx)
+		}
+	}
+}
+
+func (p *poolSweeper) NeedLeaderElection() bool { return false }
