@@ -5,7 +5,8 @@
 # OpenIPMI's ipmi_sim) when it runs as root with apt-get available, starts a
 # PostgreSQL server on 127.0.0.1:5432 with a bmckit role and database (and a
 # second cluster on 5433 for the restart test), checks the module graph
-# (scripts/modcheck.sh), runs `go vet` and `go test -race ./...` in every
+# (scripts/modcheck.sh) and the generated Kubernetes code (scripts/crdcheck.sh),
+# runs `go vet` and `go test -race ./...` in every
 # module of the repository, then scripts/simulators-clients.sh (the Redfish
 # simulator against redfishtool and sushy) when those are installed or CI=true.
 # Extra arguments go to `go test`.
@@ -83,6 +84,9 @@ fi
 # would build it: its own go.mod and go.sum, no workspace. A failing module
 # does not stop the others; the script fails at the end if any did.
 bash scripts/modcheck.sh
+# controller-gen v0.23.0 on the core types and the example CRD: the committed
+# deepcopy and CRD YAML must match what it generates, and compile.
+bash scripts/crdcheck.sh
 failed=()
 for m in $(find . -name go.mod -not -path './.git/*' -printf '%h\n' | sort); do
   echo "== $m: go vet ./... && go test -race ./... $*"
