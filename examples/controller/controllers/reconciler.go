@@ -88,6 +88,14 @@ func Requeue(res job.StepResult) ctrl.Result {
 }
 
 // Reconcile advances one BMCJob by one Stepper step.
+//
+// RBAC the controller needs (controller-gen reads these markers):
+//
+// +kubebuilder:rbac:groups=bmckit.example.com,resources=bmcjobs,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=bmckit.example.com,resources=bmcjobs/status,verbs=get;patch
+// +kubebuilder:rbac:groups=bmckit.example.com,resources=bmcjobs/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &v1alpha1.BMCJob{}
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {

@@ -125,9 +125,11 @@ func Setup(mgr ctrl.Manager, opts Options) (*Controller, error) {
 	return c, nil
 }
 
-// poolSweeper closes the Stepper's idle BMC connections (the Runner sweeps
-// its own) and closes all of them when the manager stops. It runs on every
-// replica: each has its own connections.
+// poolSweeper closes the Stepper's idle BMC connections and closes all of
+// them when the manager stops. The pool also sweeps when a connection is
+// asked for, but a controller with no job left asks for none: without the
+// ticker its last sessions would stay logged in. It runs on every replica:
+// each has its own connections.
 type poolSweeper struct {
 	stepper *job.Stepper
 	every   time.Duration

@@ -1,0 +1,115 @@
+// Command controller runs the BMCJob controller (package controllers) in a
+// controller-runtime manager against the cluster of the current kubeconfig
+// (--kubeconfig, $KUBECONFIG, in-cluster config or ~/.kube/config).
+//
+//	kubectl apply -f config/crd/
+//	go run . --lease-namespace=default
+//
+// Redfish (redfish://, redfish+http://, redfish+https://) and IPMI (ipmi://)
+// BMCs are supported. The tests do not need this program: they drive the
+// Reconciler with controller-runtime's fake client.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/ipmi"
+	"github.com/bmckit/bmckit/bmc/redfish"
+	"github.com/bmckit/bmckit/examples/controller/api/v1alpha1"
+	"github.com/bmckit/bmckit/examples/controller/controllers"
+	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/storage/boltstore"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "controller:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	leaseNS := flag.String("lease-namespace", envOr("POD_NAMESPACE", "default"), "namespace of the per-system Leases (and of the leader-election Lease)")
+	storePath := flag.String("store", "", "bbolt file for a job.Runner's jobs and the system locks; empty: no Runner, and systems are locked with Leases")
+	metricsAddr := flag.String("metrics-bind-address", ":8080", `address of /metrics ("0" disables it)`)
+	probeAddr := flag.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	leaderElect := flag.Bool("leader-elect", false, "elect a leader for the BMCJob controller (the Runner runs on every replica anyway)")
+	verbosity := flag.Int("v", 0, "log verbosity")
+	flag.Parse()
+
+	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: *verbosity})
+	ctrl.SetLogger(log)
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: *metricsAddr},
+		HealthProbeBindAddress:  *probeAddr,
+		LeaderElection:          *leaderElect,
+		LeaderElectionID:        "bmckit-bmcjob-controller",
+		LeaderElectionNamespace: *leaseNS,
+	})
+	if err != nil {
+		return err
+	}
+
+	var dialer bmc.SchemeDialer
+	dialer.Register("redfish", redfish.NewDialer(redfish.Options{}))
+	ipmiDialer, err := ipmi.NewDialer(ipmi.Options{})
+	if err != nil {
+		return err
+	}
+	dialer.Register("ipmi", ipmiDialer)
+
+	var store storage.Store
+	if *storePath != "" {
+		bs, err := boltstore.Open(*storePath, boltstore.Options{})
+		if err != nil {
+			return err
+		}
+		defer closeStore(log, bs)
+		store = bs
+	}
+	if _, err := controllers.Setup(mgr, controllers.Options{Dialer: &dialer, Store: store, Namespace: *leaseNS}); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func closeStore(log logr.Logger, s *boltstore.Store) {
+	if err := s.Close(context.Background()); err != nil {
+		log.Error(err, "closing the store")
+	}
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
