@@ -68,11 +68,12 @@ func (r *Runner) step(ctx context.Context, h *held, j *Job, rev int64) stepOutco
 // the scheduler skips their change events without decoding them. spec, if
 // not nil, keeps the job's spec encoding between writes.
 func (r *Runner) persister(name string, rev *int64, spec *specCache) PersistFunc {
+	key := r.jobKey(name)
 	return func(ctx context.Context, j *Job) error {
 		var n int64
 		err := encodeJobPooled(j, spec, func(data []byte) error {
 			var err error
-			n, err = r.cfg.Store.Update(ctx, r.jobKey(name), data, *rev)
+			n, err = r.cfg.Store.Update(ctx, key, data, *rev)
 			if err == nil && r.cfg.OnUpdate != nil {
 				var cp Job // a deep copy: the step goes on mutating j
 				if unmarshalRecord(data, &cp) == nil {

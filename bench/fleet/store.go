@@ -195,7 +195,10 @@ var (
 // The benchmark cross-checks it against Runner.Wait on its first job and
 // against the decoded records at the end.
 func completedRecord(v []byte) bool {
-	i := bytes.LastIndex(v, statusKey)
+	// The first `"status":{` is the job's status: the fields before it (name,
+	// spec) have no "status" object, and a quote inside a string is escaped.
+	// (bytes.LastIndex, which has no fast path, cost 7% of the run's CPU.)
+	i := bytes.Index(v, statusKey)
 	if i < 0 {
 		return false
 	}

@@ -120,7 +120,12 @@ func (s *Store) match(op, key string, revision int64, any bool) error {
 // s.mu for writing.
 func (s *Store) write(key string, value []byte, deleted bool) int64 {
 	s.rev++
-	s.entries[key] = &entry{value: value, rev: s.rev, deleted: deleted}
+	if e := s.entries[key]; e != nil {
+		// In place: readers copy what they return under s.mu.
+		e.value, e.rev, e.deleted = value, s.rev, deleted
+	} else {
+		s.entries[key] = &entry{value: value, rev: s.rev, deleted: deleted}
+	}
 	s.log = append(s.log, logItem{rev: s.rev, key: key})
 	if len(s.log) > 2*len(s.entries)+1024 {
 		s.rebuildLog()
@@ -128,13 +133,16 @@ func (s *Store) write(key string, value []byte, deleted bool) int64 {
 	return s.rev
 }
 
-// rebuildLog drops stale log items. Callers hold s.mu for writing.
+// rebuildLog drops stale log items (a key written again since, or
+// compacted), keeping revision order without sorting. Callers hold s.mu
+// for writing.
 func (s *Store) rebuildLog() {
-	log := make([]logItem, 0, len(s.entries))
-	for k, e := range s.entries {
-		log = append(log, logItem{rev: e.rev, key: k})
+	log := make([]logItem, 0, len(s.entries)+1024)
+	for _, it := range s.log {
+		if e, ok := s.entries[it.key]; ok && e.rev == it.rev {
+			log = append(log, it)
+		}
 	}
-	sort.Slice(log, func(i, j int) bool { return log[i].rev < log[j].rev })
 	s.log = log
 }
 
