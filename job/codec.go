@@ -58,29 +58,12 @@ func unmarshalRecord(data []byte, v any) error { return gojson.Unmarshal(data, v
 // the values it is given (storage.Store's contract), so the Runner's
 // frequent job writes do not allocate a record each.
 func encodePooled(v any, use func([]byte) error) error {
-	buf := bufPool.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= 64<<10 {
-			buf.Reset()
-			bufPool.Put(buf)
-		}
-	}()
-	buf.Reset()
-	if j, ok := v.(*Job); ok {
-		if b, err := appendJob(buf.AvailableBuffer(), j, nil); err == nil {
-			buf.Write(b) // keeps the grown array for the next use
-			return use(buf.Bytes())
-		}
-	}
-	enc := gojson.NewEncoder(buf)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	b := buf.Bytes()
-	return use(b[:len(b)-1]) // Encode ends the value with a newline
+	return encodeJobPooled(v, nil, use)
 }
 
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// recBufs holds record buffers, each with room for a typical job record
+// (1-3 KB), so a write neither allocates nor grows one.
+var recBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
 // specCache holds the encoding of one Job's Spec. The Stepper never changes
 // a job's Spec, and the Runner replaces the *Job when it reloads a job that
@@ -91,33 +74,39 @@ type specCache struct {
 	spec []byte
 }
 
-// encodeJobPooled is encodePooled for a job, with its spec's encoding
-// taken from (or stored in) c.
-func encodeJobPooled(j *Job, c *specCache, use func([]byte) error) error {
-	if c == nil || !fastCodec {
-		return encodePooled(j, use)
-	}
-	if c.j != j {
-		spec, err := gojson.Marshal(&j.Spec)
-		if err != nil {
-			return encodePooled(j, use)
-		}
-		c.j, c.spec = j, spec
-	}
-	buf := bufPool.Get().(*bytes.Buffer)
+// encodeJobPooled is encodePooled; for a *Job, its spec's encoding is taken
+// from (or stored in) c when c is not nil.
+func encodeJobPooled(v any, c *specCache, use func([]byte) error) error {
+	bp := recBufs.Get().(*[]byte)
 	defer func() {
-		if buf.Cap() <= 64<<10 {
-			buf.Reset()
-			bufPool.Put(buf)
+		if cap(*bp) <= 64<<10 {
+			recBufs.Put(bp)
 		}
 	}()
-	buf.Reset()
-	b, err := appendJob(buf.AvailableBuffer(), j, c.spec)
-	if err != nil {
-		return encodePooled(j, use)
+	if j, ok := v.(*Job); ok && fastCodec {
+		var spec []byte
+		if c != nil {
+			if c.j != j {
+				c.j, c.spec = nil, nil
+				if enc, err := gojson.Marshal(&j.Spec); err == nil {
+					c.j, c.spec = j, enc
+				}
+			}
+			spec = c.spec
+		}
+		b, err := appendJob((*bp)[:0], j, spec)
+		*bp = b[:0] // keep the grown array
+		if err == nil {
+			return use(b)
+		}
 	}
-	buf.Write(b)
-	return use(buf.Bytes())
+	buf := bytes.NewBuffer((*bp)[:0])
+	if err := gojson.NewEncoder(buf).Encode(v); err != nil {
+		return err
+	}
+	b := buf.Bytes()
+	*bp = b[:0]
+	return use(b[:len(b)-1]) // Encode ends the value with a newline
 }
 
 // errSlowPath makes appendJob's callers fall back to go-json, which
