@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/fake"
@@ -300,4 +302,49 @@ func TestRequeueMapping(t *testing.T) {
 	assert.Equal(t, ctrl.Result{RequeueAfter: controllers.RequeueAtOnce}, controllers.Requeue(job.StepResult{}))
 	assert.Positive(t, controllers.RequeueAtOnce)
 	assert.Equal(t, ctrl.Result{RequeueAfter: 2 * time.Second}, controllers.Requeue(job.StepResult{RequeueAfter: 2 * time.Second, Waiting: true}))
+}
+
+// A reconcile that reads a stale object (the cache has not seen our last
+// status patch yet) steps on the old status, but its patch carries the old
+// resourceVersion: it conflicts, nothing is written over the newer status,
+// and the Reconciler asks to be called again at once.
+func TestStaleObjectNeverOverwritesNewerStatus(t *testing.T) {
+	bmcClock := clock.NewFake(time.Now())
+	fleet := fake.NewFleet()
+	_, err := fleet.AddNew(system1, fake.Options{Power: bmc.PowerOn, PowerTransition: time.Minute, Clock: bmcClock})
+	require.NoError(t, err)
+	c := newClient(t, bmcJob("stale", netbootSpec(system1, "")))
+	r := &controllers.Reconciler{Client: c, Stepper: newStepper(t, job.StepperConfig{Dialer: fleet})}
+
+	reconcileOnce(t, r, "stale") // power off sent, waiting
+	stale := get(t, c, "stale")
+	bmcClock.Advance(time.Minute)
+	reconcileOnce(t, r, "stale") // power off landed, boot device set, power on sent
+	current := get(t, c, "stale")
+	require.Equal(t, 2, current.Status.CurrentTask, "status: %+v", current.Status)
+	require.NotEqual(t, stale.ResourceVersion, current.ResourceVersion)
+
+	// A client whose reads return the stale object, as a lagging cache does.
+	staleReads := interceptor.NewClient(c, interceptor.Funcs{
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if o, ok := obj.(*v1alpha1.BMCJob); ok && key.Name == "stale" {
+				stale.DeepCopyInto(o)
+				return nil
+			}
+			return cl.Get(ctx, key, obj, opts...)
+		},
+	})
+	rs := &controllers.Reconciler{Client: staleReads, Stepper: r.Stepper}
+	res, err := rs.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "stale"}})
+	require.NoError(t, err)
+	assert.Equal(t, controllers.RequeueAtOnce, res.RequeueAfter)
+
+	after := get(t, c, "stale")
+	assert.Equal(t, current.ResourceVersion, after.ResourceVersion, "nothing was written")
+	assert.Equal(t, current.Status, after.Status)
+
+	// With the cache caught up, the job goes on to the end.
+	o, err := driveErr(r, c, "stale", func() { bmcClock.Advance(time.Minute) })
+	require.NoError(t, err)
+	assert.Equal(t, conditions.ResultSucceeded, o.Status.Result)
 }
