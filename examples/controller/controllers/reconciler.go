@@ -25,12 +25,17 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/bmckit/bmckit/examples/controller/api/v1alpha1"
 	"github.com/bmckit/bmckit/job"
@@ -54,6 +59,28 @@ type Reconciler struct {
 	// Credentials resolve "namespace/name" Secret references
 	// ([SecretCredentials]).
 	Stepper *job.Stepper
+	// Wakes, if set, carries the jobs the Stepper wants stepped again now
+	// (its StepperConfig.Wake is [WakeFunc] on this channel: a BMC event
+	// reported the power change a job waits for); SetupWithManager watches
+	// it, so such a job is reconciled ahead of its RequeueAfter.
+	Wakes chan event.GenericEvent
+}
+
+// WakeFunc is a job.StepperConfig.Wake for BMCJobs: it sends the job's
+// object on ch without ever blocking (the Stepper calls it from a driver's
+// goroutine). When ch is full the wake is dropped: the job's RequeueAfter
+// steps it anyway, only later.
+func WakeFunc(ch chan<- event.GenericEvent) func(job string) {
+	return func(name string) {
+		namespace, n, ok := strings.Cut(name, "/")
+		if !ok {
+			return // not a BMCJob's job (JobFor names them namespace/name)
+		}
+		select {
+		case ch <- event.GenericEvent{Object: &v1alpha1.BMCJob{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: n}}}:
+		default:
+		}
+	}
 }
 
 // JobFor builds the job of obj. Its Name is "namespace/name", which is also
@@ -167,5 +194,9 @@ func conflictRequeue(err error) (ctrl.Result, error) {
 
 // SetupWithManager registers the reconciler for BMCJobs.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.BMCJob{}).Named("bmcjob").Complete(r)
+	b := ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.BMCJob{}).Named("bmcjob")
+	if r.Wakes != nil {
+		b = b.WatchesRawSource(source.Channel(r.Wakes, &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
 }

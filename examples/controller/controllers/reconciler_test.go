@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/fake"
@@ -347,4 +348,20 @@ func TestStaleObjectNeverOverwritesNewerStatus(t *testing.T) {
 	o, err := driveErr(r, c, "stale", func() { bmcClock.Advance(time.Minute) })
 	require.NoError(t, err)
 	assert.Equal(t, conditions.ResultSucceeded, o.Status.Result)
+}
+
+// WakeFunc turns the Stepper's wake of a BMCJob's job into a GenericEvent
+// for that object, and never blocks: a wake that finds the channel full is
+// dropped (the job's RequeueAfter steps it anyway).
+func TestWakeFunc(t *testing.T) {
+	ch := make(chan event.GenericEvent, 1)
+	wake := controllers.WakeFunc(ch)
+	wake("metal/netboot")
+	wake("metal/other") // full: dropped, without blocking
+	wake("no-namespace")
+	require.Len(t, ch, 1)
+	ev := <-ch
+	assert.Equal(t, "metal", ev.Object.GetNamespace())
+	assert.Equal(t, "netboot", ev.Object.GetName())
+	assert.Empty(t, ch)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -59,8 +60,9 @@ type Controller struct {
 	Metrics *bmcprom.Metrics
 }
 
-// Setup builds the BMCJob controller and adds it to mgr: the Reconciler,
-// the Stepper's idle-connection sweeper, the Runner (when Options.Store is
+// Setup builds the BMCJob controller and adds it to mgr: the Reconciler
+// (woken by BMC power events through [WakeFunc]), the Stepper's
+// idle-connection sweeper, the Runner (when Options.Store is
 // set) as a Runnable with the healthz check "bmckit-runner", and the
 // Prometheus adapter's metrics on the manager's /metrics.
 func Setup(mgr ctrl.Manager, opts Options) (*Controller, error) {
@@ -94,11 +96,14 @@ func Setup(mgr ctrl.Manager, opts Options) (*Controller, error) {
 	}
 	sc := opts.Stepper
 	sc.Dialer, sc.Credentials, sc.Locks, sc.Observer, sc.Logger = opts.Dialer, creds, locks, metrics.JobObserver(), log.WithName("stepper")
+	// BMC events (bmc.PowerWatcher drivers) wake a waiting job at once.
+	wakes := make(chan event.GenericEvent, 1024)
+	sc.Wake = WakeFunc(wakes)
 	stepper, err := job.NewStepper(sc)
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{Stepper: stepper, Metrics: metrics, Reconciler: &Reconciler{Client: mgr.GetClient(), Stepper: stepper}}
+	c := &Controller{Stepper: stepper, Metrics: metrics, Reconciler: &Reconciler{Client: mgr.GetClient(), Stepper: stepper, Wakes: wakes}}
 	if err := mgr.Add(&poolSweeper{stepper: stepper, every: sweepInterval(sc.IdleTimeout)}); err != nil {
 		return nil, err
 	}
