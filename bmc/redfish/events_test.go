@@ -296,3 +296,53 @@ func TestPowerJobWithoutEventService(t *testing.T) {
 		}
 	}
 }
+
+// TestPowerJobsShareOneStream: jobs on the systems behind one endpoint share
+// one session, and so one event stream, however many wait at once.
+func TestPowerJobsShareOneStream(t *testing.T) {
+	const n = 8
+	srv := redfishtest.NewServer(redfishtest.Config{Systems: n, EventStream: true, PowerDelay: 1500 * time.Millisecond})
+	t.Cleanup(srv.Close)
+	var dialer bmc.SchemeDialer
+	dialer.Register("redfish", redfish.NewDialer(testOptions()))
+	r, err := job.NewRunner(job.Config{
+		Store: memstore.New(), Dialer: &dialer, Credentials: job.StaticCredentials{"lab": srv.Credentials()},
+		ScanInterval: 20 * time.Millisecond, PollInterval: time.Second, AdaptivePoll: job.AdaptivePoll{Disabled: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+	for i := 1; i <= n; i++ {
+		spec := job.Spec{BMC: srv.Address(fmt.Sprint(i)), CredentialsRef: "lab", Tasks: []task.Spec{{Power: &task.PowerAction{Op: task.PowerOn}}}}
+		if _, err := r.Submit(ctx, fmt.Sprintf("on-%d", i), spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// While they wait, at most one stream is open.
+	most := 0
+	waitDone := make(chan struct{})
+	go func() {
+		defer close(waitDone)
+		for i := 1; i <= n; i++ {
+			j := jobtest.Wait(t, r, fmt.Sprintf("on-%d", i), time.Minute)
+			if j.Status.Result != conditions.ResultSucceeded {
+				t.Errorf("job %d: %s", i, j.Status.Message)
+			}
+		}
+	}()
+	for {
+		select {
+		case <-waitDone:
+			if most != 1 {
+				t.Fatalf("at most %d event streams were open while %d jobs waited; want 1", most, n)
+			}
+			return
+		case <-time.After(5 * time.Millisecond):
+			most = max(most, srv.EventStreams())
+		}
+	}
+}
