@@ -8,8 +8,11 @@
 // intent before every BMC action and again with each result (a task's result
 // and the next task's intent go out in one write), and returns when to be
 // called again. A Kubernetes controller keeps the [Job] in its own object
-// (Spec and Status are plain JSON structs) and calls Step from Reconcile,
-// returning RequeueAfter.
+// (Spec and Status are plain JSON structs) and calls [Stepper.StepPatch] from
+// Reconcile, which hands its persist the status before and after each change
+// to build the status patch from, and returns RequeueAfter (a positive one
+// for "at once": zero means "do not requeue" in controller-runtime). A
+// finished example is examples/controller; docs/kubernetes.md explains it.
 //
 // [Runner] is the standalone worker pool: it keeps jobs in a storage.Store,
 // runs up to Config.Workers at once with the same Stepper (persist is a
