@@ -96,8 +96,10 @@ func ExampleStepper() {
 			fmt.Printf("%s: waiting, requeue after %s\n", objs[i].Name, res.RequeueAfter)
 		}
 		// A controller returns ctrl.Result{RequeueAfter: res.RequeueAfter},
-		// with Requeue: true when RequeueAfter is 0 and the job is not Done;
-		// here the requeue is a sleep.
+		// with a small positive delay when RequeueAfter is 0 and the job is
+		// not Done (zero means "do not requeue" in controller-runtime, and
+		// the deprecated Requeue flag backs off); here the requeue is a
+		// sleep.
 		time.Sleep(res.RequeueAfter)
 		return res
 	}
