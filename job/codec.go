@@ -350,8 +350,7 @@ func appendTime(b []byte, t time.Time) ([]byte, error) {
 // encoding/json does.
 func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plainJSON[s[i]] {
 			q, err := gojson.Marshal(s)
 			if err != nil { // not for a string; keep the encoding valid anyway
 				return strconv.AppendQuote(b, strings.ToValidUTF8(s, "\uFFFD"))
@@ -363,6 +362,14 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// plainJSON marks the bytes appendString copies as they are.
+var plainJSON = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 func appendGoJSON(b []byte, v any) ([]byte, error) {
 	x, err := gojson.Marshal(v)
