@@ -140,6 +140,9 @@ func (k bootDeviceKind) notYet(ctx context.Context, r *stepRun, i int, observed 
 }
 
 func describeOverride(o bmc.BootOverride) string {
+	if o.Device == bmc.BootDeviceNone {
+		return "no override"
+	}
 	when := "once"
 	if o.Persistent {
 		when = "persistent"
