@@ -18,8 +18,9 @@
 //     meanwhile); a second request during a pending change can be silently
 //     dropped; reset types can be advertised (AllowableValues or ActionInfo)
 //     and refused with 501.
-//   - Boot override: Once can be honoured, ignored or reverted; PATCH bodies
-//     with read-only or unknown properties are refused, like real BMCs do.
+//   - Boot override: Once can be honoured, ignored, reverted or stored as
+//     Continuous (Config.BootOnce); PATCH bodies with read-only or unknown
+//     properties are refused, like real BMCs do.
 //     UEFI HTTP boot (UefiHttp with HttpBootUri) works by default; a BMC
 //     without it drops UefiHttp from [Config.BootTargets] or has no
 //     HttpBootUri ([Config.NoHTTPBootURI]).
