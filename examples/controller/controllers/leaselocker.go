@@ -31,6 +31,12 @@ type LeaseLockerConfig struct {
 	LeaseDuration time.Duration
 	// Clock defaults to the wall clock.
 	Clock job.Clock
+	// Reader reads the Leases. Defaults to the client given to
+	// NewLeaseLocker. Pass the manager's APIReader (Setup does): reading
+	// Leases through the manager's cache would watch every Lease in the
+	// cluster, the nodes' heartbeats included, and a lagging cache only
+	// delays locks.
+	Reader client.Reader
 }
 
 // Labels and annotations on the Leases a LeaseLocker writes.
@@ -73,6 +79,7 @@ const (
 // The controller needs RBAC to get, create and update leases in Namespace.
 type LeaseLocker struct {
 	c     client.Client
+	r     client.Reader
 	ns    string
 	lease time.Duration
 	clock job.Clock
@@ -108,7 +115,10 @@ func NewLeaseLocker(c client.Client, cfg LeaseLockerConfig) (*LeaseLocker, error
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	return &LeaseLocker{c: c, ns: cfg.Namespace, lease: cfg.LeaseDuration, clock: cfg.Clock,
+	if cfg.Reader == nil {
+		cfg.Reader = c
+	}
+	return &LeaseLocker{c: c, r: cfg.Reader, ns: cfg.Namespace, lease: cfg.LeaseDuration, clock: cfg.Clock,
 		seen: map[string]observation{}, renewals: map[string]renewal{}}, nil
 }
 
@@ -130,7 +140,7 @@ func (l *LeaseLocker) Lock(ctx context.Context, system, holder string) (time.Dur
 		return last.sent.Add(l.validity()).Sub(now), nil
 	}
 	var lease coordinationv1.Lease
-	err := l.c.Get(ctx, types.NamespacedName{Namespace: l.ns, Name: LeaseName(system)}, &lease)
+	err := l.r.Get(ctx, types.NamespacedName{Namespace: l.ns, Name: LeaseName(system)}, &lease)
 	if apierrors.IsNotFound(err) {
 		lease = l.newLease(system)
 		l.take(&lease, holder, now)
@@ -232,7 +242,7 @@ func (l *LeaseLocker) Unlock(ctx context.Context, system, holder string) error {
 	l.mu.Unlock()
 	for attempt := 1; ; attempt++ {
 		var lease coordinationv1.Lease
-		err := l.c.Get(ctx, types.NamespacedName{Namespace: l.ns, Name: LeaseName(system)}, &lease)
+		err := l.r.Get(ctx, types.NamespacedName{Namespace: l.ns, Name: LeaseName(system)}, &lease)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

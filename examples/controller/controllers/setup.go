@@ -88,7 +88,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Controller, error) {
 	case opts.Store != nil:
 		locks = job.NewStoreLocker(opts.Store, job.StoreLockerConfig{KeyPrefix: opts.Runner.KeyPrefix, Clock: opts.Runner.Clock})
 	default:
-		ll, err := NewLeaseLocker(mgr.GetClient(), LeaseLockerConfig{Namespace: opts.Namespace, Clock: opts.Stepper.Clock})
+		ll, err := NewLeaseLocker(mgr.GetClient(), LeaseLockerConfig{Namespace: opts.Namespace, Clock: opts.Stepper.Clock, Reader: mgr.GetAPIReader()})
 		if err != nil {
 			return nil, err
 		}
