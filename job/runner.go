@@ -12,9 +12,9 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bmckit/bmckit/bmc"
-	"github.com/bmckit/bmckit/retry"
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/internal/owner"
+	"github.com/bmckit/bmckit/retry"
 	"github.com/bmckit/bmckit/storage"
 )
 
@@ -114,10 +114,10 @@ type Runner struct {
 
 	wake     chan struct{}
 	jobWakes *jobWakes // jobs to step now (StepperConfig.Wake)
-	own  ownWrites
+	own      ownWrites
 
 	mu      sync.Mutex
-	waiters map[string]chan struct{} // per job, closed by signal
+	waiters map[string]*waiters // per job, closed by signal
 	started bool
 	health  runnerHealth // health.go
 
@@ -174,7 +174,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	return &Runner{
 		cfg: cfg, stepper: st, log: cfg.Logger, locks: newLockTable(cfg.Store, cfg.KeyPrefix, cfg.Clock),
 		follower: storage.NewFollower(cfg.Store, cfg.KeyPrefix+"jobs/"), queue: newQueue(),
-		wake: make(chan struct{}, 1), jobWakes: wakes, own: ownWrites{rev: map[string]int64{}}, waiters: map[string]chan struct{}{},
+		wake: make(chan struct{}, 1), jobWakes: wakes, own: ownWrites{rev: map[string]int64{}}, waiters: map[string]*waiters{},
 	}, nil
 }
 
@@ -276,39 +276,57 @@ func (r *Runner) Delete(ctx context.Context, name string) error {
 // (while started), and otherwise re-reads it every ScanInterval.
 func (r *Runner) Wait(ctx context.Context, name string) (*Job, error) {
 	for {
-		ch := r.waitCh(name)
+		w := r.waitCh(name)
 		j, err := r.Get(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		if j.Completed() {
-			return j, nil
+		if err != nil || j.Completed() {
+			r.unwait(name, w)
+			return j, err
 		}
 		select {
 		case <-ctx.Done():
+			r.unwait(name, w)
 			return j, ctx.Err()
-		case <-ch:
+		case <-w.ch:
 		case <-r.cfg.Clock.After(r.cfg.ScanInterval):
+			r.unwait(name, w)
 		}
 	}
 }
 
-func (r *Runner) waitCh(name string) chan struct{} {
+// waiters are the Wait calls of one job: n of them, woken together when ch
+// closes.
+type waiters struct {
+	ch chan struct{}
+	n  int
+}
+
+func (r *Runner) waitCh(name string) *waiters {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ch := r.waiters[name]
-	if ch == nil {
-		ch = make(chan struct{})
-		r.waiters[name] = ch
+	w := r.waiters[name]
+	if w == nil {
+		w = &waiters{ch: make(chan struct{})}
+		r.waiters[name] = w
 	}
-	return ch
+	w.n++
+	return w
+}
+
+// unwait forgets a Wait that returns (or loops) without being signaled, so
+// that Waits on completed jobs do not leave an entry behind each.
+func (r *Runner) unwait(name string, w *waiters) {
+	r.mu.Lock()
+	if w.n--; w.n == 0 && r.waiters[name] == w {
+		delete(r.waiters, name)
+	}
+	r.mu.Unlock()
 }
 
 // signal wakes the waiters of job name.
 func (r *Runner) signal(name string) {
 	r.mu.Lock()
-	if ch := r.waiters[name]; ch != nil {
-		close(ch)
+	if w := r.waiters[name]; w != nil {
+		close(w.ch)
 		delete(r.waiters, name)
 	}
 	r.mu.Unlock()
