@@ -273,9 +273,10 @@ func report(n int, minDelay, maxDelay, elapsed time.Duration, results map[string
 			len(lags), lags[0].Round(time.Millisecond), p(0.5), p(0.9), lags[len(lags)-1].Round(time.Millisecond))
 	}
 	fmt.Println()
-	fmt.Println("Minimum the actions need: dial 3 (service root, session, system) + power off 2 (GET, POST) +")
-	fmt.Println("boot override 2 (PATCH, read-back GET) + power on 2 (GET, POST) + logout 1 = 10 requests, plus")
-	fmt.Println("at least one verifying GET per power change: 12.")
+	fmt.Println("Minimum the actions need: dial 3 (service root, session, system) + power off 1 (POST; its")
+	fmt.Println("pre-read is dial's GET, bmc.ReadScope) + boot override 2 (PATCH, read-back GET) + power on 1")
+	fmt.Println("(POST; pre-read is the read-back) + logout 1 = 8 requests, plus at least one verifying GET per")
+	fmt.Println("power change: 10.")
 	if failed > 0 {
 		return fmt.Errorf("%d jobs failed", failed)
 	}
