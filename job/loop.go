@@ -66,7 +66,7 @@ type loop struct {
 	fenced   map[*held]bool // due, but the lease lapsed: waiting for renewal
 	running  int
 	steps    chan stepOutcome
-	work     chan stepWork // to idle workers
+	idle     []*stepWorker // workers waiting for a step; idle[0] waited longest
 	claims   chan []claimed
 	renewals chan []renewal
 	claiming bool
@@ -95,7 +95,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	l := &loop{
 		r: r, ctx: ctx, held: map[string]*held{}, fenced: map[*held]bool{},
 		perEndpoint: map[string]int{}, retryAt: map[string]time.Time{}, parked: map[string]map[string]struct{}{},
-		steps: make(chan stepOutcome, 64), work: make(chan stepWork), claims: make(chan []claimed, 1), renewals: make(chan []renewal, 1),
+		steps: make(chan stepOutcome, 64), claims: make(chan []claimed, 1), renewals: make(chan []renewal, 1),
 	}
 	now := r.cfg.Clock.Now()
 	r.health.start(now)
@@ -123,6 +123,7 @@ func (r *Runner) Start(ctx context.Context) error {
 			l.fence(now)
 		}
 		l.launchDue(now)
+		l.retireIdle(now)
 		l.observeQueue()
 		wait := l.nextScan.Sub(now)
 		if !l.renewing {
@@ -363,16 +364,20 @@ func (l *loop) launchDue(now time.Time) {
 		h.running, h.cancel = true, cancel
 		l.running++
 		w := stepWork{ctx: ctx, cancel: cancel, h: h, j: h.j, rev: h.rev}
-		select {
-		case l.work <- w: // an idle worker took it
-		default:
+		if n := len(l.idle); n > 0 {
+			sw := l.idle[n-1] // the most recently used: its stack is warm
+			l.idle[n-1] = nil
+			l.idle = l.idle[:n-1]
+			sw.work <- w
+		} else {
+			sw := &stepWorker{work: make(chan stepWork, 1)}
 			l.wg.Add(1)
-			go l.worker(w)
+			go l.worker(sw, w)
 		}
 	}
 }
 
-// stepWork is one step for a worker.
+// stepWork is one step for a worker; a zero stepWork tells it to exit.
 type stepWork struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -381,42 +386,57 @@ type stepWork struct {
 	rev    int64
 }
 
-// idleWorkerTimeout is how long a worker waits for its next step before it
-// exits.
+// stepWorker is a goroutine that runs steps. Its work channel has room for
+// one step, so the loop never blocks handing one over.
+type stepWorker struct {
+	work  chan stepWork
+	since time.Time // when it became idle, by the Runner's clock
+}
+
+// idleWorkerTimeout is how long a worker stays idle before the loop retires
+// it.
 const idleWorkerTimeout = 2 * time.Second
 
-// worker runs steps: w, then the ones launchDue hands it while it is idle.
+// worker runs steps: w, then the ones the loop hands it after each outcome.
 // Workers outlive one step so that their stacks, grown by the first step
 // (JSON, BMC calls), are reused: a goroutine per step spent ~10% of the
-// Runner's CPU growing fresh stacks. They exit after idleWorkerTimeout
-// without work (wall clock: this bounds goroutines, not job timing) and
-// when the loop stops; Workers still bounds steps in flight.
-func (l *loop) worker(w stepWork) {
+// Runner's CPU growing fresh stacks. The loop keeps the idle ones (stepped
+// returns a worker to l.idle with its outcome, before any new step is
+// launched, so there are never more workers than steps recently in flight)
+// and retires those idle for idleWorkerTimeout (retireIdle) and all of
+// them when it stops. Workers still bounds steps in flight.
+func (l *loop) worker(sw *stepWorker, w stepWork) {
 	defer l.wg.Done()
-	var idle *time.Timer
-	for {
+	for w.h != nil {
 		o := l.r.step(w.ctx, w.h, w.j, w.rev)
 		w.cancel()
+		o.worker = sw
 		l.steps <- o
-		if idle == nil {
-			idle = time.NewTimer(idleWorkerTimeout)
-		} else {
-			idle.Reset(idleWorkerTimeout)
-		}
-		select {
-		case w = <-l.work:
-		case <-idle.C:
-			return
-		case <-l.ctx.Done():
-			idle.Stop()
-			return
-		}
+		w = <-sw.work
+	}
+}
+
+// retireIdle stops the workers idle since before now - idleWorkerTimeout.
+func (l *loop) retireIdle(now time.Time) {
+	n := 0
+	for n < len(l.idle) && now.Sub(l.idle[n].since) >= idleWorkerTimeout {
+		l.idle[n].work <- stepWork{}
+		n++
+	}
+	if n > 0 {
+		rest := copy(l.idle, l.idle[n:])
+		clear(l.idle[rest:])
+		l.idle = l.idle[:rest]
 	}
 }
 
 // stepped takes in one step's outcome.
 func (l *loop) stepped(o stepOutcome) {
 	r, h := l.r, o.h
+	if o.worker != nil {
+		o.worker.since = r.cfg.Clock.Now()
+		l.idle = append(l.idle, o.worker)
+	}
 	h.running, h.cancel = false, nil
 	woken := h.woken
 	h.woken = false
@@ -588,5 +608,10 @@ func (l *loop) stop() {
 		}()
 	}
 	wg.Wait()
+	// Every step's outcome is in, so every worker is idle.
+	for _, sw := range l.idle {
+		sw.work <- stepWork{}
+	}
+	l.idle = nil
 	l.wg.Wait()
 }

@@ -24,6 +24,8 @@ type stepOutcome struct {
 	res  StepResult
 	err  error
 	done bool // completed, or deleted: release the system
+	// worker ran the step and waits for the next (nil: not a worker's).
+	worker *stepWorker
 }
 
 // step loads the job if needed (j nil) and runs one Step under ctx, which
