@@ -403,8 +403,8 @@ const idleWorkerTimeout = 2 * time.Second
 // Runner's CPU growing fresh stacks. The loop keeps the idle ones (stepped
 // returns a worker to l.idle with its outcome, before any new step is
 // launched, so there are never more workers than steps recently in flight)
-// and retires those idle for idleWorkerTimeout (retireIdle) and all of
-// them when it stops. Workers still bounds steps in flight.
+// and retires those idle for idleWorkerTimeout or beyond maxIdleWorkers
+// (retireIdle), and all of them when it stops. Workers still bounds steps in flight.
 func (l *loop) worker(sw *stepWorker, w stepWork) {
 	defer l.wg.Done()
 	for w.h != nil {
@@ -416,14 +416,24 @@ func (l *loop) worker(sw *stepWorker, w stepWork) {
 	}
 }
 
-// retireIdle stops the workers idle since before now - idleWorkerTimeout.
+// maxIdleWorkers bounds the idle workers kept. A step's worker is reused
+// at once when its job has another step due; the idle ones beyond this are
+// workers of jobs that completed or wait (a timer, an event), and keeping
+// them would add a goroutine per such job to the one the job's lock
+// release (drop) takes.
+const maxIdleWorkers = 256
+
+// retireIdle stops the workers idle since before now - idleWorkerTimeout,
+// and the longest idle beyond maxIdleWorkers.
 func (l *loop) retireIdle(now time.Time) {
-	n := 0
+	n := max(len(l.idle)-maxIdleWorkers, 0)
 	for n < len(l.idle) && now.Sub(l.idle[n].since) >= idleWorkerTimeout {
-		l.idle[n].work <- stepWork{}
 		n++
 	}
 	if n > 0 {
+		for _, sw := range l.idle[:n] {
+			sw.work <- stepWork{}
+		}
 		rest := copy(l.idle, l.idle[n:])
 		clear(l.idle[rest:])
 		l.idle = l.idle[:rest]

@@ -45,6 +45,28 @@ func TestRetireIdle(t *testing.T) {
 	}
 }
 
+// TestRetireIdleBeyondMax: more than maxIdleWorkers idle workers, however
+// fresh, are cut down to maxIdleWorkers, the longest idle first.
+func TestRetireIdleBeyondMax(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var l loop
+	var ws []*stepWorker
+	for i := range maxIdleWorkers + 10 {
+		w := &stepWorker{work: make(chan stepWork, 1), since: t0.Add(time.Duration(i))}
+		ws = append(ws, w)
+		l.idle = append(l.idle, w)
+	}
+	l.retireIdle(t0.Add(time.Second))
+	if len(l.idle) != maxIdleWorkers || l.idle[0] != ws[10] {
+		t.Fatalf("%d idle left, first %p; want %d from %p", len(l.idle), l.idle[0], maxIdleWorkers, ws[10])
+	}
+	for i, w := range ws {
+		if got := len(w.work); (got == 1) != (i < 10) {
+			t.Fatalf("worker %d: %d quit messages", i, got)
+		}
+	}
+}
+
 // TestWorkersStopWithRunner: steps run on reused workers, and none is
 // left when Start returns.
 func TestWorkersStopWithRunner(t *testing.T) {
