@@ -175,3 +175,30 @@ func FuzzCodecString(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCodecMarshalCachedSpec encodes the fixture job as the Runner's
+// persister does: by hand, with the spec's encoding cached for the held job
+// (go test -run '^$' -bench Codec ./job; BenchmarkCodecMarshal encodes the
+// spec each time).
+func BenchmarkCodecMarshalCachedSpec(b *testing.B) {
+	j := codecFixtureJob(b)
+	var c specCache
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := encodeJobPooled(j, &c, func([]byte) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCodecMarshalGoJSON encodes the fixture job with go-json alone,
+// as the Runner did before appendJob.
+func BenchmarkCodecMarshalGoJSON(b *testing.B) {
+	j := codecFixtureJob(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := gojson.Marshal(j); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
