@@ -17,8 +17,9 @@ import (
 // state: the per-system queues, the systems this runner holds, and a timer
 // heap of when each held job is due for its next step. A job that waits (for
 // a power change to land, a boot, a retry) is an entry in the heap and costs
-// no goroutine; a due job gets a goroutine for one step (worker.go), bounded
-// by Config.Workers, so Workers bounds concurrent BMC calls, not jobs.
+// no goroutine; a due job's step runs on a worker goroutine (worker.go,
+// reused across steps, see (*loop).worker), bounded by Config.Workers, so
+// Workers bounds concurrent BMC calls, not jobs.
 
 // held is a system whose lock this runner holds, with the job it runs.
 type held struct {
