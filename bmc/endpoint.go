@@ -26,18 +26,24 @@ type Endpoint struct {
 	Path string
 	// Options are per-endpoint driver options from the URL's query, in
 	// canonical form (url.Values.Encode: keys sorted, escaped), e.g.
-	// "cipher=3&privilege=operator"; empty when the URL has none. Only
-	// ipmi addresses take them (see package bmc/ipmi for the names); the
-	// driver parses them and refuses names or values it does not know.
+	// "cipher=3&privilege=operator"; empty when the URL has none. Both
+	// ipmi and redfish addresses take them (see packages bmc/ipmi and
+	// bmc/redfish for the names, which differ per driver); ParseEndpoint
+	// checks only the query's form (each name once, none empty), and the
+	// driver parses the names and values, refusing any it does not know
+	// with a permanent error naming the option. Options override the
+	// Dialer's options for this address, and are part of the connection's
+	// identity in job.ConnPool: two addresses of one system or endpoint
+	// that differ in options never share a session.
 	Options string
 }
 
 // Supported URL schemes:
 //
-//	redfish://host[:port][/redfish/v1/Systems/ID]        Redfish over HTTPS
-//	redfish+https://host[:port][/redfish/v1/Systems/ID]  Redfish over HTTPS
-//	redfish+http://host[:port][/redfish/v1/Systems/ID]   Redfish over plain HTTP
-//	ipmi://host[:port][?name=value&...]                  IPMI v2.0 lanplus (port 623)
+//	redfish://host[:port][/redfish/v1/Systems/ID][?name=value&...]        Redfish over HTTPS
+//	redfish+https://host[:port][/redfish/v1/Systems/ID][?name=value&...]  Redfish over HTTPS
+//	redfish+http://host[:port][/redfish/v1/Systems/ID][?name=value&...]   Redfish over plain HTTP
+//	ipmi://host[:port][?name=value&...]                                   IPMI v2.0 lanplus (port 623)
 var schemes = map[string][2]string{
 	"redfish":       {"redfish", "https"},
 	"redfish+https": {"redfish", "https"},
@@ -104,7 +110,7 @@ func ParseEndpoint(raw string) (Endpoint, error) {
 	} else if strings.HasSuffix(u.Host, ":") {
 		return fail("empty port after %q", host)
 	}
-	if ep.Protocol == "ipmi" && strings.Contains(s, "?") && !strings.Contains(s, "#") {
+	if strings.Contains(s, "?") && !strings.Contains(s, "#") {
 		opts, err := parseOptions(u.RawQuery)
 		if err != nil {
 			return fail("%v", err)

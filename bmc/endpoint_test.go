@@ -32,9 +32,13 @@ func TestParseEndpoint(t *testing.T) {
 		{"redfish://h/redfish/v1/Systems", bmc.Endpoint{Protocol: "redfish", Transport: "https", Host: "h"}, 443, "h:443", "", "redfish://h", "https://h"},
 		{"  ipmi://h  ", bmc.Endpoint{Protocol: "ipmi", Host: "h"}, 623, "h:623", "", "ipmi://h", "https://h"},
 		{"redfish://h/redfish/v1/Systems/a%20b", bmc.Endpoint{Protocol: "redfish", Transport: "https", Host: "h", Path: "/redfish/v1/Systems/a%20b"}, 443, "h:443", "a%20b", "redfish://h/redfish/v1/Systems/a%20b", "https://h"},
-		// Options (ipmi only) are kept in canonical order; the driver checks them.
+		// Options are kept in canonical order; the driver checks them.
 		{"ipmi://h:623?privilege=operator&cipher=3", bmc.Endpoint{Protocol: "ipmi", Host: "h", Port: 623, Options: "cipher=3&privilege=operator"}, 623, "h:623", "", "ipmi://h:623?cipher=3&privilege=operator", "https://h:623"},
 		{"ipmi://h/?bootReadBack=device", bmc.Endpoint{Protocol: "ipmi", Host: "h", Options: "bootReadBack=device"}, 623, "h:623", "", "ipmi://h?bootReadBack=device", "https://h"},
+		// Redfish addresses take options too (after the path), in every scheme.
+		{"redfish://h/redfish/v1/Systems/1?timeout=10s&bootOnce=emulate", bmc.Endpoint{Protocol: "redfish", Transport: "https", Host: "h", Path: "/redfish/v1/Systems/1", Options: "bootOnce=emulate&timeout=10s"}, 443, "h:443", "1", "redfish://h/redfish/v1/Systems/1?bootOnce=emulate&timeout=10s", "https://h"},
+		{"redfish+http://h:8000/?events=off", bmc.Endpoint{Protocol: "redfish", Transport: "http", Host: "h", Port: 8000, Options: "events=off"}, 8000, "h:8000", "", "redfish+http://h:8000?events=off", "http://h:8000"},
+		{"redfish+https://[::1]/redfish/v1/Systems?x=1", bmc.Endpoint{Protocol: "redfish", Transport: "https", Host: "::1", Options: "x=1"}, 443, "[::1]:443", "", "redfish://[::1]?x=1", "https://[::1]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -77,8 +81,12 @@ func TestParseEndpointErrors(t *testing.T) {
 		{"port too big", "ipmi://h:65536", []string{`invalid port "65536"`}},
 		{"port not a number", "ipmi://h:abc", []string{"invalid port"}},
 		{"empty port", "ipmi://h:", []string{"empty port"}},
-		{"query", "redfish://h?x=1", []string{"query and fragment are not allowed"}},
-		{"empty query", "redfish://h?", []string{"query and fragment are not allowed"}},
+		{"redfish empty query", "redfish://h?", []string{"empty options query"}},
+		{"redfish query of separators", "redfish+http://h/redfish/v1/Systems/1?&&", []string{"empty options query"}},
+		{"redfish option twice", "redfish://h?events=off&events=on", []string{`option "events" given 2 times`}},
+		{"redfish option without a name", "redfish+https://h?=on", []string{"without a name"}},
+		{"redfish bad escape", "redfish://h?timeout=%zz", []string{"options query"}},
+		{"redfish query and fragment", "redfish://h?events=off#x", []string{"query and fragment are not allowed"}},
 		{"fragment", "redfish://h#frag", []string{"query and fragment are not allowed"}},
 		{"empty fragment", "redfish://h/#", []string{"query and fragment are not allowed"}},
 		{"ipmi with path", "ipmi://h/redfish/v1/Systems/1", []string{`ipmi addresses take no path, got "/redfish/v1/Systems/1"`}},

@@ -23,6 +23,10 @@ func FuzzParseEndpoint(f *testing.F) {
 		"redfish://user:pass?@10.0.0.5",
 		"redfish://user:pa/ss@10.0.0.5",
 		"ipmi://h:623?cipher=3&privilege=operator&bootReadBack=device", "ipmi://h?a=1?b&c",
+		"redfish://h/redfish/v1/Systems/1?bootOnce=emulate&events=off&timeout=10s",
+		"redfish+http://h:8000/?timeout=1s", "redfish+https://[::1]/redfish/v1/Systems?events=on",
+		"redfish://h?events=off&events=on", "redfish://h?=x", "redfish://h?a=%zz", "redfish://h?a#b",
+		"redfish://h/redfish/v1/Systems/a%20b?x=a%26b",
 		"ipmi://h/x", "idrac://h", "10.0.0.5", "redfish://::1", "redfish://h?", "",
 	} {
 		f.Add(s)

@@ -55,8 +55,10 @@ var (
 	_ bmc.SystemOpener       = (*Driver)(nil)
 )
 
-// EmulateBootOnce reports Options.EmulateBootOnce; package job asks for it
-// (by type assertion) when a one-time boot-device task does not say.
+// EmulateBootOnce reports Options.EmulateBootOnce, or the address's
+// bootOnce option (bootOnce=emulate|native) where it has one; package job
+// asks for it (by type assertion) when a one-time boot-device task does not
+// say.
 func (d *Driver) EmulateBootOnce() bool { return d.s.opts.EmulateBootOnce }
 
 func newDriver(s *session, ep bmc.Endpoint, owner bool) *Driver {
@@ -94,8 +96,9 @@ func dial(ctx context.Context, opts Options, tlsCfg *tls.Config, budgets *budget
 // system ep names (by Id or UUID, or the only one, as Dial selects it) on
 // the same Redfish service, sharing this driver's session and connections:
 // no login, one request to read the system. ep must have this driver's
-// protocol, transport, host and effective port; otherwise the error wraps
-// [bmc.ErrNotSupported]. Closing the returned driver releases only its own
+// protocol, transport, host, effective port and options
+// ([bmc.Endpoint.Options], which are the session's); otherwise the error
+// wraps [bmc.ErrNotSupported]. Closing the returned driver releases only its own
 // state; closing the driver Dial returned logs the session out, after which
 // calls on every driver opened from it fail with an error wrapping
 // [bmc.ErrSessionExpired]. Safe for concurrent use, also on a driver that
@@ -106,6 +109,13 @@ func (d *Driver) OpenSystem(ctx context.Context, ep bmc.Endpoint) (bmc.Driver, e
 		return nil, &bmc.OpError{Op: "open system", Endpoint: ep.String(), Err: fmt.Errorf(
 			"the session is on %s (%s), not on %s (%s): dial that endpoint instead: %w",
 			s.ep.HostPort(), transportOf(s.ep), ep.HostPort(), transportOf(ep), bmc.ErrNotSupported)}
+	}
+	if ep.Options != s.ep.Options {
+		// The options (timeout, events, boot-once emulation) are the
+		// session's: a view with other options would silently get these.
+		return nil, &bmc.OpError{Op: "open system", Endpoint: ep.String(), Err: fmt.Errorf(
+			"the session was dialed with options %q, not %q: dial that address instead: %w",
+			s.ep.Options, ep.Options, bmc.ErrNotSupported)}
 	}
 	if d.closed.Load() {
 		return nil, &bmc.OpError{Op: "open system", Endpoint: ep.String(), Err: bmc.Permanent(fmt.Errorf("the driver for %s it was opened from is closed", d.epStr))}

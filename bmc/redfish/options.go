@@ -227,6 +227,22 @@ func (d *Dialer) Dial(ctx context.Context, ep bmc.Endpoint, creds bmc.Credential
 }
 
 // DialDriver is Dial returning the concrete *Driver.
+//
+// The BMC URL may carry per-endpoint options in its query
+// ([bmc.Endpoint.Options]), which override the Dialer's [Options] for this
+// endpoint, e.g.
+// redfish://10.0.0.5/redfish/v1/Systems/1?bootOnce=emulate&events=off&timeout=10s:
+//
+//	bootOnce=emulate|native  Options.EmulateBootOnce (true|false)
+//	events=on|off            Options.NoEventStream (false|true)
+//	timeout=10s              Options.RequestTimeout (a Go duration, > 0)
+//
+// Each may appear once; any other name, or another value, fails the dial
+// with a permanent error naming the option, before any request. The options
+// hold for the session the dial opens, and so for every system opened on it
+// with [Driver.OpenSystem], which refuses an address whose options differ.
+// The request budget (Options.RequestsPerSecond) is not an address option:
+// it is the BMC's, shared by all its addresses.
 func (d *Dialer) DialDriver(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (*Driver, error) {
 	if d.err != nil {
 		return nil, &bmc.OpError{Op: "dial", Endpoint: ep.String(), Err: bmc.Permanent(d.err)}
@@ -234,9 +250,16 @@ func (d *Dialer) DialDriver(ctx context.Context, ep bmc.Endpoint, creds bmc.Cred
 	if ep.Protocol != "redfish" {
 		return nil, &bmc.OpError{Op: "dial", Endpoint: ep.String(), Err: fmt.Errorf("redfish dialer cannot open protocol %q: %w", ep.Protocol, bmc.ErrNotSupported)}
 	}
-	log := d.opts.Logger
+	opts := d.opts
+	if ep.Options != "" {
+		var err error
+		if opts, err = opts.withURLOptions(ep.Options); err != nil {
+			return nil, &bmc.OpError{Op: "dial", Endpoint: ep.String(), Err: bmc.Permanent(err)}
+		}
+	}
+	log := opts.Logger
 	if l, err := logr.FromContext(ctx); err == nil {
 		log = l
 	}
-	return dial(ctx, d.opts, d.tls, d.budgets, log, ep, creds)
+	return dial(ctx, opts, d.tls, d.budgets, log, ep, creds)
 }
