@@ -12,6 +12,10 @@
 //	redfish+http://host[:port]/...                (plain HTTP)
 //	ipmi://host[:port]                            (IPMI v2.0 lanplus, port 623)
 //
+// Any of them may end in a query of per-endpoint driver options,
+// e.g. ipmi://10.0.0.6?cipher=3 or redfish://10.0.0.5/redfish/v1/Systems/1?bootOnce=emulate;
+// see [Endpoint.Options].
+//
 // # Capabilities
 //
 // Every driver implements [Driver] (power). Boot override, virtual media and

@@ -6,6 +6,10 @@
 //	var d bmc.SchemeDialer
 //	d.Register("redfish", redfish.NewDialer(redfish.Options{CACertPEM: caPEM}))
 //
+// An address may override some of the Dialer's [Options] for one BMC in its
+// query: redfish://10.0.0.5/redfish/v1/Systems/1?bootOnce=emulate&events=off&timeout=10s
+// (see [Dialer.DialDriver] for the names and values).
+//
 // Package [github.com/bmckit/bmckit/bmc/redfish/redfishtest] is a simulated
 // BMC to test against.
 //

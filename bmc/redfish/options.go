@@ -45,7 +45,7 @@ type Options struct {
 	// 10s.
 	ConnectTimeout time.Duration
 	// RequestTimeout bounds each HTTP request (send, wait, read the answer).
-	// Defaults to 30s.
+	// Defaults to 30s. An address's timeout=10s option overrides it.
 	RequestTimeout time.Duration
 
 	// MaxConnections bounds the TCP (and TLS) connections of one session,
@@ -105,7 +105,8 @@ type Options struct {
 	// request, and jobs only poll. Defaults to false: where the BMC offers
 	// the stream, a job waiting for a power change opens it (one stream per
 	// session, shared by its systems) and confirms the change with one GET
-	// after the event.
+	// after the event. An address's events=off (or events=on) option
+	// overrides it.
 	NoEventStream bool
 
 	// SettleTimeout bounds how long SetPower waits for a power-off to land
@@ -120,6 +121,7 @@ type Options struct {
 	// Once as Continuous or ignore it. A task's own BootDeviceAction.EmulateOnce
 	// takes precedence. Defaults to false: a real one-time override, which
 	// the BMC clears by itself even if the job's host dies before the restore.
+	// An address's bootOnce=emulate (or bootOnce=native) option overrides it.
 	EmulateBootOnce bool
 
 	// WrapTransport wraps the driver's HTTP transport, e.g. for tracing
