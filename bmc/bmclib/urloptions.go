@@ -2,11 +2,11 @@ package bmclib
 
 import (
 	"fmt"
-	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bmckit/bmckit/bmc"
 )
 
 // ipmitoolURLOptions are the option names an ipmi:// URL may carry for
@@ -29,62 +29,44 @@ var ipmitoolURLOptions = []string{"bootReadBack", "cipher", "privilege", "timeou
 //
 // Each may appear once; any other name or value is an error.
 func (o IPMIToolOptions) withURLOptions(raw string) (IPMIToolOptions, error) {
-	vals, err := url.ParseQuery(raw)
-	if err != nil {
-		return o, fmt.Errorf("bmclib: options in the BMC URL: %v", err)
-	}
-	names := make([]string, 0, len(vals))
-	for name := range vals {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		vs := vals[name]
-		if len(vs) != 1 {
-			return o, fmt.Errorf("bmclib: option %q in the BMC URL is given %d times", name, len(vs))
-		}
-		v := vs[0]
-		bad := func(format string, args ...any) (IPMIToolOptions, error) {
-			return o, fmt.Errorf("bmclib: option %s=%q in the BMC URL: "+format, append([]any{name, v}, args...)...)
-		}
+	err := bmc.EachOption("bmclib", raw, ipmitoolURLOptions, func(name, v string) error {
 		switch name {
 		case "cipher":
 			if strings.Contains(v, ",") {
-				return bad("bmclib's ipmitool provider takes one cipher suite (without the option it tries 3, then 17); name one, or use the ipmi driver for a list")
+				return fmt.Errorf("bmclib's ipmitool provider takes one cipher suite (without the option it tries 3, then 17); name one, or use the ipmi driver for a list")
 			}
 			n, err := strconv.Atoi(v)
 			switch {
 			case err != nil || n < 0 || n > 255:
-				return bad("want a cipher suite ID such as 3 or 17")
+				return fmt.Errorf("want a cipher suite ID such as 3 or 17")
 			case n == 0:
-				return bad("cipher suite 0 authenticates nothing")
+				return fmt.Errorf("cipher suite 0 authenticates nothing")
 			}
 			o.CipherSuite = n
 		case "privilege":
 			switch v {
 			case "administrator":
 			case "operator", "user":
-				return bad("bmclib's ipmitool provider cannot set ipmitool's privilege level (-L); it always asks for administrator, ipmitool's default: remove the option, or use the ipmi driver")
+				return fmt.Errorf("bmclib's ipmitool provider cannot set ipmitool's privilege level (-L); it always asks for administrator, ipmitool's default: remove the option, or use the ipmi driver")
 			default:
-				return bad("want administrator, operator or user")
+				return fmt.Errorf("want administrator, operator or user")
 			}
 		case "bootReadBack":
 			switch v {
 			case "none":
 			case "full", "device":
-				return bad("the bmclib adapter cannot read the boot override back (bmclib's ipmitool provider has no getter), so only none applies: use bootReadBack=none, or the ipmi driver")
+				return fmt.Errorf("the bmclib adapter cannot read the boot override back (bmclib's ipmitool provider has no getter), so only none applies: use bootReadBack=none, or the ipmi driver")
 			default:
-				return bad("want full, device or none")
+				return fmt.Errorf("want full, device or none")
 			}
 		case "timeout":
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				return bad("want a positive duration such as 5s")
+				return fmt.Errorf("want a positive duration such as 5s")
 			}
 			o.Timeout, o.DialTimeout = d, d
-		default:
-			return o, fmt.Errorf("bmclib: unknown option %q in the BMC URL: want one of %s", name, strings.Join(ipmitoolURLOptions, ", "))
 		}
-	}
-	return o, nil
+		return nil
+	})
+	return o, err
 }

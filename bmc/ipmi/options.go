@@ -2,7 +2,6 @@ package ipmi
 
 import (
 	"fmt"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/bougou/go-ipmi/pkg/types"
 	"github.com/go-logr/logr"
+
+	"github.com/bmckit/bmckit/bmc"
 )
 
 // Privilege is the IPMI session privilege level the driver asks for.
@@ -247,49 +248,32 @@ var urlOptions = []string{"bootReadBack", "cipher", "privilege", "timeout"}
 
 // withURLOptions applies an endpoint's options (bmc.Endpoint.Options) to r.
 func (r resolved) withURLOptions(raw string) (resolved, error) {
-	vals, err := url.ParseQuery(raw)
-	if err != nil {
-		return r, fmt.Errorf("ipmi: options in the BMC URL: %v", err)
-	}
-	names := make([]string, 0, len(vals))
-	for name := range vals {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		vs := vals[name]
-		if len(vs) != 1 {
-			return r, fmt.Errorf("ipmi: option %q in the BMC URL is given %d times", name, len(vs))
-		}
-		v := vs[0]
-		bad := func(format string, args ...any) (resolved, error) {
-			return r, fmt.Errorf("ipmi: option %s=%q in the BMC URL: "+format, append([]any{name, v}, args...)...)
-		}
+	err := bmc.EachOption("ipmi", raw, urlOptions, func(name, v string) error {
 		switch name {
 		case "cipher":
 			var suites []types.CipherSuiteID
 			for _, f := range strings.Split(v, ",") {
 				n, err := strconv.Atoi(f)
 				if err != nil {
-					return bad("want cipher suite IDs separated by commas, e.g. 17 or 17,3")
+					return fmt.Errorf("want cipher suite IDs separated by commas, e.g. 17 or 17,3")
 				}
 				id, err := checkSuite(n)
 				if err != nil {
-					return bad("%s cipher suite %d: %v", verb(n), n, err)
+					return fmt.Errorf("%s cipher suite %d: %v", verb(n), n, err)
 				}
 				if slices.Contains(suites, id) {
-					return bad("cipher suite %d named twice", n)
+					return fmt.Errorf("cipher suite %d named twice", n)
 				}
 				suites = append(suites, id)
 			}
 			r.suites = suites
 		case "privilege":
 			if v == "" {
-				return bad("want administrator, operator or user")
+				return fmt.Errorf("want administrator, operator or user")
 			}
 			lvl, err := Privilege(v).level()
 			if err != nil {
-				return bad("want administrator, operator or user")
+				return fmt.Errorf("want administrator, operator or user")
 			}
 			r.privilege = lvl
 		case "bootReadBack":
@@ -297,17 +281,16 @@ func (r resolved) withURLOptions(raw string) (resolved, error) {
 			case BootReadBackFull, BootReadBackDevice, BootReadBackNone:
 				r.readBack = rb
 			default:
-				return bad("want full, device or none")
+				return fmt.Errorf("want full, device or none")
 			}
 		case "timeout":
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				return bad("want a positive duration such as 2s")
+				return fmt.Errorf("want a positive duration such as 2s")
 			}
 			r.timeout = d
-		default:
-			return r, fmt.Errorf("ipmi: unknown option %q in the BMC URL: want one of %s", name, strings.Join(urlOptions, ", "))
 		}
-	}
-	return r, nil
+		return nil
+	})
+	return r, err
 }

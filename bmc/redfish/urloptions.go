@@ -1,11 +1,10 @@
 package redfish
 
 import (
-	"fmt"
-	"net/url"
-	"slices"
-	"strings"
+	"errors"
 	"time"
+
+	"github.com/bmckit/bmckit/bmc"
 )
 
 // urlOptions are the option names a redfish:// URL may carry
@@ -23,7 +22,8 @@ var urlOptions = []string{"bootOnce", "events", "timeout"}
 // Each may appear once; any other name (names are case-sensitive) or value
 // is an error naming the option and what it accepts. Hand-written rather
 // than a struct-tag decoder (e.g. gorilla/schema): three names, and the
-// errors must name the allowed values, as the ipmi driver's do.
+// errors must name the allowed values; bmc.EachOption does the walking and
+// the error wording shared with the ipmi driver and the bmclib adapter.
 //
 // Not options, on purpose: the request budget (RequestsPerSecond,
 // RequestBurst) belongs to the physical BMC (bmc.Endpoint.Key) and is shared
@@ -31,30 +31,7 @@ var urlOptions = []string{"bootOnce", "events", "timeout"}
 // verification (InsecureSkipVerify, CACertPEM) is a security decision for
 // the Dialer's owner, not for whoever writes an address.
 func (o Options) withURLOptions(raw string) (Options, error) {
-	vals, err := url.ParseQuery(raw)
-	if err != nil {
-		return o, fmt.Errorf("redfish: options in the BMC URL: %v", err)
-	}
-	if len(vals) == 0 {
-		return o, fmt.Errorf("redfish: empty options query in the BMC URL: want one of %s", strings.Join(urlOptions, ", "))
-	}
-	names := make([]string, 0, len(vals))
-	for name := range vals {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		vs := vals[name]
-		if !slices.Contains(urlOptions, name) {
-			return o, fmt.Errorf("redfish: unknown option %q in the BMC URL: want one of %s", name, strings.Join(urlOptions, ", "))
-		}
-		if len(vs) != 1 {
-			return o, fmt.Errorf("redfish: option %q in the BMC URL is given %d times", name, len(vs))
-		}
-		v := vs[0]
-		bad := func(want string) (Options, error) {
-			return o, fmt.Errorf("redfish: option %s=%q in the BMC URL: want %s", name, v, want)
-		}
+	err := bmc.EachOption("redfish", raw, urlOptions, func(name, v string) error {
 		switch name {
 		case "bootOnce":
 			switch v {
@@ -63,7 +40,7 @@ func (o Options) withURLOptions(raw string) (Options, error) {
 			case "native":
 				o.EmulateBootOnce = false
 			default:
-				return bad("emulate or native")
+				return errors.New("want emulate or native")
 			}
 		case "events":
 			switch v {
@@ -72,15 +49,16 @@ func (o Options) withURLOptions(raw string) (Options, error) {
 			case "off":
 				o.NoEventStream = true
 			default:
-				return bad("on or off")
+				return errors.New("want on or off")
 			}
 		case "timeout":
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				return bad("a positive duration such as 30s")
+				return errors.New("want a positive duration such as 30s")
 			}
 			o.RequestTimeout = d
 		}
-	}
-	return o, nil
+		return nil
+	})
+	return o, err
 }
