@@ -10,8 +10,8 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/clock"
+	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/timestamp"
 )

@@ -19,9 +19,9 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/fake"
+	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/internal/childtest"
-	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/boltstore"
 	"github.com/bmckit/bmckit/storage/memstore"

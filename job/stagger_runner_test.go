@@ -14,8 +14,8 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/fake"
-	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/clock"
+	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/stagger"
 	"github.com/bmckit/bmckit/storage"

@@ -9,9 +9,9 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/retry"
-	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/task"
 	"github.com/bmckit/bmckit/timestamp"
 )

@@ -13,8 +13,8 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bmckit/bmckit/bmc"
-	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/clock"
+	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/internal/owner"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage"

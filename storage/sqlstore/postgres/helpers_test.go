@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/bmckit/bmckit/storage/sqlstore/postgres/pgtest"
 	"github.com/bmckit/bmckit/storage/sqlstore"
 	"github.com/bmckit/bmckit/storage/sqlstore/postgres"
+	"github.com/bmckit/bmckit/storage/sqlstore/postgres/pgtest"
 )
 
 const envDSN = pgtest.EnvDSN
