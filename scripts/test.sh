@@ -84,6 +84,12 @@ fi
 # would build it: its own go.mod and go.sum, no workspace. A failing module
 # does not stop the others; the script fails at the end if any did.
 bash scripts/modcheck.sh
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "== gofmt: these files need gofmt -w:" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
 # controller-gen v0.23.0 on the core types and the example CRD: the committed
 # deepcopy and CRD YAML must match what it generates, and compile.
 bash scripts/crdcheck.sh
