@@ -41,7 +41,7 @@ import (
 func marshalRecord(v any) ([]byte, error) {
 	switch v := v.(type) {
 	case *Job:
-		if b, err := appendJob(make([]byte, 0, 1024), v, nil); err == nil {
+		if b, err := appendJob(make([]byte, 0, 1024), v, nil, nil); err == nil {
 			return b, nil
 		}
 	case lockRecord:
@@ -73,6 +73,9 @@ var recBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b
 type specCache struct {
 	j    *Job
 	spec []byte
+	// times, if not nil, is the timestamp cache of the writes (the
+	// step's worker's: see timeCache).
+	times *timeCache
 }
 
 // encodeJobPooled is encodePooled; for a *Job, its spec's encoding is taken
@@ -86,7 +89,9 @@ func encodeJobPooled(v any, c *specCache, use func([]byte) error) error {
 	}()
 	if j, ok := v.(*Job); ok && fastCodec {
 		var spec []byte
+		var tc *timeCache
 		if c != nil {
+			tc = c.times
 			if c.j != j {
 				c.j, c.spec = nil, nil
 				if enc, err := gojson.Marshal(&j.Spec); err == nil {
@@ -95,7 +100,7 @@ func encodeJobPooled(v any, c *specCache, use func([]byte) error) error {
 			}
 			spec = c.spec
 		}
-		b, err := appendJob((*bp)[:0], j, spec)
+		b, err := appendJob((*bp)[:0], j, spec, tc)
 		*bp = b[:0] // keep the grown array
 		if err == nil {
 			return use(b)
@@ -116,10 +121,11 @@ var errSlowPath = errors.New("job: record needs the general encoder")
 
 // appendJob appends j's record: the bytes gojson.Marshal(j) returns. spec,
 // when not nil, is j.Spec's encoding.
-func appendJob(b []byte, j *Job, spec []byte) ([]byte, error) {
+func appendJob(b []byte, j *Job, spec []byte, tc *timeCache) ([]byte, error) {
 	if !fastCodec {
 		return b, errSlowPath
 	}
+	tc.begin()
 	var err error
 	b = append(b, `{"name":`...)
 	b = appendString(b, j.Name)
@@ -128,7 +134,7 @@ func appendJob(b []byte, j *Job, spec []byte) ([]byte, error) {
 		b = strconv.AppendInt(b, j.Generation, 10)
 	}
 	b = append(b, `,"createdAt":`...)
-	if b, err = appendTime(b, j.CreatedAt); err != nil {
+	if b, err = appendTime(b, j.CreatedAt, tc); err != nil {
 		return b, err
 	}
 	if j.CancelRequested {
@@ -141,13 +147,13 @@ func appendJob(b []byte, j *Job, spec []byte) ([]byte, error) {
 		return b, err
 	}
 	b = append(b, `,"status":`...)
-	if b, err = appendStatus(b, &j.Status); err != nil {
+	if b, err = appendStatus(b, &j.Status, tc); err != nil {
 		return b, err
 	}
 	return append(b, '}'), nil
 }
 
-func appendStatus(b []byte, s *Status) ([]byte, error) {
+func appendStatus(b []byte, s *Status, tc *timeCache) ([]byte, error) {
 	var err error
 	b = append(b, '{')
 	if s.ObservedGeneration != 0 {
@@ -157,7 +163,7 @@ func appendStatus(b []byte, s *Status) ([]byte, error) {
 	}
 	if len(s.Conditions) > 0 {
 		b = append(b, `"conditions":`...)
-		if b, err = appendConditions(b, s.Conditions); err != nil {
+		if b, err = appendConditions(b, s.Conditions, tc); err != nil {
 			return b, err
 		}
 		b = append(b, ',')
@@ -173,16 +179,16 @@ func appendStatus(b []byte, s *Status) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if b, err = appendTaskStatus(b, &s.Tasks[i]); err != nil {
+			if b, err = appendTaskStatus(b, &s.Tasks[i], tc); err != nil {
 				return b, err
 			}
 		}
 		b = append(b, ']')
 	}
-	if b, err = appendTimePtrField(b, `,"startTime":`, s.StartTime); err != nil {
+	if b, err = appendTimePtrField(b, `,"startTime":`, s.StartTime, tc); err != nil {
 		return b, err
 	}
-	if b, err = appendTimePtrField(b, `,"completionTime":`, s.CompletionTime); err != nil {
+	if b, err = appendTimePtrField(b, `,"completionTime":`, s.CompletionTime, tc); err != nil {
 		return b, err
 	}
 	if w := s.Wire; w != nil {
@@ -205,13 +211,13 @@ func appendStatus(b []byte, s *Status) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func appendTaskStatus(b []byte, s *task.Status) ([]byte, error) {
+func appendTaskStatus(b []byte, s *task.Status, tc *timeCache) ([]byte, error) {
 	var err error
 	start := len(b)
 	b = append(b, '{')
 	if len(s.Conditions) > 0 {
 		b = append(b, `"conditions":`...)
-		if b, err = appendConditions(b, s.Conditions); err != nil {
+		if b, err = appendConditions(b, s.Conditions, tc); err != nil {
 			return b, err
 		}
 		b = append(b, ',')
@@ -241,7 +247,7 @@ func appendTaskStatus(b []byte, s *task.Status) ([]byte, error) {
 	} {
 		if f.t != nil {
 			b = append(b, f.name...)
-			if b, err = appendTime(b, f.t.Time); err != nil {
+			if b, err = appendTime(b, f.t.Time, tc); err != nil {
 				return b, err
 			}
 			b = append(b, ',')
@@ -285,7 +291,7 @@ func appendTaskStatus(b []byte, s *task.Status) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func appendConditions(b []byte, cs []conditions.Condition) ([]byte, error) {
+func appendConditions(b []byte, cs []conditions.Condition, tc *timeCache) ([]byte, error) {
 	var err error
 	b = append(b, '[')
 	for i := range cs {
@@ -302,7 +308,7 @@ func appendConditions(b []byte, cs []conditions.Condition) ([]byte, error) {
 			b = strconv.AppendInt(b, c.ObservedGeneration, 10)
 		}
 		b = append(b, `,"lastTransitionTime":`...)
-		if b, err = appendTime(b, c.LastTransitionTime.Time); err != nil {
+		if b, err = appendTime(b, c.LastTransitionTime.Time, tc); err != nil {
 			return b, err
 		}
 		b = append(b, `,"reason":`...)
@@ -324,24 +330,118 @@ func appendStringField(b []byte, name, s string) []byte {
 	return append(appendString(b, s), ',')
 }
 
-func appendTimePtrField(b []byte, name string, t *timestamp.Time) ([]byte, error) {
+func appendTimePtrField(b []byte, name string, t *timestamp.Time, tc *timeCache) ([]byte, error) {
 	if t == nil {
 		return b, nil
 	}
 	b = append(b, name...)
-	return appendTime(b, t.Time)
+	return appendTime(b, t.Time, tc)
 }
 
 // appendTime appends t as time.Time's MarshalJSON does (RFC 3339 with
 // nanoseconds); a time it refuses (a year outside 0-9999) takes the slow
-// path, which returns its error.
-func appendTime(b []byte, t time.Time) ([]byte, error) {
+// path, which returns its error. With tc, t's text is taken from (or kept
+// in) tc.
+func appendTime(b []byte, t time.Time, tc *timeCache) ([]byte, error) {
 	b = append(b, '"')
+	if tc != nil {
+		var ok bool
+		if b, ok = tc.appendCached(b, t); ok {
+			return append(b, '"'), nil
+		}
+	}
+	start := len(b)
 	b, err := t.AppendText(b)
 	if err != nil {
 		return b, errSlowPath
 	}
+	if tc != nil {
+		tc.store(t, b[start:])
+	}
 	return append(b, '"'), nil
+}
+
+// timeCache keeps the text of the timestamps of the last record a step
+// worker wrote. A record's ~20 timestamps (conditions, task and job times)
+// are mostly the same from one write to the next (a worker usually runs a
+// job's steps one after the other), and formatting them was most of what
+// appendJob spent (~2 µs per task). Entries are kept in the order the
+// encoder asks for them, so a lookup compares one entry in the common case
+// and the few around it (timeWindow) when a field was added or removed
+// before it; a record of another job misses after those few. A hit needs an identical time.Time (wall clock, monotonic
+// reading and *Location), which formats to the same text, so the cache
+// cannot change a record's bytes. A fixed array, not a slice: kept per
+// worker, it never allocates. Not safe for concurrent use.
+type timeCache struct {
+	ents [maxTimeTexts]timeText
+	n    int // entries in use
+	i    int // position of the next timestamp in the record being encoded
+}
+
+// timeText is one timestamp and its RFC 3339 text (at most 35 bytes:
+// "2006-01-02T15:04:05.999999999-07:00").
+type timeText struct {
+	t    time.Time
+	n    uint8
+	text [35]byte
+}
+
+// timeWindow is how far from its position a timestamp is looked for: a
+// step adds or removes a few timestamps before others (a condition, a
+// task's times), and a record of another job matches nothing.
+const timeWindow = 4
+
+// maxTimeTexts bounds a timeCache (records with more timestamps encode the
+// rest without it).
+const maxTimeTexts = 32
+
+// begin starts a record; tc may be nil.
+func (tc *timeCache) begin() {
+	if tc != nil {
+		tc.i = 0
+	}
+}
+
+// appendCached appends t's text to b if tc holds it. It advances the
+// position either way, so appendCached and store are called once per
+// timestamp.
+func (tc *timeCache) appendCached(b []byte, t time.Time) ([]byte, bool) {
+	i := tc.i
+	if i < tc.n && tc.ents[i].t == t {
+		tc.i++
+		return append(b, tc.ents[i].text[:tc.ents[i].n]...), true
+	}
+	for k := max(i-timeWindow, 0); k < min(i+timeWindow+1, tc.n); k++ {
+		if tc.ents[k].t == t {
+			e := tc.ents[k]
+			tc.put(i, &e)
+			tc.i++
+			return append(b, e.text[:e.n]...), true
+		}
+	}
+	return b, false
+}
+
+// store keeps t's text s at the current position (after a lookup missed).
+func (tc *timeCache) store(t time.Time, s []byte) {
+	if len(s) <= len(timeText{}.text) {
+		e := timeText{t: t}
+		e.n = uint8(copy(e.text[:], s))
+		tc.put(tc.i, &e)
+	}
+	tc.i++
+}
+
+// put keeps e at position i: in place, or appended when i is the end and
+// there is room.
+func (tc *timeCache) put(i int, e *timeText) {
+	switch {
+	case i < tc.n:
+		tc.ents[i] = *e
+	case i == tc.n && i < maxTimeTexts:
+		tc.ents[i] = *e
+		tc.n++
+	}
 }
 
 // appendString appends s as a JSON string. Printable ASCII without the
@@ -398,7 +498,7 @@ func appendLock(b []byte, l *lockRecord) ([]byte, bool) {
 	if !l.Expires.IsZero() {
 		var err error
 		b = append(b, `"expires":`...)
-		if b, err = appendTime(b, l.Expires); err != nil {
+		if b, err = appendTime(b, l.Expires, nil); err != nil {
 			return b, false
 		}
 		b = append(b, ',')

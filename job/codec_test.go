@@ -9,6 +9,9 @@ import (
 	"time"
 
 	gojson "github.com/goccy/go-json"
+
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/timestamp"
 )
 
 // TestCodecFieldsKnown fails when a field was added to (or changed in) a
@@ -97,7 +100,7 @@ func TestCodecMatchesGoJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := appendJob(nil, j, nil)
+		got, err := appendJob(nil, j, nil, nil)
 		if err != nil {
 			t.Fatalf("job %d: %v", i, err)
 		}
@@ -200,5 +203,61 @@ func BenchmarkCodecMarshalGoJSON(b *testing.B) {
 		if _, err := gojson.Marshal(j); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestCodecTimeCache: with one timeCache kept across writes, as the Runner
+// keeps one per step worker, records still encode exactly as go-json does:
+// when the same job is written again, when timestamps are added before
+// others (shifting their positions), changed, or removed, and when the
+// cache goes on to unrelated jobs whose times differ or repeat in another
+// order.
+func TestCodecTimeCache(t *testing.T) {
+	r := rand.New(rand.NewSource(2))
+	c := specCache{times: new(timeCache)}
+	check := func(step string, j *Job) {
+		t.Helper()
+		want, err := gojson.Marshal(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []byte
+		if err := encodeJobPooled(j, &c, func(b []byte) error { got = append([]byte(nil), b...); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s:\n got  %s\n want %s", step, got, want)
+		}
+	}
+	for i := range 200 {
+		var j Job
+		fillRandom(r, reflect.ValueOf(&j).Elem(), float64(i%5)/5, 0)
+		check("first write", &j)
+		check("same record again", &j)
+		// A condition added in front shifts every later timestamp.
+		j.Status.Conditions = append([]conditions.Condition{{Type: "Added", Status: "True",
+			LastTransitionTime: timestamp.New(time.Unix(int64(i), int64(i)).UTC())}}, j.Status.Conditions...)
+		check("timestamp added in front", &j)
+		for k := range j.Status.Tasks {
+			ts := &j.Status.Tasks[k]
+			if ts.StartTime != nil {
+				ts.StartTime = timestamp.Ptr(ts.StartTime.Add(time.Nanosecond))
+			}
+			ts.CompletionTime = nil
+		}
+		check("task times changed and removed", &j)
+		j.Status.Conditions = j.Status.Conditions[1:]
+		check("front timestamp removed", &j)
+	}
+	// The cache is what the encoder reads: a wrong text in it shows.
+	j := &Job{Name: "x", CreatedAt: time.Unix(1, 0).UTC()}
+	check("small job", j)
+	c.times.ents[0].text[0] = '9'
+	var got []byte
+	if err := encodeJobPooled(j, &c, func(b []byte) error { got = append([]byte(nil), b...); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(got, []byte(`"createdAt":"9970-`)) {
+		t.Fatalf("the cached text was not used: %s", got)
 	}
 }

@@ -392,6 +392,10 @@ type stepWork struct {
 type stepWorker struct {
 	work  chan stepWork
 	since time.Time // when it became idle, by the Runner's clock
+	// times keeps the text of the timestamps its steps wrote last; used
+	// by its goroutine only. A worker usually runs a job's next step
+	// right after this one, so most of a record's timestamps are found.
+	times timeCache
 }
 
 // idleWorkerTimeout is how long a worker stays idle before the loop retires
@@ -409,7 +413,7 @@ const idleWorkerTimeout = 2 * time.Second
 func (l *loop) worker(sw *stepWorker, w stepWork) {
 	defer l.wg.Done()
 	for w.h != nil {
-		o := l.r.step(w.ctx, w.h, w.j, w.rev)
+		o := l.r.step(w.ctx, w.h, w.j, w.rev, &sw.times)
 		w.cancel()
 		o.worker = sw
 		l.steps <- o

@@ -29,8 +29,9 @@ type stepOutcome struct {
 }
 
 // step loads the job if needed (j nil) and runs one Step under ctx, which
-// ends when the lease's validity does.
-func (r *Runner) step(ctx context.Context, h *held, j *Job, rev int64) stepOutcome {
+// ends when the lease's validity does. tc, if not nil, is the calling
+// worker's timestamp cache for the job's writes.
+func (r *Runner) step(ctx context.Context, h *held, j *Job, rev int64, tc *timeCache) stepOutcome {
 	o := stepOutcome{h: h}
 	if j == nil {
 		rec, err := r.cfg.Store.Get(ctx, r.jobKey(h.job))
@@ -54,6 +55,7 @@ func (r *Runner) step(ctx context.Context, h *held, j *Job, rev int64) stepOutco
 		o.j, o.rev, o.done = j, rev, true
 		return o
 	}
+	h.spec.times = tc
 	res, err := r.stepper.Step(logr.NewContext(ctx, h.log), j, r.persister(h.job, &rev, &h.spec))
 	o.res, o.err = res, err
 	switch {
