@@ -362,28 +362,40 @@ func appendTime(b []byte, t time.Time, tc *timeCache) ([]byte, error) {
 }
 
 // timeCache keeps the text of the timestamps of the last record a step
-// worker wrote. A record's ~20 timestamps (conditions, task and job times)
-// are mostly the same from one write to the next (a worker usually runs a
+// worker wrote. A record's timestamps (conditions, task and job times) are
+// mostly the same from one write to the next (a worker usually runs a
 // job's steps one after the other), and formatting them was most of what
 // appendJob spent (~2 µs per task). Entries are kept in the order the
 // encoder asks for them, so a lookup compares one entry in the common case
 // and the few around it (timeWindow) when a field was added or removed
-// before it; a record of another job misses after those few. A hit needs an identical time.Time (wall clock, monotonic
-// reading and *Location), which formats to the same text, so the cache
-// cannot change a record's bytes. A fixed array, not a slice: kept per
-// worker, it never allocates. Not safe for concurrent use.
+// before it; a record of another job misses after those few. A hit needs
+// the same instant in the same zone (UTC, or time.Local as it was when the
+// entry was kept), which formats to the same text, so the cache cannot
+// change a record's bytes; times in other zones are not cached. Entries
+// hold no pointers (the GC does not scan them) and live in a fixed array
+// (kept per worker, it never allocates): 24 x 56 bytes. Not safe for
+// concurrent use.
 type timeCache struct {
-	ents [maxTimeTexts]timeText
-	n    int // entries in use
-	i    int // position of the next timestamp in the record being encoded
+	local *time.Location // time.Local when the entries were kept
+	n     int            // entries in use
+	i     int            // position of the next timestamp in the record being encoded
+	ents  [maxTimeTexts]timeText
 }
 
 // timeText is one timestamp and its RFC 3339 text (at most 35 bytes:
 // "2006-01-02T15:04:05.999999999-07:00").
 type timeText struct {
-	t    time.Time
+	k    timeKey
 	n    uint8
 	text [35]byte
+}
+
+// timeKey identifies a time's text: its instant and zone (1 UTC, 2 the
+// cache's local).
+type timeKey struct {
+	sec  int64
+	nsec int32
+	zone uint8
 }
 
 // timeWindow is how far from its position a timestamp is looked for: a
@@ -392,14 +404,31 @@ type timeText struct {
 const timeWindow = 4
 
 // maxTimeTexts bounds a timeCache (records with more timestamps encode the
-// rest without it).
-const maxTimeTexts = 32
+// rest without it). A finished three-task netboot record has about 20.
+const maxTimeTexts = 24
 
 // begin starts a record; tc may be nil.
 func (tc *timeCache) begin() {
 	if tc != nil {
 		tc.i = 0
+		if l := time.Local; tc.local != l {
+			tc.local, tc.n = l, 0
+		}
 	}
+}
+
+// key returns t's key; ok is false for a zone the cache does not keep.
+func (tc *timeCache) key(t time.Time) (k timeKey, ok bool) {
+	switch t.Location() {
+	case time.UTC:
+		k.zone = 1
+	case tc.local:
+		k.zone = 2
+	default:
+		return k, false
+	}
+	k.sec, k.nsec = t.Unix(), int32(t.Nanosecond())
+	return k, true
 }
 
 // appendCached appends t's text to b if tc holds it. It advances the
@@ -407,13 +436,17 @@ func (tc *timeCache) begin() {
 // timestamp.
 func (tc *timeCache) appendCached(b []byte, t time.Time) ([]byte, bool) {
 	i := tc.i
-	if i < tc.n && tc.ents[i].t == t {
+	k, ok := tc.key(t)
+	if !ok {
+		return b, false
+	}
+	if i < tc.n && tc.ents[i].k == k {
 		tc.i++
 		return append(b, tc.ents[i].text[:tc.ents[i].n]...), true
 	}
-	for k := max(i-timeWindow, 0); k < min(i+timeWindow+1, tc.n); k++ {
-		if tc.ents[k].t == t {
-			e := tc.ents[k]
+	for j := max(i-timeWindow, 0); j < min(i+timeWindow+1, tc.n); j++ {
+		if tc.ents[j].k == k {
+			e := tc.ents[j]
 			tc.put(i, &e)
 			tc.i++
 			return append(b, e.text[:e.n]...), true
@@ -424,8 +457,8 @@ func (tc *timeCache) appendCached(b []byte, t time.Time) ([]byte, bool) {
 
 // store keeps t's text s at the current position (after a lookup missed).
 func (tc *timeCache) store(t time.Time, s []byte) {
-	if len(s) <= len(timeText{}.text) {
-		e := timeText{t: t}
+	if k, ok := tc.key(t); ok && len(s) <= len(timeText{}.text) {
+		e := timeText{k: k}
 		e.n = uint8(copy(e.text[:], s))
 		tc.put(tc.i, &e)
 	}

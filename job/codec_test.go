@@ -194,6 +194,21 @@ func BenchmarkCodecMarshalCachedSpec(b *testing.B) {
 	}
 }
 
+// BenchmarkCodecMarshalCachedTimes is BenchmarkCodecMarshalCachedSpec with
+// a step worker's timestamp cache as well, the record unchanged between
+// writes: the upper bound of what timeCache saves (a step's second write
+// has one to three new timestamps).
+func BenchmarkCodecMarshalCachedTimes(b *testing.B) {
+	j := codecFixtureJob(b)
+	c := specCache{times: new(timeCache)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := encodeJobPooled(j, &c, func([]byte) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkCodecMarshalGoJSON encodes the fixture job with go-json alone,
 // as the Runner did before appendJob.
 func BenchmarkCodecMarshalGoJSON(b *testing.B) {
@@ -248,6 +263,22 @@ func TestCodecTimeCache(t *testing.T) {
 		check("task times changed and removed", &j)
 		j.Status.Conditions = j.Status.Conditions[1:]
 		check("front timestamp removed", &j)
+		// One instant in the local zone (with a monotonic reading, as
+		// the Runner's clock gives), in UTC and in another zone.
+		now := time.Now()
+		j.CreatedAt = now
+		for k := range j.Status.Conditions {
+			switch k % 3 {
+			case 0:
+				j.Status.Conditions[k].LastTransitionTime = timestamp.New(now.UTC())
+			case 1:
+				j.Status.Conditions[k].LastTransitionTime = timestamp.New(now.In(time.FixedZone("z", 3*3600)))
+			default:
+				j.Status.Conditions[k].LastTransitionTime = timestamp.New(now.Round(0))
+			}
+		}
+		check("one instant in several zones", &j)
+		check("one instant in several zones, again", &j)
 	}
 	// The cache is what the encoder reads: a wrong text in it shows.
 	j := &Job{Name: "x", CreatedAt: time.Unix(1, 0).UTC()}
