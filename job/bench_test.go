@@ -91,9 +91,14 @@ func BenchmarkRunner(b *testing.B) {
 
 // BenchmarkStep drives one 3-task job to completion per iteration with the
 // Stepper alone (no store, no scheduling): the state machine's own cost.
-func BenchmarkStep(b *testing.B) {
-	f := fake.New(fake.Options{Power: bmc.PowerOn})
-	s, err := job.NewStepper(job.StepperConfig{Dialer: f})
+func BenchmarkStep(b *testing.B) { benchStep(b, job.StepperConfig{}) }
+
+// benchStep runs one 3-task job to completion per iteration on a Stepper
+// built from cfg (Dialer set to a fake BMC) and reports tasks/s and CPU per
+// task.
+func benchStep(b *testing.B, cfg job.StepperConfig) {
+	cfg.Dialer = fake.New(fake.Options{Power: bmc.PowerOn})
+	s, err := job.NewStepper(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -275,38 +275,12 @@ func fmtAll[E any](evs []E) string { return fmt.Sprintf("%+v", evs) }
 // BenchmarkStepObserved is BenchmarkStep with an observer set for every
 // event (each an atomic add): the observer's own cost per job.
 func BenchmarkStepObserved(b *testing.B) {
-	f := fake.New(fake.Options{Power: bmc.PowerOn})
 	var n atomic.Int64
-	s, err := job.NewStepper(job.StepperConfig{Dialer: f, Observer: job.Observer{
+	benchStep(b, job.StepperConfig{Observer: job.Observer{
 		JobStarted: func(job.JobEvent) { n.Add(1) }, JobFinished: func(job.JobEvent) { n.Add(1) },
 		TaskStarted: func(job.TaskEvent) { n.Add(1) }, TaskFinished: func(job.TaskEvent) { n.Add(1) },
 		BMCError: func(job.BMCErrorEvent) { n.Add(1) }, Wire: func(job.WireEvent) { n.Add(1) },
 	}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	persist := func(context.Context, *job.Job) error { return nil }
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := cpuTime()
-	for i := 0; i < b.N; i++ {
-		j := &job.Job{Name: "s", Generation: 1, Spec: netboot("redfish://10.9.0.1/redfish/v1/Systems/1")}
-		j.Spec.CredentialsRef = ""
-		for {
-			res, err := s.Step(ctx, j, persist)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if res.Done {
-				break
-			}
-		}
-		if j.Status.Result != "Succeeded" {
-			b.Fatal(j.Status.Message)
-		}
-	}
-	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(3*b.N), "cpu-µs/task")
 	if n.Load() == 0 {
 		b.Fatal("no events")
 	}
