@@ -19,7 +19,7 @@ import (
 	"github.com/bmckit/bmckit/bmc/fake"
 	bmcotel "github.com/bmckit/bmckit/contrib/otel"
 	"github.com/bmckit/bmckit/job"
-	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -44,16 +44,6 @@ func TestSpansPerJobAndTask(t *testing.T) {
 		_, err := fleet.AddNew(u, fake.Options{Power: bmc.PowerOn, Username: "admin", Password: password})
 		require.NoError(t, err)
 	}
-	store := memstore.New()
-	runner, err := job.NewRunner(job.Config{
-		Store: store, Dialer: fleet, Observer: tracing.JobObserver(),
-		Credentials:  job.StaticCredentials{"lab": {Username: "admin", Password: password}, "old": {Username: "admin", Password: "rotated-away"}},
-		PollInterval: 2 * time.Millisecond, ScanInterval: 20 * time.Millisecond,
-	})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runner.Start(ctx) }()
 	specs := map[string]job.Spec{
 		"netboot": {BMC: ok, CredentialsRef: "lab", Tasks: []task.Spec{
 			{Power: &task.PowerAction{Op: task.PowerOff}},
@@ -65,20 +55,11 @@ func TestSpansPerJobAndTask(t *testing.T) {
 			{Power: &task.PowerAction{Op: task.PowerOn}},
 		}},
 	}
-	jobs := map[string]*job.Job{}
-	for name, spec := range specs {
-		_, err := runner.Submit(ctx, name, spec)
-		require.NoError(t, err)
-	}
-	for name := range specs {
-		wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
-		j, err := runner.Wait(wctx, name)
-		wcancel()
-		require.NoError(t, err, name)
-		jobs[name] = j
-	}
-	cancel()
-	require.NoError(t, <-done)
+	jobs := jobtest.RunAll(t, job.Config{
+		Dialer: fleet, Observer: tracing.JobObserver(),
+		Credentials:  job.StaticCredentials{"lab": {Username: "admin", Password: password}, "old": {Username: "admin", Password: "rotated-away"}},
+		PollInterval: 2 * time.Millisecond, ScanInterval: 20 * time.Millisecond,
+	}, specs, 20*time.Second)
 
 	spans := sr.Ended()
 	jobSpans := map[string]sdktrace.ReadOnlySpan{}

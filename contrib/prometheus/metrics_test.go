@@ -23,6 +23,7 @@ import (
 	"github.com/bmckit/bmckit/clock"
 	bmcprom "github.com/bmckit/bmckit/contrib/prometheus"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/storage/memstore"
 	"github.com/bmckit/bmckit/task"
 )
@@ -89,15 +90,6 @@ func TestScrapeRunnerAndTracker(t *testing.T) {
 	bRF, bIPMI := add(rf), add(ipmi)
 	add(refusing)
 	store := memstore.New()
-	runner, err := job.NewRunner(job.Config{
-		Store: store, Dialer: fleet, Observer: m.JobObserver(),
-		Credentials:  job.StaticCredentials{"lab": {Username: "admin", Password: password}, "old": {Username: "admin", Password: "rotated-away"}},
-		PollInterval: 2 * time.Millisecond, ScanInterval: 20 * time.Millisecond,
-	})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runner.Start(ctx) }()
 	specs := map[string]job.Spec{
 		"netboot": {BMC: rf, CredentialsRef: "lab", Tasks: []task.Spec{
 			{Power: &task.PowerAction{Op: task.PowerOff}},
@@ -107,18 +99,12 @@ func TestScrapeRunnerAndTracker(t *testing.T) {
 		"status":  {BMC: ipmi, CredentialsRef: "lab", Tasks: []task.Spec{{PowerStatus: &task.PowerStatusAction{}}}},
 		"refused": {BMC: refusing, CredentialsRef: "old", Tasks: []task.Spec{{Power: &task.PowerAction{Op: task.PowerOn}}}},
 	}
-	for name, spec := range specs {
-		_, err := runner.Submit(ctx, name, spec)
-		require.NoError(t, err)
-	}
-	for name := range specs {
-		wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
-		_, err := runner.Wait(wctx, name)
-		wcancel()
-		require.NoError(t, err, name)
-	}
-	cancel()
-	require.NoError(t, <-done) // stopped: connections closed, their traffic reported
+	// RunAll stops the runner: connections closed, their traffic reported.
+	jobtest.RunAll(t, job.Config{
+		Store: store, Dialer: fleet, Observer: m.JobObserver(),
+		Credentials:  job.StaticCredentials{"lab": {Username: "admin", Password: password}, "old": {Username: "admin", Password: "rotated-away"}},
+		PollInterval: 2 * time.Millisecond, ScanInterval: 20 * time.Millisecond,
+	}, specs, 20*time.Second)
 
 	// A boot-state tracker: one boot completes, one times out.
 	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))

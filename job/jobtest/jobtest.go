@@ -46,9 +46,23 @@ func Netboot(addr string, mode task.BootMode, taskTimeout time.Duration) job.Spe
 // stored record holds the password.
 func Run(t testing.TB, cfg job.Config, creds bmc.Credentials, spec job.Spec, wait time.Duration) *job.Job {
 	t.Helper()
-	store := memstore.New()
-	cfg.Store = store
+	cfg.Store = memstore.New()
 	cfg.Credentials = job.StaticCredentials{"lab": creds}
+	return RunAll(t, cfg, map[string]job.Spec{"netboot": spec}, wait)["netboot"]
+}
+
+// RunAll submits every spec (by its job name) to a job.Runner configured by
+// cfg (a fresh memstore unless cfg.Store is set), waits up to wait for each
+// job to complete, stops the runner (so BMC sessions are closed and their
+// traffic reported to observers) and returns the completed jobs. It fails
+// the test if a job does not complete in time, if the runner does not stop
+// cleanly, or, when cfg.Credentials is a job.StaticCredentials, if any
+// stored record holds one of its passwords.
+func RunAll(t testing.TB, cfg job.Config, specs map[string]job.Spec, wait time.Duration) map[string]*job.Job {
+	t.Helper()
+	if cfg.Store == nil {
+		cfg.Store = memstore.New()
+	}
 	r, err := job.NewRunner(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -57,34 +71,41 @@ func Run(t testing.TB, cfg job.Config, creds bmc.Credentials, spec job.Spec, wai
 	done := make(chan error, 1)
 	go func() { done <- r.Start(ctx) }()
 	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			<-done
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		return <-done
+	}
+	defer func() { _ = stop() }()
+	for name, spec := range specs {
+		if _, err := r.Submit(ctx, name, spec); err != nil {
+			t.Fatalf("submitting %s: %v", name, err)
 		}
 	}
-	defer stop()
-	if _, err := r.Submit(ctx, "netboot", spec); err != nil {
-		t.Fatal(err)
+	jobs := make(map[string]*job.Job, len(specs))
+	for name := range specs {
+		jobs[name] = Wait(t, r, name, wait)
 	}
-	wctx, wcancel := context.WithTimeout(ctx, wait)
-	defer wcancel()
-	j, err := r.Wait(wctx, "netboot")
-	if err != nil {
-		t.Fatalf("waiting for the job: %v", err)
+	if err := stop(); err != nil {
+		t.Fatalf("stopping the runner: %v", err)
 	}
-	stop()
-	recs, err := store.List(context.Background(), "")
+	recs, err := cfg.Store.List(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, rec := range recs {
-		if creds.Password != "" && strings.Contains(string(rec.Value), creds.Password) {
-			t.Fatalf("stored record %s holds the password", rec.Key)
+	if creds, ok := cfg.Credentials.(job.StaticCredentials); ok {
+		for _, rec := range recs {
+			for _, c := range creds {
+				if c.Password != "" && strings.Contains(string(rec.Value), c.Password) {
+					t.Fatalf("stored record %s holds a password", rec.Key)
+				}
+			}
 		}
 	}
-	return j
+	return jobs
 }
 
 // AssertCompleted fails t unless j completed with the result want and its
