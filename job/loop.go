@@ -178,6 +178,19 @@ func (l *loop) scan() {
 		if r.ownWrite(name, ev.Revision) {
 			continue
 		}
+		if ev.Value == nil {
+			// Left out by the feed as one of ours (Runner.follower's
+			// SkipValues), yet not ours now: cannot happen while only the
+			// scan forgets own writes; read it rather than drop the job.
+			rec, err := r.cfg.Store.Get(l.ctx, ev.Key)
+			if err != nil {
+				if !errors.Is(err, storage.ErrNotFound) {
+					r.log.Error(err, "reading a changed job failed", "key", ev.Key)
+				}
+				continue
+			}
+			ev.Value = rec.Value
+		}
 		var h jobHead
 		if err := decodeHead(ev.Value, &h); err != nil {
 			r.log.Error(err, "skipping undecodable job record", "key", ev.Key)

@@ -171,11 +171,16 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{
+	r := &Runner{
 		cfg: cfg, stepper: st, log: cfg.Logger, locks: newLockTable(cfg.Store, cfg.KeyPrefix, cfg.Clock),
 		follower: storage.NewFollower(cfg.Store, cfg.KeyPrefix+"jobs/"), queue: newQueue(),
 		wake: make(chan struct{}, 1), jobWakes: wakes, own: ownWrites{rev: map[string]int64{}}, waiters: map[string]*waiters{},
-	}, nil
+	}
+	// The scan skips the runner's own writes without reading them: a store
+	// that can (storage.ValueSkipper) leaves their values out of the feed.
+	prefix := len(cfg.KeyPrefix + "jobs/")
+	r.follower.SkipValues(func(key string, rev int64) bool { return r.own.covers(key[prefix:], rev) })
+	return r, nil
 }
 
 var nameRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9._-]{0,198}[a-zA-Z0-9])?$`)

@@ -112,6 +112,18 @@ func (w *ownWrites) note(name string, rev int64) {
 	w.mu.Unlock()
 }
 
+// covers reports whether the change of job name at revision rev is one this
+// runner wrote (or older than one it wrote), like Runner.ownWrite, without
+// forgetting anything: the change feed asks it while reading, before the
+// scan sees the event. Only the scan forgets (ownWrite), and writes only
+// raise a job's revision, so ownWrite later gives the same answer.
+func (w *ownWrites) covers(name string, rev int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wr, ok := w.rev[name]
+	return ok && rev <= wr
+}
+
 // ownWrite reports whether the change of job name at revision rev is one
 // this runner wrote (or older than one it wrote).
 func (r *Runner) ownWrite(name string, rev int64) bool {

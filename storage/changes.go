@@ -88,6 +88,21 @@ type ChangeFeed interface {
 	Changes(ctx context.Context, prefix string, since int64, limit int) (Changes, error)
 }
 
+// ValueSkipper is an optional capability of a [ChangeFeed], found by type
+// assertion: ChangesSkipping is Changes, except that a put event for which
+// skip(key, revision) reports true comes without its value (Value nil; Type,
+// Key and Revision as Changes gives them). A reader that already holds
+// some of the values — a job runner reading back its own writes — so spares
+// the store copying them out of its memory or pages. Delete events are never
+// passed to skip. skip may be called while the store holds internal locks:
+// it must be quick and must not call the store. memstore and boltstore
+// implement it; [Follower.SkipValues] uses it when present. A store whose
+// values arrive with the change rows anyway (sqlstore) gains nothing by
+// implementing it.
+type ValueSkipper interface {
+	ChangesSkipping(ctx context.Context, prefix string, since int64, limit int, skip func(key string, revision int64) bool) (Changes, error)
+}
+
 // Compactor is the optional capability of a [Store] whose [ChangeFeed] keeps
 // deletion markers (tombstones). Compact forgets the tombstones with a
 // revision up to and including revision (capped at the store's current
@@ -110,6 +125,7 @@ type Compactor interface {
 type Follower struct {
 	store  Store
 	prefix string
+	skip   func(key string, revision int64) bool
 	known  map[string]int64 // key -> revision last reported
 	cursor int64            // ChangeFeed cursor; valid when synced
 	synced bool
@@ -119,6 +135,15 @@ type Follower struct {
 func NewFollower(s Store, prefix string) *Follower {
 	return &Follower{store: s, prefix: prefix, known: map[string]int64{}}
 }
+
+// SkipValues asks the Follower to leave out the value of every put event
+// for which skip(key, revision) reports true, when the store's feed can
+// (it implements [ValueSkipper]): such events come with a nil Value. With
+// other stores, and in the events of a resync (a List), values are always
+// there, so a caller must still handle them. skip runs inside the store's
+// feed read: it must be quick and must not call the store. Call it before
+// the first Next.
+func (f *Follower) SkipValues(skip func(key string, revision int64) bool) { f.skip = skip }
 
 // Next returns the changes since the previous call, sorted by revision
 // (empty when nothing changed). It does not block waiting for changes: call
@@ -131,9 +156,16 @@ func (f *Follower) Next(ctx context.Context) ([]Event, error) {
 	if !ok || !f.synced {
 		return f.resync(ctx, feed, 0)
 	}
+	skipper, _ := feed.(ValueSkipper)
 	var out []Event
 	for {
-		ch, err := feed.Changes(ctx, f.prefix, f.cursor, 0)
+		var ch Changes
+		var err error
+		if f.skip != nil && skipper != nil {
+			ch, err = skipper.ChangesSkipping(ctx, f.prefix, f.cursor, 0, f.skip)
+		} else {
+			ch, err = feed.Changes(ctx, f.prefix, f.cursor, 0)
+		}
 		if ce := (*CompactedError)(nil); errors.As(err, &ce) {
 			more, err := f.resync(ctx, feed, ce.Compacted)
 			if err != nil && len(out) > 0 {

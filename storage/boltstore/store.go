@@ -19,9 +19,10 @@ import (
 )
 
 var (
-	_ storage.Store      = (*Store)(nil)
-	_ storage.ChangeFeed = (*Store)(nil)
-	_ storage.Compactor  = (*Store)(nil)
+	_ storage.Store        = (*Store)(nil)
+	_ storage.ChangeFeed   = (*Store)(nil)
+	_ storage.Compactor    = (*Store)(nil)
+	_ storage.ValueSkipper = (*Store)(nil)
 )
 
 // ErrLocked is returned (wrapped) by Open when another process, or another
@@ -341,6 +342,12 @@ func (s *Store) List(ctx context.Context, prefix string) ([]storage.Record, erro
 // Changes implements storage.ChangeFeed with a range scan of the revs
 // bucket.
 func (s *Store) Changes(ctx context.Context, prefix string, since int64, limit int) (storage.Changes, error) {
+	return s.ChangesSkipping(ctx, prefix, since, limit, nil)
+}
+
+// ChangesSkipping implements storage.ValueSkipper: values skip asks for are
+// not copied out of the database's pages.
+func (s *Store) ChangesSkipping(ctx context.Context, prefix string, since int64, limit int, skip func(key string, revision int64) bool) (storage.Changes, error) {
 	if err := ctx.Err(); err != nil {
 		return storage.Changes{}, fmt.Errorf("boltstore: changes under %q: %w", prefix, err)
 	}
@@ -359,10 +366,14 @@ func (s *Store) Changes(ctx context.Context, prefix string, since int64, limit i
 			if !bytes.HasPrefix(key, []byte(prefix)) {
 				continue
 			}
-			rev, deleted, value := decode(kv.Get(key))
-			ev := storage.Event{Type: storage.EventPut, Key: string(key), Value: value, Revision: rev}
-			if deleted {
-				ev.Type, ev.Value = storage.EventDelete, nil
+			raw := kv.Get(key)
+			rev, deleted := revOf(raw)
+			ev := storage.Event{Type: storage.EventPut, Key: string(key), Revision: rev}
+			switch {
+			case deleted:
+				ev.Type = storage.EventDelete
+			case skip == nil || !skip(ev.Key, rev):
+				_, _, ev.Value = decode(raw)
 			}
 			out.Events = append(out.Events, ev)
 			if len(out.Events) == limit {

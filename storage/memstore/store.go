@@ -11,9 +11,10 @@ import (
 )
 
 var (
-	_ storage.Store      = (*Store)(nil)
-	_ storage.ChangeFeed = (*Store)(nil)
-	_ storage.Compactor  = (*Store)(nil)
+	_ storage.Store        = (*Store)(nil)
+	_ storage.ChangeFeed   = (*Store)(nil)
+	_ storage.Compactor    = (*Store)(nil)
+	_ storage.ValueSkipper = (*Store)(nil)
 )
 
 // Store is an in-memory storage.Store. The zero value is not usable; call New.
@@ -72,7 +73,7 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 	if e, ok := s.entries[key]; ok && !e.deleted {
 		return 0, fmt.Errorf("memstore: create %q: %w", key, storage.ErrExists)
 	}
-	return s.write(key, clone(value), false), nil
+	return s.write(key, value, false), nil
 }
 
 // Update replaces the value if the revision matches (compare-and-swap).
@@ -85,7 +86,7 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, revision i
 	if err := s.match("update", key, revision, false); err != nil {
 		return 0, err
 	}
-	return s.write(key, clone(value), false), nil
+	return s.write(key, value, false), nil
 }
 
 // Delete removes the record if the revision matches, or unconditionally
@@ -116,15 +117,27 @@ func (s *Store) match(op, key string, revision int64, any bool) error {
 	return nil
 }
 
-// write stores a value or tombstone under the next revision. Callers hold
-// s.mu for writing.
+// write stores a copy of value (or a tombstone) under the next revision.
+// Callers hold s.mu for writing.
+//
+// A stored value is never handed out (readers get copies made under s.mu),
+// so an update copies into the buffer the key already has when it is large
+// enough: a record rewritten many times (a job's status) allocates once.
 func (s *Store) write(key string, value []byte, deleted bool) int64 {
 	s.rev++
 	if e := s.entries[key]; e != nil {
-		// In place: readers copy what they return under s.mu.
-		e.value, e.rev, e.deleted = value, s.rev, deleted
+		if deleted {
+			e.value = nil
+		} else {
+			e.value = append(e.value[:0], value...)
+		}
+		e.rev, e.deleted = s.rev, deleted
 	} else {
-		s.entries[key] = &entry{value: value, rev: s.rev, deleted: deleted}
+		var v []byte
+		if !deleted {
+			v = clone(value)
+		}
+		s.entries[key] = &entry{value: v, rev: s.rev, deleted: deleted}
 	}
 	s.log = append(s.log, logItem{rev: s.rev, key: key})
 	if len(s.log) > 2*len(s.entries)+1024 {
@@ -165,6 +178,12 @@ func (s *Store) List(ctx context.Context, prefix string) ([]storage.Record, erro
 
 // Changes implements storage.ChangeFeed.
 func (s *Store) Changes(ctx context.Context, prefix string, since int64, limit int) (storage.Changes, error) {
+	return s.ChangesSkipping(ctx, prefix, since, limit, nil)
+}
+
+// ChangesSkipping implements storage.ValueSkipper: values skip asks for are
+// not copied.
+func (s *Store) ChangesSkipping(ctx context.Context, prefix string, since int64, limit int, skip func(key string, revision int64) bool) (storage.Changes, error) {
 	if err := ctx.Err(); err != nil {
 		return storage.Changes{}, fmt.Errorf("memstore: changes under %q: %w", prefix, err)
 	}
@@ -185,9 +204,12 @@ func (s *Store) Changes(ctx context.Context, prefix string, since int64, limit i
 		if !ok || e.rev != it.rev || !strings.HasPrefix(it.key, prefix) {
 			continue // stale, compacted or outside the prefix
 		}
-		ev := storage.Event{Type: storage.EventPut, Key: it.key, Value: clone(e.value), Revision: e.rev}
-		if e.deleted {
-			ev.Type, ev.Value = storage.EventDelete, nil
+		ev := storage.Event{Type: storage.EventPut, Key: it.key, Revision: e.rev}
+		switch {
+		case e.deleted:
+			ev.Type = storage.EventDelete
+		case skip == nil || !skip(it.key, e.rev):
+			ev.Value = clone(e.value)
 		}
 		out.Events = append(out.Events, ev)
 		if len(out.Events) == limit {

@@ -56,6 +56,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"ChangeFeed/LatestStateOnly", needFeed(testFeedLatest)},
 		{"ChangeFeed/CancelledContext", needFeed(testFeedCancelled)},
 		{"ChangeFeed/UnderConcurrentWrites", needFeed(testFeedConcurrent)},
+		{"ValueSkipper/SameEventsWithoutSkippedValues", needSkipper(testSkipperEvents)},
+		{"ValueSkipper/Follower", needSkipper(testSkipperFollower)},
 		{"Compactor/CompactedError", needCompactor(testCompacted)},
 		{"Compactor/FollowerRecovers", needCompactor(testCompactedFollower)},
 	} {
@@ -72,6 +74,17 @@ func needFeed(fn func(*testing.T, storage.Store, storage.ChangeFeed)) func(*test
 			t.Skipf("%T does not implement storage.ChangeFeed", s)
 		}
 		fn(t, s, f)
+	}
+}
+
+func needSkipper(fn func(*testing.T, storage.Store, storage.ChangeFeed, storage.ValueSkipper)) func(*testing.T, storage.Store) {
+	return func(t *testing.T, s storage.Store) {
+		f, ok := s.(storage.ChangeFeed)
+		v, ok2 := s.(storage.ValueSkipper)
+		if !ok || !ok2 {
+			t.Skipf("%T does not implement both storage.ChangeFeed and storage.ValueSkipper", s)
+		}
+		fn(t, s, f, v)
 	}
 }
 
