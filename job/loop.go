@@ -72,6 +72,11 @@ type loop struct {
 	renewals chan []renewal
 	claiming bool
 	renewing bool
+	// handovers receives the outcome of passing a held system's lock from
+	// a completed job to the next queued one (handOver); handing holds
+	// those systems meanwhile, which no claim may take.
+	handovers chan claimed
+	handing   map[string]bool
 
 	nextScan  time.Time
 	nextRenew time.Time
@@ -97,6 +102,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		r: r, ctx: ctx, held: map[string]*held{}, fenced: map[*held]bool{},
 		perEndpoint: map[string]int{}, retryAt: map[string]time.Time{}, parked: map[string]map[string]struct{}{},
 		steps: make(chan stepOutcome, 64), claims: make(chan []claimed, 1), renewals: make(chan []renewal, 1),
+		handovers: make(chan claimed, 64), handing: map[string]bool{},
 	}
 	now := r.cfg.Clock.Now()
 	r.health.start(now)
@@ -146,7 +152,9 @@ func (r *Runner) Start(ctx context.Context) error {
 		case <-r.jobWakes.ch:
 			l.wakeJobs(r.jobWakes.take())
 		case cs := <-l.claims:
-			l.claimed(cs)
+			l.claimed(cs, true)
+		case c := <-l.handovers:
+			l.handedOver(c)
 		case rs := <-l.renewals:
 			l.renewed(rs)
 		case <-r.cfg.Clock.After(max(wait, 0)):
@@ -234,7 +242,7 @@ func (l *loop) claim() {
 	now := r.cfg.Clock.Now()
 	var want []claimWant
 	for sys := range r.queue.free {
-		if l.held[sys] != nil {
+		if l.held[sys] != nil || l.handing[sys] {
 			delete(r.queue.free, sys)
 			continue
 		}
@@ -273,8 +281,10 @@ func (l *loop) claim() {
 }
 
 // claimed takes in the systems a claim batch got.
-func (l *loop) claimed(cs []claimed) {
-	l.claiming = false
+func (l *loop) claimed(cs []claimed, batch bool) {
+	if batch {
+		l.claiming = false
+	}
 	r := l.r
 	now := r.cfg.Clock.Now()
 	for _, c := range cs {
@@ -516,18 +526,22 @@ func (l *loop) stepped(o stepOutcome) {
 func (l *loop) drop(h *held, completed bool) {
 	r := l.r
 	delete(l.held, h.sys)
-	l.endpointDone(h.epKey)
 	if completed {
 		// The queue learns of other runners' completions from the change
 		// feed; this runner's own writes are skipped there.
 		r.queue.remove(h.job)
 	}
+	delete(l.fenced, h)
+	l.due.Remove(h)
+	if completed && !h.lost && l.ctx.Err() == nil && len(r.queue.bySys[h.sys]) > 0 && len(l.parked[h.epKey]) == 0 {
+		l.handOver(h, r.queue.bySys[h.sys][0])
+		r.signal(h.job)
+		return
+	}
+	l.endpointDone(h.epKey)
 	if len(r.queue.bySys[h.sys]) > 0 {
 		r.queue.free[h.sys] = struct{}{}
 	}
-
-	delete(l.fenced, h)
-	l.due.Remove(h)
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -538,6 +552,42 @@ func (l *loop) drop(h *held, completed bool) {
 		}
 	}()
 	r.signal(h.job)
+}
+
+// handOver passes the lock of h's system, whose job completed, to next, the
+// system's first queued job, in one compare-and-swap of the lock record
+// (holder next, this runner's lease) instead of a delete and a new claim,
+// and keeps the system's place under EndpointConcurrency: jobs queued on
+// one system follow each other without a claim round. The order rule is the
+// claim's: next is the oldest job this runner knows for the system. drop
+// hands over only when no other system waits for a place at the endpoint
+// (parked), so a long queue on one system does not keep its neighbours
+// waiting. The completed job's BMC connection is closed as after any job
+// (its completion was written after the close). If the write fails (the
+// lease was taken over, the store refused), the system is claimed again the
+// usual way (handedOver).
+func (l *loop) handOver(h *held, next *queued) {
+	r := l.r
+	l.handing[h.sys] = true
+	want := claimWant{sys: h.sys, head: next.name, ep: next.ep}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		_ = r.stepper.Release(context.WithoutCancel(l.ctx), &Job{Name: h.job, Spec: Spec{BMC: h.ep.String()}})
+		sent := r.cfg.Clock.Now()
+		rev, err := r.locks.write(l.ctx, h.sys, lockRecord{Holder: next.name, Owner: r.cfg.Owner}, h.lockRev, r.cfg.LeaseDuration)
+		if err != nil && !lostRace(err) && l.ctx.Err() == nil {
+			r.log.Error(err, "passing the system lock to the next job failed; will claim it again", "system", h.sys, "job", next.name)
+		}
+		l.handovers <- claimed{claimWant: want, job: next.name, rev: rev, sent: sent, ok: err == nil}
+	}()
+}
+
+// handedOver takes in a handover's outcome: the next job holds the system,
+// or the system goes back to claiming (as after a failed claim).
+func (l *loop) handedOver(c claimed) {
+	delete(l.handing, c.sys)
+	l.claimed([]claimed{c}, false)
 }
 
 // renew starts renewing every held lock in the background.
@@ -616,7 +666,10 @@ func (l *loop) stop() {
 		l.stepped(<-l.steps)
 	}
 	if l.claiming {
-		l.claimed(<-l.claims) // so their locks are released below
+		l.claimed(<-l.claims, true) // so their locks are released below
+	}
+	for len(l.handing) > 0 {
+		l.handedOver(<-l.handovers) // likewise
 	}
 	if l.renewing {
 		l.renewed(<-l.renewals)
