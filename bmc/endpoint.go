@@ -195,7 +195,35 @@ func (e Endpoint) HostPort() string {
 // port, independent of protocol. Jobs whose endpoints share a Key never run at
 // the same time.
 func (e Endpoint) Key() string {
-	return strings.ToLower(net.JoinHostPort(e.Host, strconv.Itoa(e.EffectivePort())))
+	var buf [96]byte
+	return string(e.appendKey(buf[:0]))
+}
+
+// appendKey appends Key to b: what strings.ToLower(net.JoinHostPort(host,
+// port)) gives, built in place because schedulers compute keys on every
+// step (TestEndpointKeyMatchesJoinHostPort holds it to that).
+func (e Endpoint) appendKey(b []byte) []byte {
+	bracket := strings.IndexByte(e.Host, ':') >= 0
+	if bracket {
+		b = append(b, '[')
+	}
+	for i := 0; i < len(e.Host); i++ {
+		c := e.Host[i]
+		if c >= 0x80 {
+			// Not ASCII: lower-case it the way strings.ToLower does.
+			b = append(b[:len(b)-i], strings.ToLower(e.Host)...)
+			break
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	if bracket {
+		b = append(b, ']')
+	}
+	b = append(b, ':')
+	return strconv.AppendInt(b, int64(e.EffectivePort()), 10)
 }
 
 // SystemKey identifies the system a job acts on: [Endpoint.Key] (the BMC's
@@ -209,7 +237,8 @@ func (e Endpoint) Key() string {
 // own, distinct from the key of the same system named by its path: address a
 // system the same way in every job.
 func (e Endpoint) SystemKey() string {
-	return e.Key() + e.Path
+	var buf [160]byte
+	return string(append(e.appendKey(buf[:0]), e.Path...))
 }
 
 // SystemID is the last segment of a Redfish system path, or "".

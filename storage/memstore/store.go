@@ -122,14 +122,20 @@ func (s *Store) match(op, key string, revision int64, any bool) error {
 //
 // A stored value is never handed out (readers get copies made under s.mu),
 // so an update copies into the buffer the key already has when it is large
-// enough: a record rewritten many times (a job's status) allocates once.
+// enough: a record rewritten many times (a job's status) allocates a few
+// times, not on every write.
 func (s *Store) write(key string, value []byte, deleted bool) int64 {
 	s.rev++
 	if e := s.entries[key]; e != nil {
-		if deleted {
+		switch {
+		case deleted:
 			e.value = nil
-		} else {
+		case cap(e.value) >= len(value):
 			e.value = append(e.value[:0], value...)
+		default:
+			// Records tend to grow as they are rewritten (a job's status):
+			// room for half as much again saves most of the next growths.
+			e.value = append(make([]byte, 0, len(value)+len(value)/2), value...)
 		}
 		e.rev, e.deleted = s.rev, deleted
 	} else {
