@@ -63,26 +63,31 @@ var (
 	_ bmc.SystemOpener       = trackedOpener{}
 )
 
-func (d *trackedDriver) call(fn func() error) error {
-	d.t.inCall.Add(1)
-	defer d.t.inCall.Add(-1)
-	return fn()
-}
+// Each method counts its call in flight around the forwarded call, without
+// a closure or a defer: this wraps every BMC call of the run.
 
-func (d *trackedDriver) PowerState(ctx context.Context) (st bmc.PowerState, err error) {
-	err = d.call(func() error { st, err = d.d.PowerState(ctx); return err })
+func (d *trackedDriver) PowerState(ctx context.Context) (bmc.PowerState, error) {
+	d.t.inCall.Add(1)
+	st, err := d.d.PowerState(ctx)
+	d.t.inCall.Add(-1)
 	return st, err
 }
 
 func (d *trackedDriver) SetPower(ctx context.Context, a bmc.PowerAction) error {
-	return d.call(func() error { return d.d.SetPower(ctx, a) })
+	d.t.inCall.Add(1)
+	err := d.d.SetPower(ctx, a)
+	d.t.inCall.Add(-1)
+	return err
 }
 
 func (d *trackedDriver) Close(ctx context.Context) error {
 	if d.closed.CompareAndSwap(false, true) {
 		d.t.open.Add(-1)
 	}
-	return d.call(func() error { return d.d.Close(ctx) })
+	d.t.inCall.Add(1)
+	err := d.d.Close(ctx)
+	d.t.inCall.Add(-1)
+	return err
 }
 
 func (d *trackedDriver) SetBootOverride(ctx context.Context, o bmc.BootOverride) error {
@@ -90,15 +95,20 @@ func (d *trackedDriver) SetBootOverride(ctx context.Context, o bmc.BootOverride)
 	if !ok {
 		return fmt.Errorf("driver %T cannot set a boot override: %w", d.d, bmc.ErrNotSupported)
 	}
-	return d.call(func() error { return s.SetBootOverride(ctx, o) })
+	d.t.inCall.Add(1)
+	err := s.SetBootOverride(ctx, o)
+	d.t.inCall.Add(-1)
+	return err
 }
 
-func (d *trackedDriver) BootOverride(ctx context.Context) (o bmc.BootOverride, err error) {
+func (d *trackedDriver) BootOverride(ctx context.Context) (bmc.BootOverride, error) {
 	g, ok := d.d.(bmc.BootOverrideGetter)
 	if !ok {
-		return o, fmt.Errorf("driver %T cannot read the boot override: %w", d.d, bmc.ErrNotSupported)
+		return bmc.BootOverride{}, fmt.Errorf("driver %T cannot read the boot override: %w", d.d, bmc.ErrNotSupported)
 	}
-	err = d.call(func() error { o, err = g.BootOverride(ctx); return err })
+	d.t.inCall.Add(1)
+	o, err := g.BootOverride(ctx)
+	d.t.inCall.Add(-1)
 	return o, err
 }
 
@@ -114,12 +124,9 @@ func (d *trackedDriver) Stats() bmc.Stats {
 type trackedOpener struct{ *trackedDriver }
 
 func (o trackedOpener) OpenSystem(ctx context.Context, ep bmc.Endpoint) (bmc.Driver, error) {
-	var view bmc.Driver
-	err := o.call(func() error {
-		var err error
-		view, err = o.d.(bmc.SystemOpener).OpenSystem(ctx, ep)
-		return err
-	})
+	o.t.inCall.Add(1)
+	view, err := o.d.(bmc.SystemOpener).OpenSystem(ctx, ep)
+	o.t.inCall.Add(-1)
 	if err != nil {
 		return nil, err
 	}

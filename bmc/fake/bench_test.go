@@ -3,6 +3,7 @@ package fake_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/fake"
@@ -66,4 +67,20 @@ func BenchmarkPowerStateParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkPowerStateLatency is a call that waits out its latency on the
+// wall clock under a ctx that can be cancelled, as runners' calls do: its
+// time is mostly the wait, its allocations are the fake's.
+func BenchmarkPowerStateLatency(b *testing.B) {
+	srv := fake.New(fake.Options{Latency: time.Microsecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d, _ := srv.Dial(ctx, testEP, bmc.Credentials{})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := d.PowerState(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

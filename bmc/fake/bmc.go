@@ -28,9 +28,10 @@ var ErrSessionExpired = fmt.Errorf("fake: %w", bmc.ErrSessionExpired)
 //
 // All methods are safe for concurrent use.
 type BMC struct {
-	opts  Options
-	clock Clock
-	lacks map[Capability]bool
+	opts      Options
+	clock     Clock
+	wallClock bool // clock is realClock: latency waits on a pooled timer
+	lacks     map[Capability]bool
 
 	mu        sync.Mutex
 	power     bmc.PowerState // last landed state, On or Off
@@ -43,9 +44,10 @@ type BMC struct {
 	downUntil time.Time // calls fail until then (the BMC restarts)
 	hooks     map[Method]Hook
 	failNext  map[Method]*failure
-	calls     []Call
+	calls     []Call // the call log: a ring of up to CallLogSize entries
+	callsHead int    // index of the oldest entry once the ring is full
 	sessions  SessionStats
-	live      map[int]bool // open, unexpired sessions
+	expiries  int // ExpireSessions calls; a session is live while its epoch matches
 	nextConn  int
 }
 
@@ -125,11 +127,11 @@ func New(opts Options) *BMC {
 		media:    map[bmc.MediaKind]bmc.MediaStatus{},
 		hooks:    map[Method]Hook{},
 		failNext: map[Method]*failure{},
-		live:     map[int]bool{},
 	}
 	if b.clock == nil {
 		b.clock = realClock{}
 	}
+	_, b.wallClock = b.clock.(realClock)
 	for _, c := range opts.Unsupported {
 		b.lacks[c] = true
 	}
@@ -193,31 +195,41 @@ func (b *BMC) FailNext(m Method, n int, err error) {
 func (b *BMC) Calls() []Call {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]Call(nil), b.logged()...)
-}
-
-// logged is the retained call log; called with b.mu held.
-func (b *BMC) logged() []Call {
-	if n := b.opts.CallLogSize; n < 0 {
+	older, newer := b.logged()
+	if len(older)+len(newer) == 0 {
 		return nil
-	} else if len(b.calls) > n {
-		return b.calls[len(b.calls)-n:]
 	}
-	return b.calls
+	out := make([]Call, 0, len(older)+len(newer))
+	return append(append(out, older...), newer...)
 }
 
-// logCall appends c to the call log; called with b.mu held. The slice is
-// compacted when it reaches twice the limit, so appending stays O(1)
-// amortized.
+// logged is the call log, oldest first, in two parts; called with b.mu
+// held.
+func (b *BMC) logged() (older, newer []Call) {
+	return b.calls[b.callsHead:], b.calls[:b.callsHead]
+}
+
+// logCall adds c to the call log; called with b.mu held. The log is a ring
+// that grows (doubling, from a few entries) up to CallLogSize, then
+// overwrites its oldest entry: no allocation once it is full.
 func (b *BMC) logCall(c Call) {
 	n := b.opts.CallLogSize
 	if n < 0 {
 		return
 	}
-	if len(b.calls) >= 2*n {
-		b.calls = append(b.calls[:0], b.calls[len(b.calls)-n:]...)
+	if len(b.calls) < n {
+		if len(b.calls) == cap(b.calls) {
+			grown := make([]Call, len(b.calls), min(n, max(2*cap(b.calls), 16)))
+			copy(grown, b.calls)
+			b.calls = grown
+		}
+		b.calls = append(b.calls, c)
+		return
 	}
-	b.calls = append(b.calls, c)
+	b.calls[b.callsHead] = c
+	if b.callsHead++; b.callsHead == n {
+		b.callsHead = 0
+	}
 }
 
 // CallsTo returns the logged calls of method m, oldest first.
@@ -225,9 +237,12 @@ func (b *BMC) CallsTo(m Method) []Call {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []Call
-	for _, c := range b.logged() {
-		if c.Method == m || m == MethodAny {
-			out = append(out, c)
+	older, newer := b.logged()
+	for _, part := range [2][]Call{older, newer} {
+		for _, c := range part {
+			if c.Method == m || m == MethodAny {
+				out = append(out, c)
+			}
 		}
 	}
 	return out
@@ -237,7 +252,7 @@ func (b *BMC) CallsTo(m Method) []Call {
 func (b *BMC) ResetCalls() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.calls = nil
+	b.calls, b.callsHead = nil, 0
 }
 
 // Sessions returns the session counters.
@@ -253,7 +268,7 @@ func (b *BMC) Sessions() SessionStats {
 func (b *BMC) ExpireSessions() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	clear(b.live)
+	b.expiries++
 }
 
 // State returns a snapshot of the BMC's state, landing any transition that
@@ -326,7 +341,13 @@ func (b *BMC) dial(ctx context.Context, ep bmc.Endpoint, fleet *Fleet, creds bmc
 	b.nextConn++
 	id := b.nextConn
 	b.mu.Unlock()
-	d := &Driver{bmc: b, ep: ep, endpoint: ep.String(), fleet: fleet, sess: &session{bmc: b, id: id}, owner: true}
+	// The driver and its session in one allocation.
+	ds := &struct {
+		d Driver
+		s session
+	}{d: Driver{bmc: b, ep: ep, fleet: fleet, owner: true}, s: session{bmc: b, id: id}}
+	d := &ds.d
+	d.sess = &ds.s
 	err := d.do(ctx, MethodDial, []any{creds.Username}, func() error {
 		if m := b.opts.MaxSessions; m > 0 && b.sessions.Open >= m {
 			return bmc.Transient(fmt.Errorf("session limit reached: %d of %d sessions open", b.sessions.Open, m))
@@ -339,7 +360,7 @@ func (b *BMC) dial(ctx context.Context, ep bmc.Endpoint, fleet *Fleet, creds bmc
 		b.sessions.Logins++
 		b.sessions.Open++
 		b.sessions.MaxOpen = max(b.sessions.MaxOpen, b.sessions.Open)
-		b.live[id] = true
+		d.sess.open, d.sess.epoch = true, b.expiries
 		return nil
 	})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/bmckit/bmckit/bmc"
 )
@@ -16,12 +17,11 @@ import (
 // [bmc.ErrNotSupported]. Every error is a [*bmc.OpError]. Safe for
 // concurrent use.
 type Driver struct {
-	bmc      *BMC // the system this driver acts on
-	ep       bmc.Endpoint
-	endpoint string
-	fleet    *Fleet // the fleet it was dialed through, or nil
-	sess     *session
-	owner    bool // Close ends the session
+	bmc   *BMC // the system this driver acts on
+	ep    bmc.Endpoint
+	fleet *Fleet // the fleet it was dialed through, or nil
+	sess  *session
+	owner bool // Close ends the session
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -33,7 +33,15 @@ type session struct {
 	bmc      *BMC // the BMC that holds the login
 	id       int
 	requests atomic.Int64
+
+	// Guarded by bmc.mu: the session is live (logged in, not closed, not
+	// expired) while open is set and epoch is bmc.expiries.
+	open  bool
+	epoch int
 }
+
+// live reports whether s is open and unexpired; called with s.bmc.mu held.
+func (s *session) live() bool { return s.open && s.epoch == s.bmc.expiries }
 
 var (
 	_ bmc.Driver             = (*Driver)(nil)
@@ -59,14 +67,24 @@ func (d *Driver) do(ctx context.Context, m Method, args []any, op func() error) 
 	b := d.bmc
 	call := Call{Method: m, Args: args, Session: d.sess.id, Time: b.clock.Now()}
 	d.sess.requests.Add(1)
-	err := d.run(ctx, call, op)
+	return d.finish(call, d.run(ctx, call), op)
+}
+
+// finish runs op unless err already fails the call, then wraps the error
+// and logs the call, under one lock: a call is logged as soon as its effect
+// is visible.
+func (d *Driver) finish(call Call, err error, op func() error) error {
+	b := d.bmc
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err == nil {
+		err = op()
+	}
 	if err != nil {
-		err = &bmc.OpError{Op: opName(m), Endpoint: d.endpoint, Err: err}
+		err = &bmc.OpError{Op: opName(call.Method), Endpoint: d.ep.String(), Err: err}
 	}
 	call.Err = err
-	b.mu.Lock()
 	b.logCall(call)
-	b.mu.Unlock()
 	return err
 }
 
@@ -98,46 +116,60 @@ func opName(m Method) string {
 	return string(m)
 }
 
-func (d *Driver) run(ctx context.Context, call Call, op func() error) error {
+// run does everything before op: it returns the error that fails the
+// call, or nil when op is to run.
+func (d *Driver) run(ctx context.Context, call Call) error {
 	b := d.bmc
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if call.Method != MethodClose {
-		sb := d.sess.bmc
-		sb.mu.Lock()
-		live := sb.live[d.sess.id]
-		sb.mu.Unlock()
-		b.mu.Lock()
-		down := b.clock.Now().Before(b.downUntil)
-		b.mu.Unlock()
-		switch {
-		case call.Method != MethodDial && d.closed.Load():
+		if call.Method != MethodDial && d.closed.Load() {
 			return ErrClosed
+		}
+		// One lock when the session is on this BMC (always, except for a
+		// driver from OpenSystem on another system of a Fleet).
+		sb := d.sess.bmc
+		live := true
+		b.mu.Lock()
+		down := !b.downUntil.IsZero() && b.clock.Now().Before(b.downUntil)
+		if sb == b && call.Method != MethodDial {
+			live = d.sess.live()
+		}
+		b.mu.Unlock()
+		if sb != b && call.Method != MethodDial && !down {
+			sb.mu.Lock()
+			live = d.sess.live()
+			sb.mu.Unlock()
+		}
+		switch {
 		case down:
 			return bmc.Transient(ErrUnreachable)
-		case call.Method != MethodDial && !live:
+		case !live:
 			return bmc.Transient(ErrSessionExpired)
 		}
 	}
 	if lat := b.opts.Latency; lat > 0 {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-b.clock.After(lat):
+		if err := b.wait(ctx, lat); err != nil {
+			return err
 		}
 	}
-	b.mu.Lock()
 	var failErr error
-	for _, key := range []Method{call.Method, MethodAny} {
-		if f := b.failNext[key]; f != nil && failErr == nil {
-			failErr = f.err
-			if f.n--; f.n <= 0 {
-				delete(b.failNext, key)
+	var hooks [2]Hook
+	b.mu.Lock()
+	if len(b.failNext) > 0 {
+		for _, key := range [2]Method{call.Method, MethodAny} {
+			if f := b.failNext[key]; f != nil && failErr == nil {
+				failErr = f.err
+				if f.n--; f.n <= 0 {
+					delete(b.failNext, key)
+				}
 			}
 		}
 	}
-	hooks := []Hook{b.hooks[call.Method], b.hooks[MethodAny]}
+	if len(b.hooks) > 0 {
+		hooks = [2]Hook{b.hooks[call.Method], b.hooks[MethodAny]}
+	}
 	b.mu.Unlock()
 	if failErr != nil {
 		return failErr
@@ -150,13 +182,45 @@ func (d *Driver) run(ctx context.Context, call Call, op func() error) error {
 			return err
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return op()
+	return ctx.Err()
 }
+
+// wait waits out the latency lat on the BMC's clock, or until ctx ends.
+func (b *BMC) wait(ctx context.Context, lat time.Duration) error {
+	if !b.wallClock {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-b.clock.After(lat):
+			return nil
+		}
+	}
+	done := ctx.Done()
+	if done == nil {
+		time.Sleep(lat) // a ctx that never ends: no timer or channel to allocate
+		return nil
+	}
+	// A pooled timer instead of time.After's new one per call. Since Go 1.23
+	// a stopped or reset timer delivers no stale tick.
+	t, _ := timers.Get().(*time.Timer)
+	if t == nil {
+		t = time.NewTimer(lat)
+	} else {
+		t.Reset(lat)
+	}
+	select {
+	case <-done:
+		t.Stop()
+		timers.Put(t)
+		return ctx.Err()
+	case <-t.C:
+		timers.Put(t)
+		return nil
+	}
+}
+
+// timers holds stopped or fired *time.Timer for BMC.wait on the wall clock.
+var timers sync.Pool
 
 // Close ends the session. The session counts as closed at once, whatever
 // the ctx, latency or hooks say; the call is still logged and may return an
@@ -175,7 +239,7 @@ func (d *Driver) Close(ctx context.Context) error {
 		sb := d.sess.bmc
 		sb.mu.Lock()
 		sb.sessions.Open--
-		delete(sb.live, d.sess.id)
+		d.sess.open = false
 		sb.mu.Unlock()
 	})
 	if !first {
@@ -221,7 +285,7 @@ func (d *Driver) OpenSystem(ctx context.Context, ep bmc.Endpoint) (bmc.Driver, e
 	case fleetKey(ep) != fleetKey(d.ep):
 		return nil, fail(fmt.Errorf("fake: a driver dialed from a single BMC serves only %s; dial through a Fleet to open other systems: %w", d.ep, bmc.ErrNotSupported))
 	}
-	nd := &Driver{bmc: target, ep: ep, endpoint: ep.String(), fleet: d.fleet, sess: d.sess}
+	nd := &Driver{bmc: target, ep: ep, fleet: d.fleet, sess: d.sess}
 	if err := nd.do(ctx, MethodOpenSystem, []any{ep.String()}, func() error { return nil }); err != nil {
 		return nil, err
 	}
@@ -257,7 +321,25 @@ func (d *Driver) PowerState(ctx context.Context) (bmc.PowerState, error) {
 
 // SetPower implements [bmc.Driver] with the semantics of [bmc.PowerAction].
 func (d *Driver) SetPower(ctx context.Context, action bmc.PowerAction) error {
-	return d.do(ctx, MethodSetPower, []any{action}, func() error { return d.bmc.setPower(action) })
+	return d.do(ctx, MethodSetPower, []any{boxAction(action)}, func() error { return d.bmc.setPower(action) })
+}
+
+// boxAction returns a as an interface value without allocating for the
+// defined actions (a constant converts to an interface statically).
+func boxAction(a bmc.PowerAction) any {
+	switch a {
+	case bmc.PowerActionOn:
+		return bmc.PowerActionOn
+	case bmc.PowerActionOff:
+		return bmc.PowerActionOff
+	case bmc.PowerActionSoftOff:
+		return bmc.PowerActionSoftOff
+	case bmc.PowerActionCycle:
+		return bmc.PowerActionCycle
+	case bmc.PowerActionReset:
+		return bmc.PowerActionReset
+	}
+	return a
 }
 
 // SetBootOverride implements [bmc.BootOverrideSetter]. It supports

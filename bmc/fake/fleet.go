@@ -38,16 +38,19 @@ func fleetKey(ep bmc.Endpoint) string {
 // match, an address with no system path matches the only BMC registered at
 // that host and port, and an address with a path matches a BMC registered
 // there without one, as a Redfish service with a single system would.
-func (f *Fleet) lookup(ep bmc.Endpoint) *BMC {
-	if b := f.bmcs[fleetKey(ep)]; b != nil {
+func (f *Fleet) lookup(ep bmc.Endpoint) *BMC { return f.lookupKey(ep, ep.Key()) }
+
+// lookupKey is lookup with key = ep.Key().
+func (f *Fleet) lookupKey(ep bmc.Endpoint, key string) *BMC {
+	if b := f.bmcs[key+ep.Path]; b != nil {
 		return b
 	}
 	if ep.Path != "" {
-		return f.bmcs[ep.Key()]
+		return f.bmcs[key]
 	}
 	var found *BMC
 	for k, b := range f.bmcs {
-		if strings.HasPrefix(k, ep.Key()+"/") {
+		if strings.HasPrefix(k, key+"/") {
 			if found != nil {
 				return nil // several systems: the address must name one
 			}
@@ -106,7 +109,8 @@ func (f *Fleet) Get(rawURL string) *BMC {
 // and port on its session ([Driver.OpenSystem]); [Fleet.Logins] counts the
 // Dials per host and port.
 func (f *Fleet) Dial(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (bmc.Driver, error) {
-	b, err := f.find(ep)
+	key := ep.Key()
+	b, err := f.findKey(ep, key)
 	if err != nil {
 		return nil, &bmc.OpError{Op: "dial", Endpoint: ep.String(), Err: err}
 	}
@@ -115,16 +119,19 @@ func (f *Fleet) Dial(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials
 		return nil, err
 	}
 	f.mu.Lock()
-	f.logins[ep.Key()]++
+	f.logins[key]++
 	f.mu.Unlock()
 	return d, nil
 }
 
 // find returns the BMC registered at ep, or an error naming ep and the
 // registered addresses.
-func (f *Fleet) find(ep bmc.Endpoint) (*BMC, error) {
+func (f *Fleet) find(ep bmc.Endpoint) (*BMC, error) { return f.findKey(ep, ep.Key()) }
+
+// findKey is find with key = ep.Key().
+func (f *Fleet) findKey(ep bmc.Endpoint, key string) (*BMC, error) {
 	f.mu.RLock()
-	b := f.lookup(ep)
+	b := f.lookupKey(ep, key)
 	var known []string
 	if b == nil {
 		for k := range f.bmcs {

@@ -65,8 +65,14 @@ func (b *BMC) schedule(legs ...step) {
 	b.steps = nil
 	now := b.clock.Now()
 	for _, l := range legs {
-		l.end = now.Add(l.end.Sub(time.Time{}))
+		d := l.end.Sub(time.Time{})
+		l.end = now.Add(d)
 		now = l.end
+		if d == 0 && len(b.steps) == 0 {
+			// Due now, as settle would find: land it without allocating.
+			b.land(l.after)
+			continue
+		}
 		b.steps = append(b.steps, l)
 	}
 	b.settle()
