@@ -55,7 +55,12 @@ func marshalRecord(v any) ([]byte, error) {
 	return gojson.Marshal(v)
 }
 
-func unmarshalRecord(data []byte, v any) error { return gojson.Unmarshal(data, v) }
+func unmarshalRecord(data []byte, v any) error {
+	if decodeFast(data, v) { // codec_decode.go
+		return nil
+	}
+	return gojson.Unmarshal(data, v)
+}
 
 // encodePooled encodes v into a pooled buffer and calls use with the bytes,
 // which are valid only during the call: for writes to a Store, which copies
