@@ -152,3 +152,41 @@ func TestHandOverRefusedFallsBackToClaim(t *testing.T) {
 	assert.Equal(t, 1, store.deletes, "lock deletes")
 	assert.GreaterOrEqual(t, store.updates, 2, "lock updates: the claim of q1 and the handover to q2")
 }
+
+// renewalFirst rewrites a lock record (as a renewal in flight would) just
+// before the first delete of it arrives, so the delete carries a stale
+// revision.
+type renewalFirst struct {
+	storage.Store
+	once sync.Once
+}
+
+func (s *renewalFirst) Changes(ctx context.Context, prefix string, since int64, limit int) (storage.Changes, error) {
+	return s.Store.(storage.ChangeFeed).Changes(ctx, prefix, since, limit)
+}
+
+func (s *renewalFirst) Delete(ctx context.Context, k string, rev int64) error {
+	if strings.Contains(k, "/systems/") {
+		s.once.Do(func() {
+			if rec, err := s.Store.Get(ctx, k); err == nil {
+				_, _ = s.Store.Update(ctx, k, rec.Value, rec.Revision)
+			}
+		})
+	}
+	return s.Store.Delete(ctx, k, rev)
+}
+
+// A renewal that lands between a job's completion and the release of its
+// lock must not leave the lock behind until its lease runs out: the release
+// finds the lock still naming the job and this runner, and deletes it at
+// its new revision.
+func TestReleaseAfterRenewalRace(t *testing.T) {
+	store := &renewalFirst{Store: memstore.New()}
+	b, jobs := runQueued(t, store, 1)
+	inOrder(t, b, jobs)
+	recs, err := store.List(context.Background(), "")
+	require.NoError(t, err)
+	for _, rec := range recs {
+		assert.NotContains(t, rec.Key, "/systems/", "lock record left behind: %s", rec.Value)
+	}
+}

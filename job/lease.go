@@ -2,8 +2,11 @@ package job
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
+
+	"github.com/bmckit/bmckit/storage"
 )
 
 // This file holds the Runner's leases: one renewal loop for every system
@@ -69,6 +72,20 @@ func (r *Runner) release(ctx context.Context, sys, job string, rev int64, comple
 		var err error
 		if completed {
 			err = r.cfg.Store.Delete(ctx, r.locks.key(sys), rev)
+			if errors.Is(err, storage.ErrConflict) {
+				// A renewal in flight when the job completed may have
+				// rewritten the lock since rev. Still this job's and this
+				// runner's: delete it at its current revision. (Left alone,
+				// it would stay until its lease ran out.)
+				cur, curRev, rerr := r.locks.read(ctx, sys)
+				switch {
+				case rerr != nil:
+					err = rerr
+				case curRev != 0 && cur.Holder == job && cur.Owner == r.cfg.Owner && curRev != rev:
+					rev = curRev
+					continue
+				}
+			}
 		} else {
 			_, err = r.locks.write(ctx, sys, lockRecord{Holder: job}, rev, r.cfg.LeaseDuration)
 		}
