@@ -435,6 +435,7 @@ const idleWorkerTimeout = 2 * time.Second
 // (retireIdle), and all of them when it stops. Workers still bounds steps in flight.
 func (l *loop) worker(sw *stepWorker, w stepWork) {
 	defer l.wg.Done()
+	growStack()
 	for w.h != nil {
 		o := l.r.step(w.ctx, w.h, w.j, w.rev, &sw.times)
 		w.cancel()

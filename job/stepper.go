@@ -279,6 +279,7 @@ type stepRun struct {
 	base    context.Context // the step's ctx, bounded by the lock
 	drv     bmc.Driver      // the connection this step used, if any
 	intent  int             // 1 + the task whose intent this step stored, or 0
+	next    bool            // a task succeeded and the next one starts in this step (advanceAll)
 }
 
 func (r *stepRun) run(ctx context.Context) (StepResult, error) {
@@ -323,7 +324,19 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 		return r.finish(ctx, conditions.ResultCanceled, conditions.ReasonCanceled, "canceled on request", conditions.ReasonCanceled)
 	}
 	r.base = ctx
-	return r.advance()
+	return r.advanceAll()
+}
+
+// advanceAll runs advance until the job must wait: again after each task
+// that succeeded with the next one to start (succeedTask sets next).
+func (r *stepRun) advanceAll() (StepResult, error) {
+	for {
+		r.next = false
+		res, err := r.advance()
+		if err != nil || !r.next {
+			return res, err
+		}
+	}
 }
 
 // advance works on the current task until the job must wait: an action is
@@ -686,7 +699,12 @@ func (r *stepRun) succeedTask(ctx context.Context, i int, observed string) (Step
 	if err := r.persist(ctx, j); err != nil {
 		return StepResult{}, err
 	}
-	return r.advance()
+	// The next task follows in this step: advanceAll calls advance again
+	// once this call chain has returned, so a step that runs several tasks
+	// does not stack a call chain per task (goroutine stack growth was a
+	// tenth of the CPU of 10,000 jobs at once).
+	r.next = true
+	return StepResult{}, nil
 }
 
 func (r *stepRun) failTask(ctx context.Context, i int, reason, msg string) (StepResult, error) {
