@@ -139,8 +139,9 @@ func cpuTime() time.Duration {
 }
 
 // countingStore counts committed writes (Create, Update, Delete) of job
-// records. It passes the change feed through: without it the Runner's
-// Follower falls back to listing every job on each scan.
+// records. It passes the change feed through (without it the Runner's
+// Follower falls back to listing every job on each scan), and the feed's
+// storage.ValueSkipper.
 type countingStore struct {
 	storage.Store
 	jobWrites atomic.Int64
@@ -148,6 +149,10 @@ type countingStore struct {
 
 func (s *countingStore) Changes(ctx context.Context, prefix string, since int64, limit int) (storage.Changes, error) {
 	return s.Store.(storage.ChangeFeed).Changes(ctx, prefix, since, limit)
+}
+
+func (s *countingStore) ChangesSkipping(ctx context.Context, prefix string, since int64, limit int, skip func(string, int64) bool) (storage.Changes, error) {
+	return storage.ChangesSkipping(ctx, s.Store.(storage.ChangeFeed), prefix, since, limit, skip)
 }
 
 func (s *countingStore) Create(ctx context.Context, k string, v []byte) (int64, error) {

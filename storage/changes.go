@@ -103,6 +103,27 @@ type ValueSkipper interface {
 	ChangesSkipping(ctx context.Context, prefix string, since int64, limit int, skip func(key string, revision int64) bool) (Changes, error)
 }
 
+// ChangesSkipping reads feed's changes as [ValueSkipper.ChangesSkipping]
+// does: through feed's own ChangesSkipping when it has one, and otherwise
+// through Changes, dropping the values skip asks for. For wrappers of a Store
+// (counting, tracing) that pass its change feed through and want to keep
+// this capability too.
+func ChangesSkipping(ctx context.Context, feed ChangeFeed, prefix string, since int64, limit int, skip func(key string, revision int64) bool) (Changes, error) {
+	if v, ok := feed.(ValueSkipper); ok {
+		return v.ChangesSkipping(ctx, prefix, since, limit, skip)
+	}
+	ch, err := feed.Changes(ctx, prefix, since, limit)
+	if err != nil || skip == nil {
+		return ch, err
+	}
+	for i := range ch.Events {
+		if ev := &ch.Events[i]; ev.Type == EventPut && skip(ev.Key, ev.Revision) {
+			ev.Value = nil
+		}
+	}
+	return ch, nil
+}
+
 // Compactor is the optional capability of a [Store] whose [ChangeFeed] keeps
 // deletion markers (tombstones). Compact forgets the tombstones with a
 // revision up to and including revision (capped at the store's current

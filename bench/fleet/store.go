@@ -78,9 +78,10 @@ type countingStore struct {
 }
 
 var (
-	_ storage.Store      = (*countingStore)(nil)
-	_ storage.ChangeFeed = (*countingStore)(nil)
-	_ storage.Compactor  = (*countingStore)(nil)
+	_ storage.Store        = (*countingStore)(nil)
+	_ storage.ChangeFeed   = (*countingStore)(nil)
+	_ storage.ValueSkipper = (*countingStore)(nil)
+	_ storage.Compactor    = (*countingStore)(nil)
 )
 
 // newCountingStore wraps s, whose runners use keyPrefix (job.Config.KeyPrefix).
@@ -174,6 +175,12 @@ func (s *countingStore) List(ctx context.Context, prefix string) ([]storage.Reco
 
 func (s *countingStore) Changes(ctx context.Context, prefix string, since int64, limit int) (storage.Changes, error) {
 	return s.feed.Changes(ctx, prefix, since, limit)
+}
+
+// ChangesSkipping passes storage.ValueSkipper through (or emulates it over
+// a store without), as the Runner would find it without the wrapper.
+func (s *countingStore) ChangesSkipping(ctx context.Context, prefix string, since int64, limit int, skip func(string, int64) bool) (storage.Changes, error) {
+	return storage.ChangesSkipping(ctx, s.feed, prefix, since, limit, skip)
 }
 
 func (s *countingStore) Compact(ctx context.Context, revision int64) error {
