@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -91,52 +90,14 @@ func BenchmarkRunner(b *testing.B) {
 
 // BenchmarkStep drives one 3-task job to completion per iteration with the
 // Stepper alone (no store, no scheduling): the state machine's own cost.
-func BenchmarkStep(b *testing.B) { benchStep(b, job.StepperConfig{}) }
+func BenchmarkStep(b *testing.B) { job.BenchSteps(b, job.StepperConfig{}, false) }
 
-// benchStep runs one 3-task job to completion per iteration on a Stepper
-// built from cfg (Dialer set to a fake BMC) and reports tasks/s and CPU per
-// task.
-func benchStep(b *testing.B, cfg job.StepperConfig) {
-	cfg.Dialer = fake.New(fake.Options{Power: bmc.PowerOn})
-	s, err := job.NewStepper(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	persist := func(context.Context, *job.Job) error { return nil }
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := cpuTime()
-	for i := 0; i < b.N; i++ {
-		j := &job.Job{Name: "s", Generation: 1, Spec: netboot("redfish://10.9.0.1/redfish/v1/Systems/1")}
-		j.Spec.CredentialsRef = ""
-		for {
-			res, err := s.Step(ctx, j, persist)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if res.Done {
-				break
-			}
-		}
-		if j.Status.Result != "Succeeded" {
-			b.Fatal(j.Status.Message)
-		}
-	}
-	b.ReportMetric(float64(3*b.N)/b.Elapsed().Seconds(), "tasks/s")
-	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(3*b.N), "cpu-µs/task")
-}
+// BenchmarkStepStored is BenchmarkStep plus the store work every job needs
+// whoever runs it (job.BenchSteps): BenchmarkRunner's CPU per task over
+// this one's is what the Runner adds by scheduling.
+func BenchmarkStepStored(b *testing.B) { job.BenchSteps(b, job.StepperConfig{}, true) }
 
-// cpuTime is the CPU time (user + system) the process used so far, from
-// its own accounting: the stable figure on a shared machine, where wall
-// clock rates move with other load.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func cpuTime() time.Duration { return job.CPUTime() }
 
 // countingStore counts committed writes (Create, Update, Delete) of job
 // records. It passes the change feed through (without it the Runner's

@@ -276,11 +276,11 @@ func fmtAll[E any](evs []E) string { return fmt.Sprintf("%+v", evs) }
 // event (each an atomic add): the observer's own cost per job.
 func BenchmarkStepObserved(b *testing.B) {
 	var n atomic.Int64
-	benchStep(b, job.StepperConfig{Observer: job.Observer{
+	job.BenchSteps(b, job.StepperConfig{Observer: job.Observer{
 		JobStarted: func(job.JobEvent) { n.Add(1) }, JobFinished: func(job.JobEvent) { n.Add(1) },
 		TaskStarted: func(job.TaskEvent) { n.Add(1) }, TaskFinished: func(job.TaskEvent) { n.Add(1) },
 		BMCError: func(job.BMCErrorEvent) { n.Add(1) }, Wire: func(job.WireEvent) { n.Add(1) },
-	}})
+	}}, false)
 	if n.Load() == 0 {
 		b.Fatal("no events")
 	}
