@@ -58,6 +58,7 @@ type config struct {
 	submitters          int
 	dsn                 string
 	timeout             time.Duration
+	heapProfile         string
 }
 
 const keyPrefix = "bmckit/"
@@ -79,6 +80,7 @@ func main() {
 	flag.StringVar(&c.dsn, "dsn", envOr("BMCKIT_BENCH_POSTGRES_DSN", "postgres://bmckit:bmckit@127.0.0.1:5432/bmckit?sslmode=disable"),
 		"postgres: server DSN (default from BMCKIT_BENCH_POSTGRES_DSN)")
 	flag.DurationVar(&c.timeout, "timeout", 15*time.Minute, "give up (and report the unfinished jobs) after this long")
+	flag.StringVar(&c.heapProfile, "memprofile", "", "write a heap profile (in use as of the last GC, and allocated so far) to this file the first time 90% of the jobs are in a step at once")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Usage = func() {
 		out := flag.CommandLine.Output()
@@ -264,6 +266,7 @@ type result struct {
 	wall, one, formula     time.Duration
 	formulaText, callsText string
 	cpu                    time.Duration
+	usage                  usage         // of the run: cpu, split, with page faults
 	serverCPU              time.Duration // PostgreSQL's, -1 if unknown
 	counts                 *writeCounts
 	samples                []sample
@@ -348,13 +351,13 @@ func run(c config) (bool, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, len(runners))
-	smp := startSampler(tr, 10*time.Millisecond)
+	smp := startSampler(tr, 10*time.Millisecond, c.n, c.heapProfile)
 	res.serverCPU = -1
 	var srv0 time.Duration
 	if srvCPU != nil {
 		srv0 = srvCPU()
 	}
-	cpu0 := cpuTime()
+	u0 := usageNow()
 	t0 := time.Now()
 	for _, r := range runners {
 		go func() { done <- r.Start(rctx) }()
@@ -367,7 +370,8 @@ func run(c config) (bool, error) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	res.cpu = cpuTime() - cpu0
+	res.usage = usageNow().sub(u0)
+	res.cpu = res.usage.cpu()
 	if srvCPU != nil {
 		res.serverCPU = srvCPU() - srv0
 	}
@@ -514,7 +518,8 @@ func report(c config, res result, tgt target, storeDesc string, startedAt time.T
 		fmt.Printf("- Every system's lock was released %s after Start (the last job's BMC connection closes before its lock is deleted).\n", fmtDur(res.freed))
 	}
 	fmt.Printf("- One job alone (same process and store, own key prefix, before the fleet run): %s; its critical path: %s.\n", fmtDur(res.one), res.callsText)
-	fmt.Printf("- CPU: %s user+system for the whole process over the run (getrusage), %d tasks", fmtDur(res.cpu), int(tasks))
+	fmt.Printf("- CPU: %s user+system for the whole process over the run (getrusage), %d tasks; system %s (%.0f%%), %.1f minor page faults per job",
+		fmtDur(res.cpu), int(tasks), fmtDur(res.usage.sys), 100*float64(res.usage.sys)/max(float64(res.cpu), 1), float64(res.usage.minFaults)/float64(c.n))
 	switch {
 	case res.serverCPU >= 0:
 		fmt.Printf("; PostgreSQL's own CPU (the cluster's postmaster and its children, from /proc; other clients of the same cluster count too): %s", fmtDur(res.serverCPU))

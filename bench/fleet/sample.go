@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"math"
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,20 +32,29 @@ func (s sample) active() int64 { return s.inCall + s.inStore }
 
 // sampler looks at the process every interval until stopped.
 type sampler struct {
-	t       *tracker
-	stopCh  chan struct{}
-	doneCh  chan struct{}
-	samples []sample
+	t *tracker
+	// heapProfile, if set, gets a heap profile (in-use and allocated
+	// bytes) the first time most jobs are in a step at once.
+	heapProfile string
+	n           int
+	stopCh      chan struct{}
+	doneCh      chan struct{}
+	samples     []sample
 }
 
-func startSampler(t *tracker, every time.Duration) *sampler {
-	s := &sampler{t: t, stopCh: make(chan struct{}), doneCh: make(chan struct{})}
+func startSampler(t *tracker, every time.Duration, n int, heapProfile string) *sampler {
+	s := &sampler{t: t, stopCh: make(chan struct{}), doneCh: make(chan struct{}), n: n, heapProfile: heapProfile}
 	go func() {
 		defer close(s.doneCh)
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
-			s.samples = append(s.samples, s.look())
+			smp := s.look()
+			s.samples = append(s.samples, smp)
+			if s.heapProfile != "" && smp.active() >= int64(s.n)*9/10 {
+				writeHeapProfile(s.heapProfile)
+				s.heapProfile = ""
+			}
 			select {
 			case <-s.stopCh:
 				return
@@ -65,6 +76,21 @@ func (s *sampler) stop() []sample {
 	return s.samples
 }
 
+// writeHeapProfile writes the heap profile as of the last GC to path, or
+// says on stderr why it could not.
+func writeHeapProfile(path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("heap").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench/fleet: heap profile:", err)
+	}
+}
+
 var liveHeapMetric = []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 
 // liveHeap is the heap occupied by live objects as of the last GC.
@@ -77,12 +103,26 @@ func liveHeap() uint64 {
 }
 
 // cpuTime is the CPU time (user + system) this process used so far.
-func cpuTime() time.Duration {
+func cpuTime() time.Duration { return usageNow().cpu() }
+
+// usage is this process's resource use so far (getrusage).
+type usage struct {
+	user, sys time.Duration
+	minFaults int64 // minor page faults: first touches of fresh memory, mostly
+}
+
+func (u usage) cpu() time.Duration { return u.user + u.sys }
+
+func (u usage) sub(v usage) usage {
+	return usage{user: u.user - v.user, sys: u.sys - v.sys, minFaults: u.minFaults - v.minFaults}
+}
+
+func usageNow() usage {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return usage{}
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return usage{user: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano()), minFaults: ru.Minflt}
 }
 
 // procStatusKB reads a "Name: N kB" line of /proc/self/status.
