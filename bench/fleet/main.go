@@ -73,7 +73,7 @@ func main() {
 	flag.IntVar(&c.workers, "workers", 0, "job.Config.Workers (0: the job package's default)")
 	flag.IntVar(&c.endpointConcurrency, "endpoint-concurrency", 0, "job.Config.EndpointConcurrency (0: the job package's default)")
 	flag.IntVar(&c.endpoints, "endpoints", 4, "redfish: simulated endpoints the systems are spread over")
-	flag.DurationVar(&c.powerDelay, "power-delay", 2*time.Second, "redfish: how long a power change takes to land")
+	flag.DurationVar(&c.powerDelay, "power-delay", -1, "how long a power change takes to land (default: 0 on fake, where a job runs in one step; 2s on redfish)")
 	flag.Float64Var(&c.requestLimit, "request-limit", 0, "redfish: requests/s each simulated endpoint serves; it answers 503 beyond (0: no limit)")
 	flag.Float64Var(&c.rps, "rps", 0, "redfish: the driver's request budget per endpoint, redfish.Options.RequestsPerSecond (0: its default; negative: none)")
 	flag.IntVar(&c.submitters, "submitters", 64, "goroutines submitting the jobs")
@@ -290,8 +290,14 @@ func run(c config) (bool, error) {
 
 	var tgt target
 	var err error
+	if c.powerDelay < 0 {
+		c.powerDelay = 0
+		if c.target == "redfish" {
+			c.powerDelay = 2 * time.Second
+		}
+	}
 	if c.target == "fake" {
-		tgt, err = newFakeTarget(c.n, c.latency)
+		tgt, err = newFakeTarget(c.n, c.latency, c.powerDelay)
 	} else {
 		tgt, err = newRedfishTarget(c.n, c.endpoints, c.powerDelay, c.requestLimit, c.rps)
 	}
@@ -484,10 +490,11 @@ func report(c config, res result, tgt target, storeDesc string, startedAt time.T
 	// job in a step (each runs on a goroutine of its own), per waiting job.
 	// An upper bound: the runner's own goroutines and HTTP connections
 	// count too.
-	// On the fake, power lands at once and a job runs in one step: a job
-	// "waiting" by the sampler's count is one mid-step on a busy CPU.
+	// On the fake without -power-delay, power lands at once and a job runs
+	// in one step: a job "waiting" by the sampler's count is one mid-step on
+	// a busy CPU.
 	gw := "n/a (no job waited)"
-	if c.target == "fake" {
+	if c.target == "fake" && c.powerDelay == 0 {
 		gw = "n/a (jobs never wait: power lands at once)"
 	} else if w := mostWaiting.waiting(); w >= max(10, int64(c.n)/4) {
 		gw = fmt.Sprintf("≤ %.2f", float64(int64(mostWaiting.goroutines-res.g0)-mostWaiting.active())/float64(w))

@@ -14,6 +14,7 @@ func TestSmallRuns(t *testing.T) {
 		{target: "fake", n: 40, latency: time.Millisecond, store: "memstore", replicas: 1},
 		{target: "fake", n: 40, latency: time.Millisecond, store: "memstore", replicas: 3},
 		{target: "fake", n: 40, latency: time.Millisecond, store: "boltstore", replicas: 1},
+		{target: "fake", n: 40, latency: time.Millisecond, powerDelay: 50 * time.Millisecond, store: "memstore", replicas: 1},
 		{target: "redfish", n: 8, endpoints: 2, powerDelay: 100 * time.Millisecond, store: "memstore", replicas: 1},
 	} {
 		c.submitters, c.timeout = 8, time.Minute

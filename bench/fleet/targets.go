@@ -51,7 +51,8 @@ func netboot(bmcURL, credsRef string) job.Spec {
 const tasksPerJob = 3
 
 // fakeTarget is one bmc/fake BMC per job, each its own endpoint, every
-// call taking latency, power landing at once, all servers On at first.
+// call taking latency, power landing powerDelay after the request (at once
+// by default), all servers On at first.
 type fakeTarget struct {
 	latency    time.Duration
 	fleet      *fake.Fleet
@@ -62,10 +63,10 @@ type fakeTarget struct {
 	probeBMC   *fake.BMC
 }
 
-func newFakeTarget(n int, latency time.Duration) (*fakeTarget, error) {
+func newFakeTarget(n int, latency, powerDelay time.Duration) (*fakeTarget, error) {
 	t := &fakeTarget{latency: latency, fleet: fake.NewFleet(), probeFleet: fake.NewFleet(),
 		urls: make([]string, n), bmcs: make([]*fake.BMC, n)}
-	opts := fake.Options{Power: bmc.PowerOn, Latency: latency, CallLogSize: 64}
+	opts := fake.Options{Power: bmc.PowerOn, Latency: latency, PowerTransition: powerDelay, CallLogSize: 64}
 	for i := range n {
 		t.urls[i] = fmt.Sprintf("redfish://10.%d.%d.%d/redfish/v1/Systems/1", 1+i>>16, (i>>8)&255, i&255)
 		b, err := t.fleet.AddNew(t.urls[i], opts)
