@@ -3,6 +3,7 @@ package job
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -55,11 +56,31 @@ func marshalRecord(v any) ([]byte, error) {
 	return gojson.Marshal(v)
 }
 
-func unmarshalRecord(data []byte, v any) error {
-	if decodeFast(data, v) { // codec_decode.go
-		return nil
+// DecodeRecord decodes a job record as a Runner stores it (the value under
+// "<KeyPrefix>jobs/<name>"), for hosts that read the Store themselves (a
+// dashboard, a migration). Use it rather than encoding/json: a record
+// leaves out each task's conditions when they follow from the task's
+// other fields (docs/jobs.md), and DecodeRecord puts them back.
+func DecodeRecord(data []byte) (*Job, error) {
+	var j Job
+	if err := unmarshalRecord(data, &j); err != nil {
+		return nil, fmt.Errorf("job: decoding a job record: %w", err)
 	}
-	return gojson.Unmarshal(data, v)
+	return &j, nil
+}
+
+// unmarshalRecord decodes a record into v; a *Job gets back the task
+// conditions its record leaves out (codec_taskconditions.go).
+func unmarshalRecord(data []byte, v any) error {
+	if !decodeFast(data, v) { // codec_decode.go
+		if err := gojson.Unmarshal(data, v); err != nil {
+			return err
+		}
+	}
+	if j, ok := v.(*Job); ok {
+		restoreTaskConditions(&j.Status)
+	}
+	return nil
 }
 
 // encodePooled encodes v into a pooled buffer and calls use with the bytes,
@@ -187,7 +208,7 @@ func appendStatus(b []byte, s *Status, tc *timeCache) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if b, err = appendTaskStatus(b, &s.Tasks[i], tc); err != nil {
+			if b, err = appendTaskStatus(b, &s.Tasks[i], s, tc); err != nil {
 				return b, err
 			}
 		}
@@ -219,11 +240,18 @@ func appendStatus(b []byte, s *Status, tc *timeCache) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func appendTaskStatus(b []byte, s *task.Status, tc *timeCache) ([]byte, error) {
+// appendTaskStatus appends task status s of job status st; its conditions
+// are left out when the decoder derives them (codec_taskconditions.go).
+func appendTaskStatus(b []byte, s *task.Status, st *Status, tc *timeCache) ([]byte, error) {
 	var err error
 	start := len(b)
 	b = append(b, '{')
-	if len(s.Conditions) > 0 {
+	leftOut, derivable := taskConditionsLeftOut(st, s)
+	switch {
+	case leftOut:
+	case len(s.Conditions) == 0 && derivable:
+		b = append(b, `"conditions":[],`...)
+	case len(s.Conditions) > 0:
 		b = append(b, `"conditions":`...)
 		if b, err = appendConditions(b, s.Conditions, tc); err != nil {
 			return b, err

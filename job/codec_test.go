@@ -83,7 +83,10 @@ func fillRandom(r *rand.Rand, v reflect.Value, zeroP float64, depth int) {
 // TestCodecMatchesGoJSON: the hand encoder writes exactly go-json's bytes
 // (so stored records decode as before), for the benchmark fixture, a zero
 // job, and random jobs and lock records with every field set or left zero.
+// Task conditions are written out here (elideTaskConditions off), as go-json
+// writes them; TestTaskConditionsLeftOut* cover leaving them out.
 func TestCodecMatchesGoJSON(t *testing.T) {
+	writeTaskConditions(t)
 	var fixture Job
 	if err := json.Unmarshal([]byte(codecFixture), &fixture); err != nil {
 		t.Fatal(err)
@@ -228,6 +231,7 @@ func BenchmarkCodecMarshalGoJSON(b *testing.B) {
 // cache goes on to unrelated jobs whose times differ or repeat in another
 // order.
 func TestCodecTimeCache(t *testing.T) {
+	writeTaskConditions(t)
 	r := rand.New(rand.NewSource(2))
 	c := specCache{times: new(timeCache)}
 	check := func(step string, j *Job) {
@@ -291,4 +295,12 @@ func TestCodecTimeCache(t *testing.T) {
 	if !bytes.Contains(got, []byte(`"createdAt":"9970-`)) {
 		t.Fatalf("the cached text was not used: %s", got)
 	}
+}
+
+// writeTaskConditions turns off leaving out derivable task conditions until
+// the test ends, for tests that compare the hand encoder's bytes with
+// go-json's. Such tests must not run in parallel.
+func writeTaskConditions(t *testing.T) {
+	elideTaskConditions = false
+	t.Cleanup(func() { elideTaskConditions = true })
 }
