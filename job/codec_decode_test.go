@@ -330,7 +330,39 @@ func FuzzRecordDecode(f *testing.F) {
 	for _, s := range decodeSeeds {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, data []byte) { checkDecode(t, data) })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkDecode(t, data)
+		checkRecordRoundTrip(t, data)
+	})
+}
+
+// checkRecordRoundTrip: a record DecodeRecord accepts encodes (leaving out
+// what it may) to a record that decodes to the same job: leaving task
+// conditions out and restoring them loses nothing, whatever the record
+// held.
+func checkRecordRoundTrip(t *testing.T, data []byte) {
+	t.Helper()
+	j, err := DecodeRecord(data)
+	if err != nil {
+		return
+	}
+	again, err := marshalRecord(j)
+	if err != nil {
+		return // a time go-json refuses to encode
+	}
+	back, err := DecodeRecord(again)
+	if err != nil {
+		t.Fatalf("re-encoded record does not decode (%v):\n%s\nfrom\n%q", err, again, data)
+	}
+	// Compare as the full encoding: decoded strings of invalid UTF-8 and
+	// times in other zones compare by their text.
+	writeAllTaskConditions.Store(true)
+	a, err1 := marshalRecord(j)
+	b, err2 := marshalRecord(back)
+	writeAllTaskConditions.Store(false)
+	if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+		t.Fatalf("round trip changed the job:\n %s\n %s\nfrom\n%q", a, b, data)
+	}
 }
 
 // TestRecordDecodeRandom: the records of random jobs with every field set

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/bmckit/bmckit/conditions"
@@ -25,9 +26,10 @@ import (
 // never started). conditions.Set truncates every time to the second, in
 // UTC.
 
-// elideTaskConditions turns the leaving out on; tests turn it off to compare
-// the hand encoder's bytes with go-json's.
-var elideTaskConditions = true
+// writeAllTaskConditions turns the leaving out off: tests set it to compare
+// the hand encoder's bytes with go-json's (atomic: a test's leftover
+// goroutines may still encode).
+var writeAllTaskConditions atomic.Bool
 
 // derivedTaskConditions returns the Completed and Running conditions the
 // Stepper gives task status ts of a job whose status is st. ok is false
@@ -81,7 +83,7 @@ func secondUTC(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
 // when the decoder would restore conditions for ts (a task whose
 // conditions are empty must then be written as "conditions":[]).
 func taskConditionsLeftOut(st *Status, ts *task.Status) (leftOut, derivable bool) {
-	if !elideTaskConditions {
+	if writeAllTaskConditions.Load() {
 		return false, false
 	}
 	c, r, ok := derivedTaskConditions(st, ts)

@@ -83,7 +83,7 @@ func fillRandom(r *rand.Rand, v reflect.Value, zeroP float64, depth int) {
 // TestCodecMatchesGoJSON: the hand encoder writes exactly go-json's bytes
 // (so stored records decode as before), for the benchmark fixture, a zero
 // job, and random jobs and lock records with every field set or left zero.
-// Task conditions are written out here (elideTaskConditions off), as go-json
+// Task conditions are written out here (writeAllTaskConditions set), as go-json
 // writes them; TestTaskConditionsLeftOut* cover leaving them out.
 func TestCodecMatchesGoJSON(t *testing.T) {
 	writeTaskConditions(t)
@@ -301,6 +301,6 @@ func TestCodecTimeCache(t *testing.T) {
 // the test ends, for tests that compare the hand encoder's bytes with
 // go-json's. Such tests must not run in parallel.
 func writeTaskConditions(t *testing.T) {
-	elideTaskConditions = false
-	t.Cleanup(func() { elideTaskConditions = true })
+	writeAllTaskConditions.Store(true)
+	t.Cleanup(func() { writeAllTaskConditions.Store(false) })
 }

@@ -29,9 +29,9 @@ func TestStoredRecordReadableAcrossTimestamp(t *testing.T) {
 	assert.Equal(t, 150*time.Millisecond, j.Status.Wire.ThrottleWait)
 
 	// Written out in full, it is the same JSON.
-	elideTaskConditions = false
+	writeAllTaskConditions.Store(true)
 	again, err := marshalRecord(&j)
-	elideTaskConditions = true
+	writeAllTaskConditions.Store(false)
 	require.NoError(t, err)
 	var want, got any
 	require.NoError(t, json.Unmarshal([]byte(codecFixture), &want))
