@@ -62,7 +62,7 @@ func Set(conds *[]Condition, c Condition) bool {
 	if t.IsZero() {
 		t = time.Now()
 	}
-	ts := timestamp.New(t.UTC().Truncate(time.Second))
+	ts := timestamp.New(TransitionTime(t))
 	for i := range *conds {
 		ex := &(*conds)[i]
 		if ex.Type != c.Type {
@@ -92,6 +92,10 @@ func Set(conds *[]Condition, c Condition) bool {
 	*conds = append(*conds, c)
 	return true
 }
+
+// TransitionTime is t as Set stores a LastTransitionTime: in UTC, truncated
+// to the second.
+func TransitionTime(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
 
 // Get returns the condition of the given type, or nil.
 func Get(conds []Condition, condType string) *Condition {

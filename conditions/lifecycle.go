@@ -58,10 +58,13 @@ const (
 	ReasonVerificationFailed = "VerificationFailed"
 )
 
+// MessagePending is the message MarkPending sets.
+const MessagePending = "waiting to start"
+
 // MarkPending sets Completed=False and Running=False with reason Pending.
 func MarkPending(conds *[]Condition, generation int64, now time.Time) bool {
-	a := Set(conds, Condition{Type: TypeCompleted, Status: False, Reason: ReasonPending, Message: "waiting to start", ObservedGeneration: generation, LastTransitionTime: timestamp.New(now)})
-	b := Set(conds, Condition{Type: TypeRunning, Status: False, Reason: ReasonPending, Message: "waiting to start", ObservedGeneration: generation, LastTransitionTime: timestamp.New(now)})
+	a := Set(conds, Condition{Type: TypeCompleted, Status: False, Reason: ReasonPending, Message: MessagePending, ObservedGeneration: generation, LastTransitionTime: timestamp.New(now)})
+	b := Set(conds, Condition{Type: TypeRunning, Status: False, Reason: ReasonPending, Message: MessagePending, ObservedGeneration: generation, LastTransitionTime: timestamp.New(now)})
 	return a || b
 }
 

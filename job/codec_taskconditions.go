@@ -23,8 +23,8 @@ import (
 // stays the job's start); succeedTask, failTask and finish mark it
 // Completed with the task's reason and message at its completion time,
 // which flips both (Running's time stays the job's start for a task that
-// never started). conditions.Set truncates every time to the second, in
-// UTC.
+// never started). Times are as conditions.Set stores them
+// (conditions.TransitionTime), messages the constants the transitions use.
 
 // writeAllTaskConditions turns the leaving out off: tests set it to compare
 // the hand encoder's bytes with go-json's (atomic: a test's leftover
@@ -40,7 +40,7 @@ func derivedTaskConditions(st *Status, ts *task.Status) (completed, running cond
 		return completed, running, false
 	}
 	gen := st.ObservedGeneration
-	jobStart := secondUTC(st.StartTime.Time)
+	jobStart := conditions.TransitionTime(st.StartTime.Time)
 	cond := func(typ string, status conditions.Status, reason, msg string, at time.Time) conditions.Condition {
 		c := conditions.Condition{Type: typ, Status: status, ObservedGeneration: gen, Reason: reason, Message: msg}
 		c.LastTransitionTime.Time = at
@@ -48,21 +48,21 @@ func derivedTaskConditions(st *Status, ts *task.Status) (completed, running cond
 	}
 	switch ts.Phase {
 	case task.PhasePending:
-		const msg = "waiting to start"
+		const msg = conditions.MessagePending
 		return cond(conditions.TypeCompleted, conditions.False, conditions.ReasonPending, msg, jobStart),
 			cond(conditions.TypeRunning, conditions.False, conditions.ReasonPending, msg, jobStart), true
 	case task.PhaseStarted, task.PhaseRequested:
 		if ts.StartTime == nil {
 			return completed, running, false
 		}
-		const msg = "started"
+		const msg = taskStartedMessage
 		return cond(conditions.TypeCompleted, conditions.False, conditions.ReasonRunning, msg, jobStart),
-			cond(conditions.TypeRunning, conditions.True, conditions.ReasonRunning, msg, secondUTC(ts.StartTime.Time)), true
+			cond(conditions.TypeRunning, conditions.True, conditions.ReasonRunning, msg, conditions.TransitionTime(ts.StartTime.Time)), true
 	case task.PhaseDone:
 		if ts.CompletionTime == nil || ts.Reason == "" {
 			return completed, running, false
 		}
-		done := secondUTC(ts.CompletionTime.Time)
+		done := conditions.TransitionTime(ts.CompletionTime.Time)
 		runningAt := done
 		if ts.StartTime == nil { // never started: Running stayed False
 			runningAt = jobStart
@@ -72,9 +72,6 @@ func derivedTaskConditions(st *Status, ts *task.Status) (completed, running cond
 	}
 	return completed, running, false
 }
-
-// secondUTC is t as conditions.Set stores a transition time.
-func secondUTC(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
 
 // taskConditionsLeftOut reports whether ts's conditions may be left out of
 // the record: they are exactly the derived ones, times included in the same

@@ -29,9 +29,7 @@ func TestStoredRecordReadableAcrossTimestamp(t *testing.T) {
 	assert.Equal(t, 150*time.Millisecond, j.Status.Wire.ThrottleWait)
 
 	// Written out in full, it is the same JSON.
-	writeAllTaskConditions.Store(true)
-	again, err := marshalRecord(&j)
-	writeAllTaskConditions.Store(false)
+	again, err := marshalFull(&j)
 	require.NoError(t, err)
 	var want, got any
 	require.NoError(t, json.Unmarshal([]byte(codecFixture), &want))

@@ -407,6 +407,10 @@ func (r *stepRun) advance() (StepResult, error) {
 	return r.failTask(ctx, i, conditions.ReasonFailed, fmt.Sprintf("unknown task phase %q in stored status", ts.Phase))
 }
 
+// taskStartedMessage is the message of a task's conditions from its start
+// until it completes (the record codec derives it: codec_taskconditions.go).
+const taskStartedMessage = "started"
+
 // startTask records (in memory) that task i starts now. A task that sends
 // nothing to the BMC (wait for boot) starts directly in phase Requested.
 func (r *stepRun) startTask(i int) {
@@ -420,7 +424,7 @@ func (r *stepRun) startTask(i int) {
 	}
 	ts.Attempts = 1
 	ts.StartTime = timestamp.Ptr(now)
-	conditions.MarkRunning(&ts.Conditions, j.Generation, "started", now)
+	conditions.MarkRunning(&ts.Conditions, j.Generation, taskStartedMessage, now)
 	conditions.MarkRunning(&j.Status.Conditions, j.Generation, fmt.Sprintf("running task %d of %d (%s)", i+1, len(j.Spec.Tasks), j.Spec.Tasks[i].Describe()), now)
 	r.intent = i + 1
 }

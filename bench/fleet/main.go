@@ -265,8 +265,7 @@ func probe(ctx context.Context, c config, store storage.Store, tgt target) (time
 type result struct {
 	wall, one, formula     time.Duration
 	formulaText, callsText string
-	cpu                    time.Duration
-	usage                  usage         // of the run: cpu, split, with page faults
+	usage                  usage         // of the run (getrusage): CPU, split, and page faults
 	serverCPU              time.Duration // PostgreSQL's, -1 if unknown
 	counts                 *writeCounts
 	samples                []sample
@@ -377,7 +376,6 @@ func run(c config) (bool, error) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	res.usage = usageNow().sub(u0)
-	res.cpu = res.usage.cpu()
 	if srvCPU != nil {
 		res.serverCPU = srvCPU() - srv0
 	}
@@ -505,7 +503,7 @@ func report(c config, res result, tgt target, storeDesc string, startedAt time.T
 		}
 		return "**NO**"
 	}
-	cpuCell := fmtDur(time.Duration(float64(res.cpu) / tasks))
+	cpuCell := fmtDur(time.Duration(float64(res.usage.cpu()) / tasks))
 	if res.serverCPU >= 0 {
 		cpuCell += " + " + fmtDur(time.Duration(float64(res.serverCPU)/tasks)) + " PostgreSQL"
 	}
@@ -525,8 +523,9 @@ func report(c config, res result, tgt target, storeDesc string, startedAt time.T
 		fmt.Printf("- Every system's lock was released %s after Start (the last job's BMC connection closes before its lock is deleted).\n", fmtDur(res.freed))
 	}
 	fmt.Printf("- One job alone (same process and store, own key prefix, before the fleet run): %s; its critical path: %s.\n", fmtDur(res.one), res.callsText)
+	cpu := res.usage.cpu()
 	fmt.Printf("- CPU: %s user+system for the whole process over the run (getrusage), %d tasks; system %s (%.0f%%), %.1f minor page faults per job",
-		fmtDur(res.cpu), int(tasks), fmtDur(res.usage.sys), 100*float64(res.usage.sys)/max(float64(res.cpu), 1), float64(res.usage.minFaults)/float64(c.n))
+		fmtDur(cpu), int(tasks), fmtDur(res.usage.sys), 100*float64(res.usage.sys)/max(float64(cpu), 1), float64(res.usage.minFaults)/float64(c.n))
 	switch {
 	case res.serverCPU >= 0:
 		fmt.Printf("; PostgreSQL's own CPU (the cluster's postmaster and its children, from /proc; other clients of the same cluster count too): %s", fmtDur(res.serverCPU))

@@ -102,15 +102,13 @@ func liveHeap() uint64 {
 	return liveHeapMetric[0].Value.Uint64()
 }
 
-// cpuTime is the CPU time (user + system) this process used so far.
-func cpuTime() time.Duration { return usageNow().cpu() }
-
 // usage is this process's resource use so far (getrusage).
 type usage struct {
 	user, sys time.Duration
 	minFaults int64 // minor page faults: first touches of fresh memory, mostly
 }
 
+// cpu is user plus system time.
 func (u usage) cpu() time.Duration { return u.user + u.sys }
 
 func (u usage) sub(v usage) usage {
