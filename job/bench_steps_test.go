@@ -28,7 +28,8 @@ import (
 //
 // Exported for the job_test benchmarks; it exists in test builds only.
 func BenchSteps(b *testing.B, cfg StepperConfig, stored bool) {
-	cfg.Dialer = fake.New(fake.Options{Power: bmc.PowerOn})
+	// No call log, as in the job_test benchmarks' fleet (benchBMC there).
+	cfg.Dialer = fake.New(fake.Options{Power: bmc.PowerOn, CallLogSize: -1})
 	s, err := NewStepper(cfg)
 	if err != nil {
 		b.Fatal(err)

@@ -113,6 +113,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	}
 	defer func() {
 		l.stop()
+		r.fresh.close()
 		_ = r.stepper.Close(context.WithoutCancel(ctx))
 		l.observeStopped()
 	}()
@@ -179,6 +180,7 @@ func (l *loop) scan() {
 	for _, ev := range events {
 		name := ev.Key[len(prefix):]
 		if ev.Type == storage.EventDelete {
+			r.fresh.forget(name)
 			r.queue.remove(name)
 			r.signal(name)
 			continue
@@ -186,6 +188,7 @@ func (l *loop) scan() {
 		if r.ownWrite(name, ev.Revision) {
 			continue
 		}
+		r.fresh.changed(name, ev.Revision)
 		if ev.Value == nil {
 			// Left out by the feed as one of ours (Runner.follower's
 			// SkipValues), yet not ours now: cannot happen while only the
@@ -299,6 +302,9 @@ func (l *loop) claimed(cs []claimed, batch bool) {
 		delete(l.retryAt, c.sys)
 		h := &held{sys: c.sys, ep: c.ep, epKey: c.ep.Key(), job: c.job, lockRev: c.rev, until: l.r.validUntil(c.sent),
 			log: l.r.log.WithValues("job", c.job, "system", c.sys)}
+		if j, rev, ok := r.fresh.take(c.job); ok {
+			h.j, h.rev = j, rev // as Submit created it: no read back (freshjobs.go)
+		}
 		l.held[c.sys] = h
 		l.noteUntil(h.until)
 		l.schedule(h, now)

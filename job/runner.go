@@ -116,6 +116,8 @@ type Runner struct {
 	jobWakes *jobWakes // jobs to step now (StepperConfig.Wake)
 	own      ownWrites
 
+	fresh freshJobs // jobs Submit created, until their first step (freshjobs.go)
+
 	mu      sync.Mutex
 	waiters map[string]*waiters // per job, closed by signal
 	started bool
@@ -175,6 +177,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		cfg: cfg, stepper: st, log: cfg.Logger, locks: newLockTable(cfg.Store, cfg.KeyPrefix, cfg.Clock),
 		follower: storage.NewFollower(cfg.Store, cfg.KeyPrefix+"jobs/"), queue: newQueue(),
 		wake: make(chan struct{}, 1), jobWakes: wakes, own: ownWrites{rev: map[string]int64{}}, waiters: map[string]*waiters{},
+		fresh: freshJobs{jobs: map[string]freshJob{}},
 	}
 	// The scan skips the runner's own writes without reading them: a store
 	// that can (storage.ValueSkipper) leaves their values out of the feed.
@@ -202,9 +205,11 @@ func (r *Runner) Submit(ctx context.Context, name string, spec Spec) (*Job, erro
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.cfg.Store.Create(ctx, r.jobKey(name), data); err != nil {
+	rev, err := r.cfg.Store.Create(ctx, r.jobKey(name), data)
+	if err != nil {
 		return nil, fmt.Errorf("job %q: storing: %w", name, err)
 	}
+	r.fresh.put(name, j, rev)
 	r.poke()
 	return j, nil
 }

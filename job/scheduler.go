@@ -105,13 +105,23 @@ func (q *queue) remove(name string) {
 	}
 }
 
+// unlink takes e out of its system's list. The head (the usual case: the
+// job that ran and finished) goes by reslicing, not by moving the rest up,
+// so a system with many jobs queued pays O(1) per finished job, not O(n).
 func (q *queue) unlink(e *queued) {
 	list := q.bySys[e.sys]
 	for i, o := range list {
-		if o == e {
-			list = append(list[:i], list[i+1:]...)
-			break
+		if o != e {
+			continue
 		}
+		if i == 0 {
+			list[0] = nil // the backing array must not keep e alive
+			list = list[1:]
+		} else {
+			list = append(list[:i], list[i+1:]...)
+			list[:len(list)+1][len(list)] = nil
+		}
+		break
 	}
 	if len(list) == 0 {
 		delete(q.bySys, e.sys)

@@ -376,7 +376,7 @@ func (r *stepRun) advance() (StepResult, error) {
 			left = jl
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, left)
+	ctx, cancel := boundBy(ctx, left)
 	defer cancel()
 	switch ts.Phase {
 	case task.PhasePending:
@@ -792,3 +792,16 @@ type taskFailure struct {
 }
 
 func (e *taskFailure) Error() string { return e.msg }
+
+// boundBy returns ctx bounded to end left from now: context.WithTimeout,
+// except when ctx already ends no later (a Runner's step runs under its
+// lock's validity, usually shorter than a task's time): then ctx itself and
+// a no-op cancel, saving the context and timer WithTimeout would allocate
+// only for them never to fire first. Both deadlines are on the real clock
+// (context deadlines are), whatever clock the Stepper is given.
+func boundBy(ctx context.Context, left time.Duration) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= left {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, left)
+}
