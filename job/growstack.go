@@ -14,7 +14,6 @@ package job
 // which cost more than it saved. The same trick as CockroachDB's
 // util/growstack.
 //
-//
 // The array is in a branch that never runs (growStackTouch is false): its
 // room is in the frame, so the function's prologue grows the stack, but it
 // is never zeroed. Zeroing it wrote 10 KiB of fresh stack per worker, i.e.
