@@ -280,6 +280,9 @@ type stepRun struct {
 	drv     bmc.Driver      // the connection this step used, if any
 	intent  int             // 1 + the task whose intent this step stored, or 0
 	next    bool            // a task succeeded and the next one starts in this step (advanceAll)
+	// prevRead is what readBeforeIntent found when it recorded nothing
+	// (bootrestore.go).
+	prevRead previousRead
 }
 
 func (r *stepRun) run(ctx context.Context) (StepResult, error) {
@@ -700,6 +703,9 @@ func (r *stepRun) succeedTask(ctx context.Context, i int, observed string) (Step
 	// The next task's intent goes out with this task's result: no BMC call
 	// lies between them.
 	r.startTask(i + 1)
+	if k, ok := kindOf(&j.Spec.Tasks[i+1]).(bootDeviceKind); ok {
+		k.readBeforeIntent(ctx, r, i+1) // its override to restore goes out with this write
+	}
 	if err := r.persist(ctx, j); err != nil {
 		return StepResult{}, err
 	}
