@@ -176,6 +176,9 @@ func (l *loop) scan() {
 		r.log.Error(err, "reading job changes failed; will retry")
 	}
 	prefix := r.cfg.KeyPrefix + "jobs/"
+	if n := len(events); n > 0 {
+		r.fresh.read(events[n-1].Revision) // events come in revision order
+	}
 	var noBMC []string
 	for _, ev := range events {
 		name := ev.Key[len(prefix):]
@@ -185,10 +188,12 @@ func (l *loop) scan() {
 			r.signal(name)
 			continue
 		}
+		// Before the own-write check: a copy Submit kept after the job's
+		// first step had already read it goes with the job's next write.
+		r.fresh.changed(name, ev.Revision)
 		if r.ownWrite(name, ev.Revision) {
 			continue
 		}
-		r.fresh.changed(name, ev.Revision)
 		if ev.Value == nil {
 			// Left out by the feed as one of ours (Runner.follower's
 			// SkipValues), yet not ours now: cannot happen while only the

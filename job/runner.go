@@ -205,11 +205,12 @@ func (r *Runner) Submit(ctx context.Context, name string, spec Spec) (*Job, erro
 	if err != nil {
 		return nil, err
 	}
+	cp := copyJob(j)
 	rev, err := r.cfg.Store.Create(ctx, r.jobKey(name), data)
 	if err != nil {
 		return nil, fmt.Errorf("job %q: storing: %w", name, err)
 	}
-	r.fresh.put(name, j, rev)
+	r.fresh.put(name, cp, rev)
 	r.poke()
 	return j, nil
 }
