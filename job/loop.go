@@ -188,8 +188,8 @@ func (l *loop) scan() {
 			r.signal(name)
 			continue
 		}
-		// Before the own-write check: a copy Submit kept after the job's
-		// first step had already read it goes with the job's next write.
+		// Before the own-write check, so that a kept copy goes at any
+		// later write of the job, this runner's included (freshjobs.go).
 		r.fresh.changed(name, ev.Revision)
 		if r.ownWrite(name, ev.Revision) {
 			continue

@@ -700,8 +700,9 @@ func (r *stepRun) succeedTask(ctx context.Context, i int, observed string) (Step
 	if j.Status.CurrentTask == len(j.Spec.Tasks) {
 		return r.finish(ctx, conditions.ResultSucceeded, conditions.ReasonSucceeded, fmt.Sprintf("all %d tasks succeeded", len(j.Spec.Tasks)), "")
 	}
-	// The next task's intent goes out with this task's result: no BMC call
-	// lies between them.
+	// The next task's intent goes out with this task's result: no BMC
+	// action lies between them (at most a boot-device task's read of the
+	// override to restore, which changes nothing on the server).
 	r.startTask(i + 1)
 	if k, ok := kindOf(&j.Spec.Tasks[i+1]).(bootDeviceKind); ok {
 		k.readBeforeIntent(ctx, r, i+1) // its override to restore goes out with this write
@@ -800,8 +801,9 @@ type taskFailure struct {
 func (e *taskFailure) Error() string { return e.msg }
 
 // boundBy returns ctx bounded to end left from now: context.WithTimeout,
-// except when ctx already ends no later (a Runner's step runs under its
-// lock's validity, usually shorter than a task's time): then ctx itself and
+// except when ctx already ends no later (with StepperConfig.Locks a step
+// runs under its lock's validity, usually shorter than a task's time; so
+// may a host's own step context): then ctx itself and
 // a no-op cancel, saving the context and timer WithTimeout would allocate
 // only for them never to fire first. Both deadlines are on the real clock
 // (context deadlines are), whatever clock the Stepper is given.
