@@ -1,6 +1,10 @@
 package job
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/bmckit/bmckit/storage"
+)
 
 // freshJobs keeps a copy of each job Submit created, at its create revision,
 // until the job's first step on this runner: the step starts from it instead
@@ -8,8 +12,8 @@ import "sync"
 // job (on PostgreSQL, a round trip).
 //
 // A copy is only ever used at the revision it was created at. The scan
-// forgets it as soon as the job changes under another writer (a cancel, a
-// spec edit, another replica running it) or is deleted or completed, and a
+// forgets it at any later write of the job (a cancel, a spec edit, another
+// replica running it, a delete; saw), and a
 // step that used a copy gone stale meanwhile fails its first write, a
 // compare-and-swap at that revision, before any BMC call; the job is then
 // read back as without the copy. Jobs that another replica runs are
@@ -51,11 +55,26 @@ func (f *freshJobs) put(name string, cp *Job, rev int64) {
 	f.mu.Unlock()
 }
 
-// read notes that the scan has read the changes up to revision rev.
-func (f *freshJobs) read(rev int64) {
+// saw takes in a batch of the scan's events (in revision order, keys under
+// prefix): it notes how far the scan has read, and forgets the copy of every
+// job written or deleted since its create, by any writer, this runner
+// included. One lock per batch, not per event.
+func (f *freshJobs) saw(prefix string, events []storage.Event) {
+	if len(events) == 0 {
+		return
+	}
 	f.mu.Lock()
-	f.scanned = max(f.scanned, rev)
-	f.mu.Unlock()
+	defer f.mu.Unlock()
+	f.scanned = max(f.scanned, events[len(events)-1].Revision)
+	if len(f.jobs) == 0 {
+		return
+	}
+	for _, ev := range events {
+		name := ev.Key[len(prefix):]
+		if e, ok := f.jobs[name]; ok && e.rev != ev.Revision {
+			delete(f.jobs, name)
+		}
+	}
 }
 
 // take returns and forgets the copy of job name, if there is one.
@@ -67,23 +86,6 @@ func (f *freshJobs) take(name string) (*Job, int64, bool) {
 		delete(f.jobs, name)
 	}
 	return e.j, e.rev, ok
-}
-
-// changed forgets the copy of job name unless it is at revision rev: the
-// scan saw the job at rev.
-func (f *freshJobs) changed(name string, rev int64) {
-	f.mu.Lock()
-	if e, ok := f.jobs[name]; ok && e.rev != rev {
-		delete(f.jobs, name)
-	}
-	f.mu.Unlock()
-}
-
-// forget drops the copy of job name.
-func (f *freshJobs) forget(name string) {
-	f.mu.Lock()
-	delete(f.jobs, name)
-	f.mu.Unlock()
 }
 
 // close drops every copy and keeps no more: Start returned.

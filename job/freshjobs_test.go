@@ -25,14 +25,10 @@ import (
 // the other writer is another Runner, which does not wake this one). It
 // counts the compare-and-swap conflicts on job records.
 type changeOnClaim struct {
-	storage.Store
+	feedStore
 	once      sync.Once
 	change    func()
 	conflicts atomic.Int64
-}
-
-func (s *changeOnClaim) Changes(ctx context.Context, prefix string, since int64, limit int) (storage.Changes, error) {
-	return s.Store.(storage.ChangeFeed).Changes(ctx, prefix, since, limit)
 }
 
 func (s *changeOnClaim) Create(ctx context.Context, k string, v []byte) (int64, error) {
@@ -57,7 +53,7 @@ func (s *changeOnClaim) Update(ctx context.Context, k string, v []byte, rev int6
 // read back.
 func TestRunnerFreshCopyGoneStale(t *testing.T) {
 	e := newEnv(t, job.Config{})
-	store := &changeOnClaim{Store: e.store}
+	store := &changeOnClaim{feedStore: feedStore{e.store}}
 	r, err := job.NewRunner(job.Config{Store: store, Dialer: e.fleet, Credentials: labCreds,
 		PollInterval: 2 * time.Millisecond, ScanInterval: time.Hour})
 	require.NoError(t, err)

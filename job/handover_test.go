@@ -22,15 +22,11 @@ import (
 // lockWrites counts the acknowledged writes of system lock records by kind,
 // and can refuse lock updates that name a given holder.
 type lockWrites struct {
-	storage.Store
+	feedStore
 	mu                        sync.Mutex
 	creates, updates, deletes int
 	refuseHolder              string // lock updates whose value names it fail once each
 	refused                   int
-}
-
-func (s *lockWrites) Changes(ctx context.Context, prefix string, since int64, limit int) (storage.Changes, error) {
-	return s.Store.(storage.ChangeFeed).Changes(ctx, prefix, since, limit)
 }
 
 func (s *lockWrites) count(key string, n *int) {
@@ -124,7 +120,7 @@ func inOrder(t *testing.T, b *fake.BMC, jobs []*job.Job) {
 // deleted once). Each job still closes its BMC session before its
 // completion is written.
 func TestHandOverQueuedJobs(t *testing.T) {
-	store := &lockWrites{Store: memstore.New()}
+	store := &lockWrites{feedStore: feedStore{memstore.New()}}
 	const n = 5
 	b, jobs := runQueued(t, store, n)
 	inOrder(t, b, jobs)
@@ -140,7 +136,7 @@ func TestHandOverQueuedJobs(t *testing.T) {
 // A handover the store refuses leaves the system to be claimed again: the
 // next job still runs once, in order, after the previous one.
 func TestHandOverRefusedFallsBackToClaim(t *testing.T) {
-	store := &lockWrites{Store: memstore.New(), refuseHolder: "q1"}
+	store := &lockWrites{feedStore: feedStore{memstore.New()}, refuseHolder: "q1"}
 	b, jobs := runQueued(t, store, 3)
 	inOrder(t, b, jobs)
 	store.mu.Lock()
@@ -157,12 +153,8 @@ func TestHandOverRefusedFallsBackToClaim(t *testing.T) {
 // before the first delete of it arrives, so the delete carries a stale
 // revision.
 type renewalFirst struct {
-	storage.Store
+	feedStore
 	once sync.Once
-}
-
-func (s *renewalFirst) Changes(ctx context.Context, prefix string, since int64, limit int) (storage.Changes, error) {
-	return s.Store.(storage.ChangeFeed).Changes(ctx, prefix, since, limit)
 }
 
 func (s *renewalFirst) Delete(ctx context.Context, k string, rev int64) error {
@@ -181,7 +173,7 @@ func (s *renewalFirst) Delete(ctx context.Context, k string, rev int64) error {
 // finds the lock still naming the job and this runner, and deletes it at
 // its new revision.
 func TestReleaseAfterRenewalRace(t *testing.T) {
-	store := &renewalFirst{Store: memstore.New()}
+	store := &renewalFirst{feedStore: feedStore{memstore.New()}}
 	b, jobs := runQueued(t, store, 1)
 	inOrder(t, b, jobs)
 	recs, err := store.List(context.Background(), "")

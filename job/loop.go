@@ -176,21 +176,15 @@ func (l *loop) scan() {
 		r.log.Error(err, "reading job changes failed; will retry")
 	}
 	prefix := r.cfg.KeyPrefix + "jobs/"
-	if n := len(events); n > 0 {
-		r.fresh.read(events[n-1].Revision) // events come in revision order
-	}
+	r.fresh.saw(prefix, events) // before any claim can take a copy (freshjobs.go)
 	var noBMC []string
 	for _, ev := range events {
 		name := ev.Key[len(prefix):]
 		if ev.Type == storage.EventDelete {
-			r.fresh.forget(name)
 			r.queue.remove(name)
 			r.signal(name)
 			continue
 		}
-		// Before the own-write check, so that a kept copy goes at any
-		// later write of the job, this runner's included (freshjobs.go).
-		r.fresh.changed(name, ev.Revision)
 		if r.ownWrite(name, ev.Revision) {
 			continue
 		}

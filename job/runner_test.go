@@ -35,6 +35,16 @@ func netboot(url string) job.Spec {
 	}
 }
 
+// feedStore wraps a Store for a test that overrides some of its methods,
+// passing the change feed through: embedding storage.Store alone hides
+// Changes, and without it the Runner's Follower falls back to listing every
+// job on each scan.
+type feedStore struct{ storage.Store }
+
+func (s feedStore) Changes(ctx context.Context, prefix string, since int64, limit int) (storage.Changes, error) {
+	return s.Store.(storage.ChangeFeed).Changes(ctx, prefix, since, limit)
+}
+
 var labCreds = job.StaticCredentials{"lab": {Username: "admin", Password: "s3cret-pw"}}
 
 type env struct {
