@@ -82,6 +82,7 @@ func main() {
 	flag.DurationVar(&c.timeout, "timeout", 15*time.Minute, "give up (and report the unfinished jobs) after this long")
 	flag.StringVar(&c.heapProfile, "memprofile", "", "write a heap profile (in use as of the last GC, and allocated so far) to this file the first time 90% of the jobs are in a step at once")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	floor := flag.Bool("floor", false, "fake only: instead of runners, step the same jobs with job.Stepper alone, one goroutine each from the start, no store (what no runner can beat here; see floor.go)")
 	flag.Usage = func() {
 		out := flag.CommandLine.Output()
 		fmt.Fprintf(out, "Usage: go run ./bench/fleet [flags]\n\n")
@@ -113,7 +114,13 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	ok, err := run(c)
+	var ok bool
+	var err error
+	if *floor {
+		ok, err = runFloor(c)
+	} else {
+		ok, err = run(c)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/fleet:", err)
 		os.Exit(1)

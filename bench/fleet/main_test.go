@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -25,6 +26,29 @@ func TestSmallRuns(t *testing.T) {
 		if !ok {
 			t.Errorf("%+v: not every job Succeeded exactly once (see the report above)", c)
 		}
+	}
+}
+
+// The floor (-floor) steps the same jobs with no runner; every job must
+// still succeed with each state-changing call sent once, with and without
+// a power delay (steps that wait out a RequeueAfter).
+func TestFloorRuns(t *testing.T) {
+	for _, c := range []config{
+		{target: "fake", n: 40, latency: time.Millisecond, store: "memstore", replicas: 1, powerDelay: -1},
+		{target: "fake", n: 40, latency: time.Millisecond, store: "memstore", replicas: 1, powerDelay: 20 * time.Millisecond},
+	} {
+		c.submitters, c.timeout = 1, time.Minute
+		ok, err := runFloor(c)
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		if !ok {
+			t.Errorf("%+v: not every job Succeeded exactly once (see the report above)", c)
+		}
+	}
+	c := config{target: "redfish", n: 1, store: "memstore", replicas: 1, submitters: 1, timeout: time.Minute}
+	if _, err := runFloor(c); err == nil || !strings.Contains(err.Error(), "fake target only") {
+		t.Errorf("-floor -target redfish: got %v, want an error naming the fake target", err)
 	}
 }
 

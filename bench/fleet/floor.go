@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/job"
+)
+
+// The floor (-floor) is what no Runner can beat in this process on this
+// machine: the same N netboot jobs against the same fake BMCs, each driven
+// by job.Stepper on a goroutine of its own from the first instant, with no
+// store (persist does nothing), no locks, no queue, no scan, no Workers
+// bound and no Wait. What it costs is the fake BMCs, the goroutines and
+// timers their latency needs, the connection pool and the state machine.
+// A Runner does all that and more, so the floor's wall / one job bounds the
+// Runner's from below: when the floor is already past a target, the target
+// cannot be met here by any runner design, only by more CPUs (or cheaper
+// simulated BMCs, which would flatter the runner).
+//
+// The reference is the same: one job stepped alone, against its own fake.
+
+type floorResult struct {
+	wall, one time.Duration
+	usage     usage
+	peakG     int
+	failed    []string
+	rssPeakKB int64
+}
+
+// stepToEnd steps j until it completed, waiting out each RequeueAfter, and
+// returns when it completed; the BMC connection is released after.
+func stepToEnd(ctx context.Context, s *job.Stepper, j *job.Job) (time.Time, error) {
+	persist := func(context.Context, *job.Job) error { return nil }
+	defer func() { _ = s.Release(ctx, j) }()
+	for {
+		res, err := s.Step(ctx, j, persist)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if res.Done {
+			return time.Now(), nil
+		}
+		if res.RequeueAfter > 0 {
+			t := time.NewTimer(res.RequeueAfter)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return time.Time{}, ctx.Err()
+			}
+		}
+	}
+}
+
+func newJob(name string, spec job.Spec) *job.Job {
+	return &job.Job{Name: name, Generation: 1, CreatedAt: time.Now(), Spec: spec}
+}
+
+func newFloorStepper(d bmc.Dialer, creds job.CredentialsResolver) (*job.Stepper, error) {
+	return job.NewStepper(job.StepperConfig{Dialer: d, Credentials: creds})
+}
+
+func runFloor(c config) (bool, error) {
+	if err := c.validate(); err != nil {
+		return false, err
+	}
+	if c.target != "fake" {
+		return false, fmt.Errorf("-floor -target %s: the floor runs on the fake target only", c.target)
+	}
+	if c.powerDelay < 0 {
+		c.powerDelay = 0
+	}
+	startedAt, load0 := time.Now().UTC(), loadAvg()
+	tgt, err := newFakeTarget(c.n, c.latency, c.powerDelay)
+	if err != nil {
+		return false, err
+	}
+	defer tgt.close()
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+
+	var res floorResult
+	ps, err := newFloorStepper(tgt.probeDialer(), tgt.creds())
+	if err != nil {
+		return false, err
+	}
+	t0 := time.Now()
+	pj := newJob("probe", tgt.probeSpec())
+	at, err := stepToEnd(ctx, ps, pj)
+	if err != nil {
+		return false, fmt.Errorf("the lone job: %w", err)
+	}
+	if pj.Status.Result != conditions.ResultSucceeded {
+		return false, fmt.Errorf("the lone job ended %s: %s", pj.Status.Result, pj.Status.Message)
+	}
+	res.one = at.Sub(t0)
+
+	s, err := newFloorStepper(tgt.dialer(), tgt.creds())
+	if err != nil {
+		return false, err
+	}
+	jobs := make([]*job.Job, c.n)
+	for i := range jobs {
+		jobs[i] = newJob(fmt.Sprintf("fleet-%05d", i), tgt.spec(i))
+	}
+	runtime.GC()
+	resetPeakRSS()
+	var last atomic.Int64
+	var failedMu sync.Mutex
+	var wg sync.WaitGroup
+	var peakG atomic.Int64
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() { // goroutines, every 10 ms
+		defer close(sampled)
+		tk := time.NewTicker(10 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-stopSampling:
+				return
+			case <-tk.C:
+				if g := int64(runtime.NumGoroutine()); g > peakG.Load() {
+					peakG.Store(g)
+				}
+			}
+		}
+	}()
+	u0 := usageNow()
+	t0 = time.Now()
+	for _, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			growStack()
+			at, err := stepToEnd(ctx, s, j)
+			if err == nil {
+				for {
+					l := last.Load()
+					if at.UnixNano() <= l || last.CompareAndSwap(l, at.UnixNano()) {
+						break
+					}
+				}
+			}
+			if err != nil || j.Status.Result != conditions.ResultSucceeded {
+				failedMu.Lock()
+				res.failed = append(res.failed, fmt.Sprintf("%s: %v %s %s", j.Name, err, j.Status.Result, j.Status.Message))
+				failedMu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	res.usage = usageNow().sub(u0)
+	res.wall = time.Unix(0, last.Load()).Sub(t0)
+	res.rssPeakKB = procStatusKB("VmHWM")
+	close(stopSampling)
+	<-sampled
+	res.peakG = int(peakG.Load())
+
+	violations, onceSummary := tgt.verify()
+	ok := len(res.failed) == 0 && len(violations) == 0
+	tasks := float64(c.n * tasksPerJob)
+	fmt.Println("| floor: Stepper alone, no store | N | wall | one job alone | wall / one job | CPU per task | peak RSS per job | peak goroutines | all Succeeded, exactly once |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Printf("| fake, latency %s | %d | %s | %s | %.2f | %s | %s | %d | %v |\n\n",
+		c.latency, c.n, fmtDur(res.wall), fmtDur(res.one), res.wall.Seconds()/res.one.Seconds(),
+		fmtDur(time.Duration(float64(res.usage.cpu())/tasks)), fmtBytes(float64(res.rssPeakKB)*1024/float64(c.n)), res.peakG, ok)
+	fmt.Printf("    go run ./bench/fleet %s\n\n", strings.Join(os.Args[1:], " "))
+	fmt.Printf("- Run at %s, load average %s before and %s after; %d CPUs (GOMAXPROCS %d), %s.\n",
+		startedAt.Format("2006-01-02 15:04 UTC"), load0, loadAvg(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
+	fmt.Printf("- CPU: %s user+system for the whole process over the run, %d tasks (%s per job); %.1f minor page faults per job.\n",
+		fmtDur(res.usage.cpu()), int(tasks), fmtDur(res.usage.cpu()/time.Duration(c.n)), float64(res.usage.minFaults)/float64(c.n))
+	fmt.Printf("- On %d CPUs, wall = %.2f × one job needs at most %s of CPU per task for the whole process at that ratio; 1.1× allows %s.\n",
+		runtime.GOMAXPROCS(0), res.wall.Seconds()/res.one.Seconds(),
+		fmtDur(time.Duration(float64(res.wall)*float64(runtime.GOMAXPROCS(0))/tasks)),
+		fmtDur(time.Duration(1.1*float64(res.one)*float64(runtime.GOMAXPROCS(0))/tasks)))
+	fmt.Printf("- Exactly once: %s.\n", onceSummary)
+	for i, f := range res.failed {
+		if i == 5 {
+			fmt.Printf("  - ... %d more\n", len(res.failed)-5)
+			break
+		}
+		fmt.Println("  - not Succeeded: " + f)
+	}
+	for i, v := range violations {
+		if i == 10 {
+			break
+		}
+		fmt.Println("  - exactly-once violated: " + v)
+	}
+	return ok, nil
+}
+
+// growStack grows the goroutine's stack to the 16 KiB a step reaches, at
+// once while the goroutine is one frame deep, as the Runner's step workers
+// do (job/growstack.go, where the trick is explained): without it the floor
+// would pay for stack copies the Runner does not, 15-17% of its CPU.
+//
+//go:noinline
+func growStack() {
+	if growStackTouch {
+		var buf [10 << 10]byte
+		touchStack(buf[:])
+	}
+}
+
+var growStackTouch bool // false: the array's room is in the frame, never zeroed
+
+//go:noinline
+func touchStack(b []byte) byte { return b[len(b)-1] }
