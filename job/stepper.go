@@ -462,12 +462,18 @@ func (r *stepRun) taskTimeout(i int) time.Duration {
 func (r *stepRun) initialize(ctx context.Context) (res StepResult, done bool, err error) {
 	j := r.j
 	now := r.now
-	j.Status = Status{ObservedGeneration: j.Generation, StartTime: timestamp.Ptr(now), Tasks: make([]task.Status, len(j.Spec.Tasks))}
+	// The job's and every task's two conditions (Completed, Running) in
+	// one array, each slice capped at its own two: one allocation instead
+	// of two per condition list.
+	conds := make([]conditions.Condition, 2*(len(j.Spec.Tasks)+1))
+	j.Status = Status{ObservedGeneration: j.Generation, StartTime: timestamp.Ptr(now), Tasks: make([]task.Status, len(j.Spec.Tasks)),
+		Conditions: conds[0:0:2]}
 	if err := j.Spec.Validate(); err != nil {
 		res, err := r.finish(ctx, conditions.ResultFailed, conditions.ReasonInvalidSpec, err.Error(), conditions.ReasonSkipped)
 		return res, true, err
 	}
 	for i := range j.Status.Tasks {
+		j.Status.Tasks[i].Conditions = conds[2*i+2 : 2*i+2 : 2*i+4]
 		conditions.MarkPending(&j.Status.Tasks[i].Conditions, j.Generation, now)
 	}
 	for i := range j.Spec.Tasks {

@@ -155,8 +155,13 @@ func (s *Store) write(key string, value []byte, deleted bool) int64 {
 // rebuildLog drops stale log items (a key written again since, or
 // compacted), keeping revision order without sorting. Callers hold s.mu
 // for writing.
+//
+// The new log has room for the writes up to the next rebuild (which comes
+// when it holds 2*len(entries)+1024 items), so appends do not copy it in
+// between: growing it by append copied the whole log several times per
+// rebuild, 2-3% of a Runner's CPU on memstore.
 func (s *Store) rebuildLog() {
-	log := make([]logItem, 0, len(s.entries)+1024)
+	log := make([]logItem, 0, 2*len(s.entries)+1024+1)
 	for _, it := range s.log {
 		if e, ok := s.entries[it.key]; ok && e.rev == it.rev {
 			log = append(log, it)
