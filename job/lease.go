@@ -63,11 +63,12 @@ const storeFanOut = 256
 // release gives up the system lock held at revision rev: deleted when the
 // job completed (the next job may start), or with the job kept as holder and
 // no owner when it did not (the next runner resumes it at once). Store
-// errors are retried for up to a lease; after that the lock expires by
-// itself, and a runner with the same Owner takes it back at once.
-func (r *Runner) release(ctx context.Context, sys, job string, rev int64, completed bool) {
+// errors are retried until deadline (a lease after the release was due: by
+// then the lock expires by itself, and a runner with the same Owner takes it
+// back at once). The releases of one stop share one deadline, so a Runner
+// whose store is down stops within a lease however many locks it holds.
+func (r *Runner) release(ctx context.Context, sys, job string, rev int64, completed bool, deadline time.Time) {
 	ctx = context.WithoutCancel(ctx)
-	deadline := r.cfg.Clock.Now().Add(r.cfg.LeaseDuration)
 	for failures := 1; ; failures++ {
 		var err error
 		if completed {

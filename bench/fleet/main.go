@@ -22,6 +22,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -59,6 +60,8 @@ type config struct {
 	dsn                 string
 	timeout             time.Duration
 	heapProfile         string
+	crashAt             float64
+	lease               time.Duration
 }
 
 const keyPrefix = "bmckit/"
@@ -81,6 +84,8 @@ func main() {
 		"postgres: server DSN (default from BMCKIT_BENCH_POSTGRES_DSN)")
 	flag.DurationVar(&c.timeout, "timeout", 15*time.Minute, "give up (and report the unfinished jobs) after this long")
 	flag.StringVar(&c.heapProfile, "memprofile", "", "write a heap profile (in use as of the last GC, and allocated so far) to this file the first time 90% of the jobs are in a step at once")
+	flag.DurationVar(&c.lease, "lease", 0, "job.Config.LeaseDuration (0: the job package's default); after -crash-at, the dead runners retry releasing their locks for this long")
+	flag.Float64Var(&c.crashAt, "crash-at", 0, "when this fraction of the jobs completed (0 < f < 1), every runner's process dies: its writes are refused from then on, its BMC calls in flight cut off; new runners with the same Owners take over (0: no crash)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	floor := flag.Bool("floor", false, "fake only: instead of runners, step the same jobs with job.Stepper alone, one goroutine each from the start, no store (what no runner can beat here; see floor.go)")
 	flag.Usage = func() {
@@ -151,6 +156,8 @@ func (c config) validate() error {
 		return fmt.Errorf("-store %q: want memstore, boltstore or postgres", c.store)
 	case c.submitters <= 0:
 		return fmt.Errorf("-submitters %d: want at least 1", c.submitters)
+	case c.crashAt < 0 || c.crashAt >= 1:
+		return fmt.Errorf("-crash-at %g: want 0 (no crash) or a fraction of the jobs between 0 and 1", c.crashAt)
 	}
 	return nil
 }
@@ -216,6 +223,7 @@ func runnerConfig(c config, s storage.Store, d job.Config) job.Config {
 	d.Store = s
 	d.Workers = c.workers
 	d.EndpointConcurrency = c.endpointConcurrency
+	d.LeaseDuration = c.lease
 	return d
 }
 
@@ -284,6 +292,80 @@ type result struct {
 	jobs                   []*job.Job
 	timedOut               bool
 	submit                 time.Duration
+	crash                  *crash // -crash-at: when the runners died and how they recovered
+}
+
+// crash is what -crash-at saw.
+type crash struct {
+	at, firstAfter time.Time
+	sinceStart     time.Duration // from Start to the crash
+	completed      int64         // jobs completed before the crash
+	inCall         int64         // BMC calls in flight at the crash
+	refused        int64         // writes the dead runners tried after it
+	dead           *generation   // the runners that died
+}
+
+// generation is the runners of one process lifetime: -crash-at ends one and
+// starts the next, on the same stores with the same Owners.
+type generation struct {
+	runners    []*job.Runner
+	dead       *atomic.Bool // set at the crash: their writes are refused
+	cancel     context.CancelFunc
+	finished   chan struct{} // closed when every runner's Start returned
+	finishedAt time.Time
+	errs       []error // Start's, once finished is closed
+}
+
+func newGeneration(c config, stores []storage.Store, tgt target, counts *writeCounts, tr *tracker) (*generation, error) {
+	g := &generation{runners: make([]*job.Runner, c.replicas), dead: new(atomic.Bool)}
+	for i := range g.runners {
+		cs, err := newCountingStore(stores[i], keyPrefix, counts, tr)
+		if err != nil {
+			return nil, err
+		}
+		cs.dead = g.dead
+		g.runners[i], err = job.NewRunner(runnerConfig(c, cs, job.Config{
+			Dialer: trackedDialer{d: tgt.dialer(), t: tr}, Credentials: tgt.creds(), Owner: fmt.Sprintf("fleet-replica-%d", i),
+		}))
+		if err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+func (g *generation) start(ctx context.Context) {
+	ctx, g.cancel = context.WithCancel(ctx)
+	g.finished = make(chan struct{})
+	g.errs = make([]error, len(g.runners))
+	var wg sync.WaitGroup
+	for i, r := range g.runners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.errs[i] = r.Start(ctx)
+		}()
+	}
+	go func() {
+		wg.Wait()
+		g.finishedAt = time.Now()
+		close(g.finished)
+	}()
+}
+
+// stop cancels the runners and waits for their Start to return; stopping
+// again waits for nothing new. A crashed generation's errors come from its
+// refused writes and do not count.
+func (g *generation) stop() error {
+	if g.cancel == nil {
+		return nil
+	}
+	g.cancel()
+	<-g.finished
+	if g.dead.Load() {
+		return nil
+	}
+	return errors.Join(g.errs...)
 }
 
 func run(c config) (bool, error) {
@@ -330,19 +412,11 @@ func run(c config) (bool, error) {
 	// The fleet run.
 	res.counts = newWriteCounts()
 	tr := &tracker{}
-	runners := make([]*job.Runner, c.replicas)
-	for i := range runners {
-		cs, err := newCountingStore(stores[i], keyPrefix, res.counts, tr)
-		if err != nil {
-			return false, err
-		}
-		runners[i], err = job.NewRunner(runnerConfig(c, cs, job.Config{
-			Dialer: trackedDialer{d: tgt.dialer(), t: tr}, Credentials: tgt.creds(), Owner: fmt.Sprintf("fleet-replica-%d", i),
-		}))
-		if err != nil {
-			return false, err
-		}
+	gen, err := newGeneration(c, stores, tgt, res.counts, tr)
+	if err != nil {
+		return false, err
 	}
+	runners := gen.runners
 	runtime.GC()
 	res.heap0 = liveHeap()
 	names := make([]string, c.n)
@@ -360,25 +434,53 @@ func run(c config) (bool, error) {
 	res.rss0KB = procStatusKB("VmRSS")
 	res.rssReset = resetPeakRSS()
 
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, len(runners))
 	smp := startSampler(tr, 10*time.Millisecond, c.n, c.heapProfile)
 	res.serverCPU = -1
 	var srv0 time.Duration
 	if srvCPU != nil {
 		srv0 = srvCPU()
 	}
+	if c.crashAt > 0 {
+		res.counts.crashAfter = max(1, int64(c.crashAt*float64(c.n)))
+		res.counts.fence, res.counts.crashed = gen.dead, make(chan struct{})
+	}
 	u0 := usageNow()
 	t0 := time.Now()
-	for _, r := range runners {
-		go func() { done <- r.Start(rctx) }()
-	}
+	gen.start(ctx)
+	defer func() { _ = gen.stop() }() // the last generation, on an early return
 	deadline := t0.Add(c.timeout)
 	for res.counts.ncompleted.Load() < int64(c.n) {
 		if time.Now().After(deadline) {
 			res.timedOut = true
 			break
+		}
+		select {
+		case <-res.counts.crashed: // nil without -crash-at: never
+			// Every runner's process died at the crashAfter-th completion:
+			// no write of theirs reaches the store from then on (the
+			// counting store refuses them), and their BMC calls in flight
+			// are cut off here; then new processes start with the same
+			// Owners. The dead runners' goroutines wind down in the
+			// background, their writes refused, their BMC calls canceled
+			// (the fake applies nothing whose call was canceled); what they
+			// still do is close their BMC connections, as a dead process's
+			// sockets close.
+			res.counts.crashed = nil
+			cr := &crash{at: time.Now(), completed: res.counts.ncompleted.Load(), inCall: tr.inCall.Load(), dead: gen}
+			cr.sinceStart = cr.at.Sub(t0)
+			gen.cancel()
+			gen, err = newGeneration(c, stores, tgt, res.counts, tr)
+			if err != nil {
+				return false, err
+			}
+			runners = gen.runners
+			gen.start(ctx)
+			res.crash = cr
+			defer func() { _ = cr.dead.stop() }() // on an early return
+		default:
+		}
+		if res.crash != nil && res.crash.firstAfter.IsZero() && res.counts.ncompleted.Load() > res.crash.completed {
+			res.crash.firstAfter = time.Now()
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -398,11 +500,12 @@ func run(c config) (bool, error) {
 	if n := res.counts.released.Load(); n > 0 {
 		res.freed = time.Unix(0, res.counts.lastRelease.Load()).Sub(t0)
 	}
-	cancel()
-	for range runners {
-		if err := <-done; err != nil {
-			return false, err
-		}
+	if err := gen.stop(); err != nil {
+		return false, err
+	}
+	if cr := res.crash; cr != nil {
+		_ = cr.dead.stop()
+		cr.refused = res.counts.refusedDead.Load()
 	}
 	res.jobs, err = runners[0].List(ctx)
 	if err != nil {
@@ -461,8 +564,11 @@ func report(c config, res result, tgt target, storeDesc string, startedAt time.T
 		}
 	}
 	allOK := byResult[string(conditions.ResultSucceeded)] == c.n && len(res.jobs) == c.n && !res.timedOut
-	violations, onceSummary := tgt.verify()
-	once := len(violations) == 0 && reran == 0 && res.counts.dupes == 0
+	violations, onceSummary := tgt.verify(res.crash != nil)
+	// After a crash, a task in flight is resumed: its record counts one
+	// attempt more, and only the BMC's side (verify) tells whether an
+	// action was sent twice.
+	once := len(violations) == 0 && (reran == 0 || res.crash != nil) && res.counts.dupes == 0
 
 	workers := "default"
 	if c.workers > 0 {
@@ -576,6 +682,14 @@ func report(c config, res result, tgt target, storeDesc string, startedAt time.T
 	var parts []string
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%s %d", k, byResult[k]))
+	}
+	if cr := res.crash; cr != nil {
+		after := "no job completed after it"
+		if !cr.firstAfter.IsZero() {
+			after = fmt.Sprintf("the first completion after it came %s after the crash", fmtDur(cr.firstAfter.Sub(cr.at)))
+		}
+		fmt.Printf("- Crash (-crash-at %g): %s after Start, with %d of %d jobs completed and %d BMC calls in flight. New runners with the same Owners started at once; %s. The dead runners tried %d writes after the crash (refused, never sent) and their Start returned %s after it (releasing their locks, with the store refusing, until a lease ran out). Tasks resumed (more than one attempt in the record): %d, expected after a crash; the BMCs' call logs decide exactly once. A system may have had two sessions open at once, the dead runner's until it closed.\n",
+			c.crashAt, fmtDur(cr.sinceStart), cr.completed, c.n, cr.inCall, after, cr.refused, fmtDur(cr.dead.finishedAt.Sub(cr.at)), reran)
 	}
 	fmt.Printf("- Results: %s (of %d submitted). Exactly once: %s; tasks with more than one attempt: %d; completion written twice: %d.\n",
 		strings.Join(parts, ", "), c.n, onceSummary, reran, fc.dupes)

@@ -17,6 +17,11 @@ func TestSmallRuns(t *testing.T) {
 		{target: "fake", n: 40, latency: time.Millisecond, store: "boltstore", replicas: 1},
 		{target: "fake", n: 40, latency: time.Millisecond, powerDelay: 50 * time.Millisecond, store: "memstore", replicas: 1},
 		{target: "redfish", n: 8, endpoints: 2, powerDelay: 100 * time.Millisecond, store: "memstore", replicas: 1},
+		// Every runner's process dies with half the jobs done; new ones
+		// with the same Owners finish the rest, each action still sent once.
+		{target: "fake", n: 40, latency: 20 * time.Millisecond, store: "memstore", replicas: 1, crashAt: 0.5, lease: time.Second},
+		{target: "fake", n: 40, latency: 20 * time.Millisecond, store: "boltstore", replicas: 1, crashAt: 0.5, lease: time.Second},
+		{target: "fake", n: 40, latency: 20 * time.Millisecond, store: "memstore", replicas: 3, crashAt: 0.5, lease: time.Second},
 	} {
 		c.submitters, c.timeout = 8, time.Minute
 		ok, err := run(c)

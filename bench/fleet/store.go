@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -21,11 +22,20 @@ type writeCounts struct {
 	// Writes that returned an error (a lost compare-and-swap, a lock
 	// already taken by another replica, ...), by prefix.
 	failedJobs, failedSystems atomic.Int64
+	// Writes a crashed process's runner tried after its crash (-crash-at):
+	// refused, never sent to the store.
+	refusedDead atomic.Int64
 
 	released    atomic.Int64 // lock records deleted: systems freed
 	lastRelease atomic.Int64 // unix nanoseconds of the last one
 
 	ncompleted atomic.Int64
+	// -crash-at: once crashAfter completions were noted, fence is set (the
+	// runners' process is dead: their writes are refused) and crashed is
+	// closed. At the moment of the completion, not at the next poll.
+	crashAfter int64
+	fence      *atomic.Bool
+	crashed    chan struct{}
 	mu         sync.Mutex
 	completed  map[string]time.Time // job name -> when its completion write was acknowledged
 	dupes      int                  // completion writes of a job already completed
@@ -62,7 +72,10 @@ func (c *writeCounts) noteCompletion(name string, at time.Time) {
 		return
 	}
 	c.completed[name] = at
-	c.ncompleted.Add(1)
+	if c.ncompleted.Add(1) == c.crashAfter && c.fence != nil {
+		c.fence.Store(true)
+		close(c.crashed)
+	}
 }
 
 // countingStore is a storage.Store that counts the writes going through it
@@ -75,6 +88,22 @@ type countingStore struct {
 	systems string // key prefix of system locks, e.g. "bmckit/systems/"
 	c       *writeCounts
 	t       *tracker // counts job-record reads and writes in flight; may be nil
+	// dead, once set, refuses every write without sending it (-crash-at:
+	// the runners of a process that died write nothing more); nil: never.
+	dead *atomic.Bool
+}
+
+// errDead is the write error of a dead process's runner (-crash-at).
+var errDead = errors.New("bench/fleet: this runner's process crashed (-crash-at); the write was not sent")
+
+// refused reports whether the writes of s's process are refused, and
+// counts the refusal.
+func (s *countingStore) refused() bool {
+	if s.dead == nil || !s.dead.Load() {
+		return false
+	}
+	s.c.refusedDead.Add(1)
+	return true
 }
 
 var (
@@ -146,6 +175,9 @@ func (s *countingStore) Get(ctx context.Context, key string) (storage.Record, er
 }
 
 func (s *countingStore) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	if s.refused() {
+		return 0, errDead
+	}
 	defer s.jobOp(key)()
 	rev, err := s.s.Create(ctx, key, value)
 	s.count(key, 'c', err)
@@ -153,6 +185,9 @@ func (s *countingStore) Create(ctx context.Context, key string, value []byte) (i
 }
 
 func (s *countingStore) Update(ctx context.Context, key string, value []byte, revision int64) (int64, error) {
+	if s.refused() {
+		return 0, errDead
+	}
 	defer s.jobOp(key)()
 	rev, err := s.s.Update(ctx, key, value, revision)
 	s.count(key, 'u', err)
@@ -163,6 +198,9 @@ func (s *countingStore) Update(ctx context.Context, key string, value []byte, re
 }
 
 func (s *countingStore) Delete(ctx context.Context, key string, revision int64) error {
+	if s.refused() {
+		return errDead
+	}
 	defer s.jobOp(key)()
 	err := s.s.Delete(ctx, key, revision)
 	s.count(key, 'd', err)
