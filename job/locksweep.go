@@ -2,6 +2,8 @@ package job
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 )
 
 // lockSweepEvery is how many leases apart sweepLocks runs after its first
@@ -41,45 +43,67 @@ func (r *Runner) sweepLocks(ctx context.Context) {
 // lock meanwhile wins; a lock this deletes under a handover or a release in
 // flight makes that write fail as lost, and the system is claimed again the
 // usual way. Only locks whose holder has completed are deleted, and a
-// completed job sends nothing more to its BMC. Errors are logged and end
-// the sweep until the next one. It returns how many locks it deleted.
+// completed job sends nothing more to its BMC. The first error is logged
+// and ends the sweep until the next one. It returns how many locks it
+// deleted.
 func (r *Runner) sweepOwnLocks(ctx context.Context) int {
 	recs, err := r.cfg.Store.List(ctx, r.locks.prefix)
 	if err != nil {
 		if ctx.Err() == nil {
-			r.log.Error(err, "listing system locks to clear this runner's stale ones failed; they expire after a lease")
+			r.log.Error(err, "listing system locks to clear this runner's stale ones failed; will try again later")
 		}
 		return 0
 	}
-	deleted := 0
+	// storeFanOut at once, as releases go: after a crash there may be
+	// thousands, and one at a time a durable store commits each alone.
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var once sync.Once
+	fail := func(err error, msg string, kv ...any) {
+		once.Do(func() {
+			if ctx.Err() == nil {
+				r.log.Error(err, msg, kv...)
+			}
+			cancel() // the first error ends the sweep
+		})
+	}
+	var deleted atomic.Int64
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, storeFanOut)
 	for _, rec := range recs {
 		var l lockRecord
 		if unmarshalRecord(rec.Value, &l) != nil || l.Owner != r.cfg.Owner || l.Holder == "" {
 			continue
 		}
-		unfinished, err := r.unfinished(ctx, l.Holder)
-		if err != nil {
-			if ctx.Err() == nil {
-				r.log.Error(err, "reading a lock holder's job failed; its stale lock expires after a lease", "key", rec.Key, "job", l.Holder)
+		if sctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			unfinished, err := r.unfinished(sctx, l.Holder)
+			if err != nil {
+				fail(err, "reading a lock holder's job failed; the sweep of stale locks stops until the next one", "key", rec.Key, "job", l.Holder)
+				return
 			}
-			return deleted
-		}
-		if unfinished {
-			continue
-		}
-		switch err := r.cfg.Store.Delete(ctx, rec.Key, rec.Revision); {
-		case err == nil:
-			deleted++
-		case lostRace(err):
-		default:
-			if ctx.Err() == nil {
-				r.log.Error(err, "deleting a stale system lock failed; it expires after a lease", "key", rec.Key, "job", l.Holder)
+			if unfinished {
+				return
 			}
-			return deleted
-		}
+			switch err := r.cfg.Store.Delete(sctx, rec.Key, rec.Revision); {
+			case err == nil:
+				deleted.Add(1)
+			case lostRace(err):
+			default:
+				fail(err, "deleting a stale system lock failed; the sweep stops until the next one", "key", rec.Key, "job", l.Holder)
+			}
+		}()
 	}
-	if deleted > 0 {
-		r.log.Info("deleted system locks this runner's Owner left behind for completed jobs", "locks", deleted)
+	wg.Wait()
+	n := int(deleted.Load())
+	if n > 0 {
+		r.log.Info("deleted system locks this runner's Owner left behind for completed jobs", "locks", n)
 	}
-	return deleted
+	return n
 }
