@@ -85,7 +85,7 @@ func main() {
 	flag.DurationVar(&c.timeout, "timeout", 15*time.Minute, "give up (and report the unfinished jobs) after this long")
 	flag.StringVar(&c.heapProfile, "memprofile", "", "write a heap profile (in use as of the last GC, and allocated so far) to this file the first time 90% of the jobs are in a step at once")
 	flag.DurationVar(&c.lease, "lease", 0, "job.Config.LeaseDuration (0: the job package's default); after -crash-at, the dead runners retry releasing their locks for this long")
-	flag.Float64Var(&c.crashAt, "crash-at", 0, "when this fraction of the jobs completed (0 < f < 1), every runner's process dies: its writes are refused from then on, its BMC calls in flight cut off; new runners with the same Owners take over (0: no crash)")
+	flag.Float64Var(&c.crashAt, "crash-at", 0, "when the runners made this fraction of the job-record updates the run makes (0 < f < 1), every runner's process dies: its writes are refused from then on, its BMC calls in flight cut off; new runners with the same Owners take over (0: no crash)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	floor := flag.Bool("floor", false, "fake only: instead of runners, step the same jobs with job.Stepper alone, one goroutine each from the start, no store (what no runner can beat here; see floor.go)")
 	flag.Usage = func() {
@@ -230,19 +230,19 @@ func runnerConfig(c config, s storage.Store, d job.Config) job.Config {
 // probe runs one job alone on the first replica's store, under its own key
 // prefix, against the target's lone system, and returns how long it took
 // from Runner.Start to its completion write and when that was.
-func probe(ctx context.Context, c config, store storage.Store, tgt target) (time.Duration, time.Time, error) {
+func probe(ctx context.Context, c config, store storage.Store, tgt target) (took time.Duration, at time.Time, updates int64, err error) {
 	const prefix = "bmckit-probe/"
 	counts := newWriteCounts()
 	cs, err := newCountingStore(store, prefix, counts, nil)
 	if err != nil {
-		return 0, time.Time{}, err
+		return 0, time.Time{}, 0, err
 	}
 	r, err := job.NewRunner(runnerConfig(c, cs, job.Config{Dialer: tgt.probeDialer(), Credentials: tgt.creds(), KeyPrefix: prefix, Owner: "fleet-probe"}))
 	if err != nil {
-		return 0, time.Time{}, err
+		return 0, time.Time{}, 0, err
 	}
 	if _, err := r.Submit(ctx, "probe", tgt.probeSpec()); err != nil {
-		return 0, time.Time{}, err
+		return 0, time.Time{}, 0, err
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -253,10 +253,10 @@ func probe(ctx context.Context, c config, store storage.Store, tgt target) (time
 	defer wcancel()
 	j, err := r.Wait(wctx, "probe")
 	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("the lone job did not complete: %w", err)
+		return 0, time.Time{}, 0, fmt.Errorf("the lone job did not complete: %w", err)
 	}
 	if j.Status.Result != conditions.ResultSucceeded {
-		return 0, time.Time{}, fmt.Errorf("the lone job ended %s: %s", j.Status.Result, j.Status.Message)
+		return 0, time.Time{}, 0, fmt.Errorf("the lone job ended %s: %s", j.Status.Result, j.Status.Message)
 	}
 	// Wait returns after the completion write; the counting store must
 	// have recognized it (its check reads the JSON without decoding it).
@@ -264,16 +264,16 @@ func probe(ctx context.Context, c config, store storage.Store, tgt target) (time
 	at, ok := counts.completed["probe"]
 	counts.mu.Unlock()
 	if !ok {
-		return 0, time.Time{}, fmt.Errorf("the counting store did not recognize the lone job's completion write; fix completedRecord for the record format")
+		return 0, time.Time{}, 0, fmt.Errorf("the counting store did not recognize the lone job's completion write; fix completedRecord for the record format")
 	}
 	for counts.released.Load() == 0 && time.Since(at) < 10*time.Second {
 		time.Sleep(time.Millisecond)
 	}
 	cancel()
 	if err := <-done; err != nil {
-		return 0, time.Time{}, err
+		return 0, time.Time{}, 0, err
 	}
-	return at.Sub(t0), at, nil
+	return at.Sub(t0), at, counts.jobsUpdate.Load(), nil
 }
 
 // result is what one scenario measured.
@@ -298,6 +298,7 @@ type result struct {
 // crash is what -crash-at saw.
 type crash struct {
 	at, firstAfter time.Time
+	checked        time.Time // when the store was last read for unacknowledged completions
 	sinceStart     time.Duration // from Start to the crash
 	completed      int64         // jobs completed before the crash
 	inCall         int64         // BMC calls in flight at the crash
@@ -401,7 +402,8 @@ func run(c config) (bool, error) {
 
 	var res result
 	var probeAt time.Time
-	res.one, probeAt, err = probe(ctx, c, stores[0], tgt)
+	var probeUpdates int64
+	res.one, probeAt, probeUpdates, err = probe(ctx, c, stores[0], tgt)
 	if err != nil {
 		return false, err
 	}
@@ -441,7 +443,11 @@ func run(c config) (bool, error) {
 		srv0 = srvCPU()
 	}
 	if c.crashAt > 0 {
-		res.counts.crashAfter = max(1, int64(c.crashAt*float64(c.n)))
+		// The crash comes at a fraction of the job-record updates the run
+		// makes (the lone job's count each): completions bunch together
+		// at the end of a fleet run, so a count of completed jobs would
+		// crash it when nearly every job is in its last write.
+		res.counts.crashAfter = max(1, int64(c.crashAt*float64(c.n)*float64(probeUpdates)))
 		res.counts.fence, res.counts.crashed = gen.dead, make(chan struct{})
 	}
 	u0 := usageNow()
@@ -456,7 +462,7 @@ func run(c config) (bool, error) {
 		}
 		select {
 		case <-res.counts.crashed: // nil without -crash-at: never
-			// Every runner's process died at the crashAfter-th completion:
+			// Every runner's process died at the crashAfter-th job update:
 			// no write of theirs reaches the store from then on (the
 			// counting store refuses them), and their BMC calls in flight
 			// are cut off here; then new processes start with the same
@@ -481,6 +487,18 @@ func run(c config) (bool, error) {
 		}
 		if res.crash != nil && res.crash.firstAfter.IsZero() && res.counts.ncompleted.Load() > res.crash.completed {
 			res.crash.firstAfter = time.Now()
+		}
+		if cr := res.crash; cr != nil && time.Since(cr.checked) >= 500*time.Millisecond {
+			// Completions the crash left unacknowledged (sent before it,
+			// so dated at it).
+			cr.checked = time.Now()
+			if jobs, err := runners[0].List(ctx); err == nil {
+				for _, j := range jobs {
+					if j.Completed() {
+						res.counts.noteUnacked(j.Name, cr.at)
+					}
+				}
+			}
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -688,8 +706,8 @@ func report(c config, res result, tgt target, storeDesc string, startedAt time.T
 		if !cr.firstAfter.IsZero() {
 			after = fmt.Sprintf("the first completion after it came %s after the crash", fmtDur(cr.firstAfter.Sub(cr.at)))
 		}
-		fmt.Printf("- Crash (-crash-at %g): %s after Start, with %d of %d jobs completed and %d BMC calls in flight. New runners with the same Owners started at once; %s. The dead runners tried %d writes after the crash (refused, never sent) and their Start returned %s after it (releasing their locks, with the store refusing, until a lease ran out). Tasks resumed (more than one attempt in the record): %d, expected after a crash; the BMCs' call logs decide exactly once. A system may have had two sessions open at once, the dead runner's until it closed.\n",
-			c.crashAt, fmtDur(cr.sinceStart), cr.completed, c.n, cr.inCall, after, cr.refused, fmtDur(cr.dead.finishedAt.Sub(cr.at)), reran)
+		fmt.Printf("- Crash (-crash-at %g): %s after Start, with %d of %d jobs completed and %d BMC calls in flight. New runners with the same Owners started at once; %s; %d completion writes sent before the crash committed with their acknowledgement lost (found in the store). The dead runners tried %d writes after the crash (refused, never sent) and their Start returned %s after it (releasing their locks, with the store refusing, until a lease ran out). Tasks resumed (more than one attempt in the record): %d, expected after a crash; the BMCs' call logs decide exactly once. A system may have had two sessions open at once, the dead runner's until it closed.\n",
+			c.crashAt, fmtDur(cr.sinceStart), cr.completed, c.n, cr.inCall, after, res.counts.unacked, cr.refused, fmtDur(cr.dead.finishedAt.Sub(cr.at)), reran)
 	}
 	fmt.Printf("- Results: %s (of %d submitted). Exactly once: %s; tasks with more than one attempt: %d; completion written twice: %d.\n",
 		strings.Join(parts, ", "), c.n, onceSummary, reran, fc.dupes)

@@ -30,15 +30,17 @@ type writeCounts struct {
 	lastRelease atomic.Int64 // unix nanoseconds of the last one
 
 	ncompleted atomic.Int64
-	// -crash-at: once crashAfter completions were noted, fence is set (the
-	// runners' process is dead: their writes are refused) and crashed is
-	// closed. At the moment of the completion, not at the next poll.
+	// -crash-at: once crashAfter job-record updates were acknowledged,
+	// fence is set (the runners' process is dead: their writes are refused)
+	// and crashed is closed. At the moment of that write, not at the next
+	// poll.
 	crashAfter int64
 	fence      *atomic.Bool
 	crashed    chan struct{}
 	mu         sync.Mutex
 	completed  map[string]time.Time // job name -> when its completion write was acknowledged
 	dupes      int                  // completion writes of a job already completed
+	unacked    int                  // completions found in the store, their acknowledgement cut off by a crash
 }
 
 func newWriteCounts() *writeCounts { return &writeCounts{completed: map[string]time.Time{}} }
@@ -72,10 +74,22 @@ func (c *writeCounts) noteCompletion(name string, at time.Time) {
 		return
 	}
 	c.completed[name] = at
-	if c.ncompleted.Add(1) == c.crashAfter && c.fence != nil {
-		c.fence.Store(true)
-		close(c.crashed)
+	c.ncompleted.Add(1)
+}
+
+// noteUnacked notes job name as completed at, unless its completion write
+// was noted: after -crash-at, a completion write the dead runner sent may
+// have committed with its acknowledgement lost (its context canceled), and
+// the new runners never write that job again.
+func (c *writeCounts) noteUnacked(name string, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.completed[name]; ok {
+		return
 	}
+	c.completed[name] = at
+	c.unacked++
+	c.ncompleted.Add(1)
 }
 
 // countingStore is a storage.Store that counts the writes going through it
@@ -144,7 +158,10 @@ func (s *countingStore) count(key string, op byte, err error) {
 	default:
 		ctr = &s.c.other
 	}
-	ctr.Add(1)
+	if ctr.Add(1) == s.c.crashAfter && ctr == &s.c.jobsUpdate && s.c.fence != nil {
+		s.c.fence.Store(true)
+		close(s.c.crashed)
+	}
 }
 
 func pick(op byte, c, u, d *atomic.Int64) *atomic.Int64 {
