@@ -298,7 +298,7 @@ type result struct {
 // crash is what -crash-at saw.
 type crash struct {
 	at, firstAfter time.Time
-	checked        time.Time // when the store was last read for unacknowledged completions
+	checked        time.Time     // when the store was last read for unacknowledged completions
 	sinceStart     time.Duration // from Start to the crash
 	completed      int64         // jobs completed before the crash
 	inCall         int64         // BMC calls in flight at the crash
