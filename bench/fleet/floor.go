@@ -76,11 +76,14 @@ func runFloor(c config) (bool, error) {
 	if c.target != "fake" {
 		return false, fmt.Errorf("-floor -target %s: the floor runs on the fake target only", c.target)
 	}
+	if c.perSystem > 1 {
+		return false, fmt.Errorf("-floor -jobs-per-system %d: the floor steps every job at once, one per system", c.perSystem)
+	}
 	if c.powerDelay < 0 {
 		c.powerDelay = 0
 	}
 	startedAt, load0 := time.Now().UTC(), loadAvg()
-	tgt, err := newFakeTarget(c.n, c.latency, c.powerDelay)
+	tgt, err := newFakeTarget(c.n, 1, c.latency, c.powerDelay)
 	if err != nil {
 		return false, err
 	}

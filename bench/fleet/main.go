@@ -62,6 +62,7 @@ type config struct {
 	heapProfile         string
 	crashAt             float64
 	lease               time.Duration
+	perSystem           int
 }
 
 const keyPrefix = "bmckit/"
@@ -84,6 +85,7 @@ func main() {
 		"postgres: server DSN (default from BMCKIT_BENCH_POSTGRES_DSN)")
 	flag.DurationVar(&c.timeout, "timeout", 15*time.Minute, "give up (and report the unfinished jobs) after this long")
 	flag.StringVar(&c.heapProfile, "memprofile", "", "write a heap profile (in use as of the last GC, and allocated so far) to this file the first time 90% of the jobs are in a step at once")
+	flag.IntVar(&c.perSystem, "jobs-per-system", 1, "fake: jobs per system, run one after the other in submission order (the report checks that order and that no two jobs' actions interleave)")
 	flag.DurationVar(&c.lease, "lease", 0, "job.Config.LeaseDuration (0: the job package's default); after -crash-at, the dead runners retry releasing their locks for this long")
 	flag.Float64Var(&c.crashAt, "crash-at", 0, "when the runners made this fraction of the job-record updates the run makes (0 < f < 1), every runner's process dies: its writes are refused from then on, its BMC calls in flight cut off; new runners with the same Owners take over (0: no crash)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -156,6 +158,8 @@ func (c config) validate() error {
 		return fmt.Errorf("-store %q: want memstore, boltstore or postgres", c.store)
 	case c.submitters <= 0:
 		return fmt.Errorf("-submitters %d: want at least 1", c.submitters)
+	case c.perSystem < 0 || c.perSystem > 1 && c.target != "fake":
+		return fmt.Errorf("-jobs-per-system %d: want 1, or more on the fake target", c.perSystem)
 	case c.crashAt < 0 || c.crashAt >= 1:
 		return fmt.Errorf("-crash-at %g: want 0 (no crash) or a fraction of the jobs between 0 and 1", c.crashAt)
 	}
@@ -292,7 +296,8 @@ type result struct {
 	jobs                   []*job.Job
 	timedOut               bool
 	submit                 time.Duration
-	crash                  *crash // -crash-at: when the runners died and how they recovered
+	crash                  *crash   // -crash-at: when the runners died and how they recovered
+	tracker                *tracker // the runners' BMC calls
 }
 
 // crash is what -crash-at saw.
@@ -373,6 +378,7 @@ func run(c config) (bool, error) {
 	if err := c.validate(); err != nil {
 		return false, err
 	}
+	c.perSystem = max(c.perSystem, 1) // 0: a config{} of the tests
 	ctx := context.Background()
 	startedAt := time.Now().UTC()
 	load0 := loadAvg()
@@ -386,7 +392,7 @@ func run(c config) (bool, error) {
 		}
 	}
 	if c.target == "fake" {
-		tgt, err = newFakeTarget(c.n, c.latency, c.powerDelay)
+		tgt, err = newFakeTarget(c.n, c.perSystem, c.latency, c.powerDelay)
 	} else {
 		tgt, err = newRedfishTarget(c.n, c.endpoints, c.powerDelay, c.requestLimit, c.rps)
 	}
@@ -414,6 +420,7 @@ func run(c config) (bool, error) {
 	// The fleet run.
 	res.counts = newWriteCounts()
 	tr := &tracker{}
+	res.tracker = tr
 	gen, err := newGeneration(c, stores, tgt, res.counts, tr)
 	if err != nil {
 		return false, err
@@ -510,8 +517,9 @@ func run(c config) (bool, error) {
 	res.rssPeakKB = procStatusKB("VmHWM")
 	if !res.timedOut {
 		res.wall = res.counts.lastCompletion().Sub(t0)
-		// Every completed job's lock is deleted right after; wait for that.
-		for res.counts.released.Load() < int64(c.n) && time.Since(t0) < c.timeout {
+		// Every completed job's lock is deleted right after, or handed to
+		// the system's next job; wait until every lock created is deleted.
+		for res.counts.sysCreate.Load() > res.counts.sysDelete.Load() && time.Since(t0) < c.timeout {
 			time.Sleep(2 * time.Millisecond)
 		}
 	}
@@ -586,7 +594,8 @@ func report(c config, res result, tgt target, storeDesc string, startedAt time.T
 	// After a crash, a task in flight is resumed: its record counts one
 	// attempt more, and only the BMC's side (verify) tells whether an
 	// action was sent twice.
-	once := len(violations) == 0 && (reran == 0 || res.crash != nil) && res.counts.dupes == 0
+	order := checkOrder(res.tracker, res.counts)
+	once := len(violations) == 0 && (reran == 0 || res.crash != nil) && res.counts.dupes == 0 && order.ok()
 
 	workers := "default"
 	if c.workers > 0 {
@@ -595,7 +604,8 @@ func report(c config, res result, tgt target, storeDesc string, startedAt time.T
 	wall, ratio := "timed out", "-"
 	if !res.timedOut {
 		wall = fmtDur(res.wall)
-		ratio = fmt.Sprintf("%.2f", res.wall.Seconds()/res.one.Seconds())
+		// A system's jobs run one after the other.
+		ratio = fmt.Sprintf("%.2f", res.wall.Seconds()/(res.one.Seconds()*float64(max(c.perSystem, 1))))
 	}
 	tasks := n * tasksPerJob
 	jw, sw := float64(res.counts.jobWrites())/n, float64(res.counts.systemWrites())/n
@@ -709,6 +719,7 @@ func report(c config, res result, tgt target, storeDesc string, startedAt time.T
 		fmt.Printf("- Crash (-crash-at %g): %s after Start, with %d of %d jobs completed and %d BMC calls in flight. New runners with the same Owners started at once; %s; %d completion writes sent before the crash committed with their acknowledgement lost (found in the store). The dead runners tried %d writes after the crash (refused, never sent) and their Start returned %s after it (releasing their locks, with the store refusing, until a lease ran out). Tasks resumed (more than one attempt in the record): %d, expected after a crash; the BMCs' call logs decide exactly once. A system may have had two sessions open at once, the dead runner's until it closed.\n",
 			c.crashAt, fmtDur(cr.sinceStart), cr.completed, c.n, cr.inCall, after, res.counts.unacked, cr.refused, fmtDur(cr.dead.finishedAt.Sub(cr.at)), reran)
 	}
+	fmt.Println("- " + order.String())
 	fmt.Printf("- Results: %s (of %d submitted). Exactly once: %s; tasks with more than one attempt: %d; completion written twice: %d.\n",
 		strings.Join(parts, ", "), c.n, onceSummary, reran, fc.dupes)
 	if res.timedOut {

@@ -22,6 +22,8 @@ func TestSmallRuns(t *testing.T) {
 		{target: "fake", n: 40, latency: 20 * time.Millisecond, store: "memstore", replicas: 1, crashAt: 0.5, lease: time.Second},
 		{target: "fake", n: 40, latency: 20 * time.Millisecond, store: "boltstore", replicas: 1, crashAt: 0.5, lease: time.Second},
 		{target: "fake", n: 40, latency: 20 * time.Millisecond, store: "memstore", replicas: 3, crashAt: 0.5, lease: time.Second},
+		// Three jobs per system, in order and one at a time, through a crash.
+		{target: "fake", n: 60, perSystem: 3, latency: 5 * time.Millisecond, store: "memstore", replicas: 3, crashAt: 0.5, lease: time.Second},
 	} {
 		c.submitters, c.timeout = 8, time.Minute
 		ok, err := run(c)
@@ -69,6 +71,29 @@ func TestCompletedRecord(t *testing.T) {
 	} {
 		if got := completedRecord([]byte(tc.rec)); got != tc.want {
 			t.Errorf("completedRecord(%s) = %v, want %v", tc.rec, got, tc.want)
+		}
+	}
+}
+
+// checkOrder finds each kind of violation in a made-up call log, and none
+// in a correct one.
+func TestCheckOrder(t *testing.T) {
+	counts := newWriteCounts()
+	counts.createRev = map[string]int64{"a": 1, "b": 2, "c": 3}
+	for _, tc := range []struct {
+		actions                          map[string][]string
+		interleaved, reordered, untagged int
+	}{
+		{map[string][]string{"s1": {"a", "a", "a", "b", "b", "b"}, "s2": {"c", "c"}}, 0, 0, 0},
+		{map[string][]string{"s1": {"a", "b", "a"}}, 1, 0, 0},
+		{map[string][]string{"s1": {"b", "b", "a", "a"}}, 0, 1, 0},
+		{map[string][]string{"s1": {"a", "", "a"}}, 0, 0, 1},
+		{map[string][]string{"s1": {"a", "c", "b", "a"}}, 1, 1, 0},
+	} {
+		got := checkOrder(&tracker{actions: tc.actions}, counts)
+		if got.interleaved != tc.interleaved || got.reordered != tc.reordered || got.untagged != tc.untagged || got.ok() != (tc.interleaved+tc.reordered+tc.untagged == 0) {
+			t.Errorf("%v: interleaved %d, reordered %d, untagged %d (ok %v); want %d, %d, %d",
+				tc.actions, got.interleaved, got.reordered, got.untagged, got.ok(), tc.interleaved, tc.reordered, tc.untagged)
 		}
 	}
 }

@@ -40,10 +40,13 @@ type writeCounts struct {
 	mu         sync.Mutex
 	completed  map[string]time.Time // job name -> when its completion write was acknowledged
 	dupes      int                  // completion writes of a job already completed
+	createRev  map[string]int64     // job name -> the revision Submit created it at: its place in its system's order
 	unacked    int                  // completions found in the store, their acknowledgement cut off by a crash
 }
 
-func newWriteCounts() *writeCounts { return &writeCounts{completed: map[string]time.Time{}} }
+func newWriteCounts() *writeCounts {
+	return &writeCounts{completed: map[string]time.Time{}, createRev: map[string]int64{}}
+}
 
 func (c *writeCounts) jobWrites() int64 {
 	return c.jobsCreate.Load() + c.jobsUpdate.Load() + c.jobsDelete.Load()
@@ -198,6 +201,11 @@ func (s *countingStore) Create(ctx context.Context, key string, value []byte) (i
 	defer s.jobOp(key)()
 	rev, err := s.s.Create(ctx, key, value)
 	s.count(key, 'c', err)
+	if err == nil && hasPrefix(key, s.jobs) {
+		s.c.mu.Lock()
+		s.c.createRev[key[len(s.jobs):]] = rev
+		s.c.mu.Unlock()
+	}
 	return rev, err
 }
 

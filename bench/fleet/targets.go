@@ -56,6 +56,7 @@ const tasksPerJob = 3
 // by default), all servers On at first.
 type fakeTarget struct {
 	latency    time.Duration
+	n          int // jobs; job i runs on system i % len(bmcs)
 	fleet      *fake.Fleet
 	urls       []string
 	bmcs       []*fake.BMC
@@ -64,11 +65,13 @@ type fakeTarget struct {
 	probeBMC   *fake.BMC
 }
 
-func newFakeTarget(n int, latency, powerDelay time.Duration) (*fakeTarget, error) {
-	t := &fakeTarget{latency: latency, fleet: fake.NewFleet(), probeFleet: fake.NewFleet(),
-		urls: make([]string, n), bmcs: make([]*fake.BMC, n)}
-	opts := fake.Options{Power: bmc.PowerOn, Latency: latency, PowerTransition: powerDelay, CallLogSize: 64}
-	for i := range n {
+// newFakeTarget makes one fake BMC per perSystem jobs (rounded up).
+func newFakeTarget(n, perSystem int, latency, powerDelay time.Duration) (*fakeTarget, error) {
+	systems := (n + perSystem - 1) / perSystem
+	t := &fakeTarget{latency: latency, n: n, fleet: fake.NewFleet(), probeFleet: fake.NewFleet(),
+		urls: make([]string, systems), bmcs: make([]*fake.BMC, systems)}
+	opts := fake.Options{Power: bmc.PowerOn, Latency: latency, PowerTransition: powerDelay, CallLogSize: 64 * perSystem}
+	for i := range systems {
 		t.urls[i] = fmt.Sprintf("redfish://10.%d.%d.%d/redfish/v1/Systems/1", 1+i>>16, (i>>8)&255, i&255)
 		b, err := t.fleet.AddNew(t.urls[i], opts)
 		if err != nil {
@@ -90,7 +93,7 @@ func (t *fakeTarget) probeDialer() bmc.Dialer { return t.probeFleet }
 func (t *fakeTarget) creds() job.CredentialsResolver {
 	return job.StaticCredentials{"lab": {Username: "admin", Password: "fleet-bench"}}
 }
-func (t *fakeTarget) spec(i int) job.Spec { return netboot(t.urls[i], "lab") }
+func (t *fakeTarget) spec(i int) job.Spec { return netboot(t.urls[i%len(t.urls)], "lab") }
 func (t *fakeTarget) probeSpec() job.Spec { return netboot(t.probeURL, "lab") }
 func (t *fakeTarget) close()              {}
 
@@ -132,12 +135,16 @@ func (t *fakeTarget) verify(crashed bool) ([]string, string) {
 		}
 		s := b.Sessions()
 		logins += s.Logins
-		if setPower != 2 || setBoot != 1 || s.MaxOpen < 1 || s.MaxOpen > maxOpen {
-			bad = append(bad, fmt.Sprintf("%s: SetPower %d (want 2), SetBootOverride %d (want 1), sessions open at once %d (want 1 to %d)",
-				t.urls[i], setPower, setBoot, s.MaxOpen, maxOpen))
+		jobs := t.n / len(t.bmcs) // the system's jobs
+		if i < t.n%len(t.bmcs) {
+			jobs++
+		}
+		if setPower != 2*jobs || setBoot != jobs || s.MaxOpen < 1 || s.MaxOpen > maxOpen {
+			bad = append(bad, fmt.Sprintf("%s: SetPower %d (want %d), SetBootOverride %d (want %d), sessions open at once %d (want 1 to %d)",
+				t.urls[i], setPower, 2*jobs, setBoot, jobs, s.MaxOpen, maxOpen))
 		}
 	}
-	return bad, fmt.Sprintf("SetPower 2 and SetBootOverride 1 on each of the %d fake BMCs, %s; %d logins in all",
+	return bad, fmt.Sprintf("SetPower 2 and SetBootOverride 1 per job on each of the %d fake BMCs, %s; %d logins in all",
 		len(t.bmcs)-len(bad), sessions, logins)
 }
 

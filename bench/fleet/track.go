@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/job"
 )
 
 // tracker counts the BMC connections the runners hold open (a job holds its
@@ -17,6 +19,23 @@ type tracker struct {
 	open    atomic.Int64
 	inCall  atomic.Int64
 	inStore atomic.Int64
+
+	// actions is, per system, the job of each state-changing call that
+	// succeeded (job.CallFromContext), in the order they returned: what the
+	// order and exclusivity checks read.
+	mu      sync.Mutex
+	actions map[string][]string
+}
+
+// acted notes a state-changing call on sys that succeeded.
+func (t *tracker) acted(ctx context.Context, sys string) {
+	c, _ := job.CallFromContext(ctx)
+	t.mu.Lock()
+	if t.actions == nil {
+		t.actions = map[string][]string{}
+	}
+	t.actions[sys] = append(t.actions[sys], c.Job)
+	t.mu.Unlock()
 }
 
 // trackedDialer dials with d and wraps each driver.
@@ -34,14 +53,14 @@ func (td trackedDialer) Dial(ctx context.Context, ep bmc.Endpoint, creds bmc.Cre
 	if err != nil {
 		return nil, err
 	}
-	return td.t.wrap(drv), nil
+	return td.t.wrap(drv, ep.SystemKey()), nil
 }
 
 // wrap returns a counting driver around d, with OpenSystem only where d has
 // it, so the job's connection pool shares sessions exactly as without it.
-func (t *tracker) wrap(d bmc.Driver) bmc.Driver {
+func (t *tracker) wrap(d bmc.Driver, sys string) bmc.Driver {
 	t.open.Add(1)
-	td := &trackedDriver{d: d, t: t}
+	td := &trackedDriver{d: d, t: t, sys: sys}
 	if _, ok := d.(bmc.SystemOpener); ok {
 		return trackedOpener{td}
 	}
@@ -52,6 +71,7 @@ func (t *tracker) wrap(d bmc.Driver) bmc.Driver {
 type trackedDriver struct {
 	d      bmc.Driver
 	t      *tracker
+	sys    string // bmc.Endpoint.SystemKey of the system it drives
 	closed atomic.Bool
 }
 
@@ -77,6 +97,9 @@ func (d *trackedDriver) SetPower(ctx context.Context, a bmc.PowerAction) error {
 	d.t.inCall.Add(1)
 	err := d.d.SetPower(ctx, a)
 	d.t.inCall.Add(-1)
+	if err == nil {
+		d.t.acted(ctx, d.sys)
+	}
 	return err
 }
 
@@ -98,6 +121,9 @@ func (d *trackedDriver) SetBootOverride(ctx context.Context, o bmc.BootOverride)
 	d.t.inCall.Add(1)
 	err := s.SetBootOverride(ctx, o)
 	d.t.inCall.Add(-1)
+	if err == nil {
+		d.t.acted(ctx, d.sys)
+	}
 	return err
 }
 
@@ -130,5 +156,5 @@ func (o trackedOpener) OpenSystem(ctx context.Context, ep bmc.Endpoint) (bmc.Dri
 	if err != nil {
 		return nil, err
 	}
-	return o.t.wrap(view), nil
+	return o.t.wrap(view, ep.SystemKey()), nil
 }
