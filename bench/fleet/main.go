@@ -648,7 +648,7 @@ func report(c config, res result, tgt target, storeDesc string, startedAt time.T
 	if res.serverCPU >= 0 {
 		cpuCell += " + " + fmtDur(time.Duration(float64(res.serverCPU)/tasks)) + " PostgreSQL"
 	}
-	fmt.Println("| target | N | store | replicas | workers | wall | one job alone | ideal by calls | wall / one job | CPU per task | store writes per job: jobs/ + systems/ = total | live heap per job | peak RSS per job | peak goroutines (per job) | goroutines per waiting job | all Succeeded | exactly once |")
+	fmt.Println("| target | N | store | replicas | workers | wall | one job alone | ideal by calls | wall / (one job × jobs per system) | CPU per task | store writes per job: jobs/ + systems/ = total | live heap per job | peak RSS per job | peak goroutines (per job) | goroutines per waiting job | all Succeeded | exactly once |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	fmt.Printf("| %s | %d | %s | %d | %s | %s | %s | %s (%s) | %s | %s | %.2f + %.2f = %.2f | %s | %s | %d (%.2f) | %s | %s | %s |\n",
 		c.target, c.n, c.store, c.replicas, workers, wall, fmtDur(res.one), fmtDur(res.formula), res.formulaText, ratio,
