@@ -10,6 +10,7 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/internal/dueheap"
+	"github.com/bmckit/bmckit/internal/growstack"
 	"github.com/bmckit/bmckit/storage"
 )
 
@@ -445,7 +446,7 @@ const idleWorkerTimeout = 2 * time.Second
 // (retireIdle), and all of them when it stops. Workers still bounds steps in flight.
 func (l *loop) worker(sw *stepWorker, w stepWork) {
 	defer l.wg.Done()
-	growStack()
+	growstack.Grow()
 	for w.h != nil {
 		o := l.r.step(w.ctx, w.h, w.j, w.rev, &sw.times)
 		w.cancel()

@@ -1,4 +1,4 @@
-package job
+package growstack
 
 import (
 	"runtime"
@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// TestGrowStackGrowsTheStack: goroutines that called growStack hold stacks
+// TestGrowGrowsTheStack: goroutines that called Grow hold stacks
 // of 16 KiB each (at least 12 KiB counted, for other goroutines' noise), though the array that makes the frame large is
 // never written (a compiler that dropped it would leave them at 8 KiB or
 // less).
-func TestGrowStackGrowsTheStack(t *testing.T) {
+func TestGrowGrowsTheStack(t *testing.T) {
 	const n = 200
 	var ms0, ms1 runtime.MemStats
 	release := make(chan struct{})
@@ -22,7 +22,7 @@ func TestGrowStackGrowsTheStack(t *testing.T) {
 		done.Add(1)
 		go func() {
 			defer done.Done()
-			growStack()
+			Grow()
 			ready.Done()
 			<-release
 		}()
@@ -33,6 +33,6 @@ func TestGrowStackGrowsTheStack(t *testing.T) {
 	done.Wait()
 	perG := (int64(ms1.StackInuse) - int64(ms0.StackInuse)) / n
 	if perG < 12<<10 {
-		t.Errorf("stack in use per goroutine after growStack: %d bytes, want at least %d", perG, 12<<10)
+		t.Errorf("stack in use per goroutine after Grow: %d bytes, want at least %d", perG, 12<<10)
 	}
 }

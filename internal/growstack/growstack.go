@@ -1,6 +1,8 @@
-package job
+// Package growstack grows a new goroutine's stack up front, while it is one
+// frame deep: the job Runner's step workers and bench/fleet's floor use it.
+package growstack
 
-// growStack grows the calling goroutine's stack to what a step needs while
+// Grow grows the calling goroutine's stack to what a step needs while
 // the goroutine is still shallow (one frame deep), so the runtime copies it
 // once, when it holds almost nothing. A step worker starts with the
 // runtime's small initial stack and needs about 16 KiB (JSON records, BMC
@@ -14,24 +16,24 @@ package job
 // which cost more than it saved. The same trick as CockroachDB's
 // util/growstack.
 //
-// The array is in a branch that never runs (growStackTouch is false): its
+// The array is in a branch that never runs (touch is false): its
 // room is in the frame, so the function's prologue grows the stack, but it
 // is never zeroed. Zeroing it wrote 10 KiB of fresh stack per worker, i.e.
 // first touches (page faults) of pages a step may never use.
 //
 //go:noinline
-func growStack() {
-	if growStackTouch {
+func Grow() {
+	if touch {
 		var buf [10 << 10]byte
 		touchStack(buf[:])
 	}
 }
 
-// growStackTouch is false; a variable, so the compiler keeps growStack's
-// array (and its room in the frame).
-var growStackTouch bool
+// touch is false; a variable, so the compiler keeps Grow's array (and its
+// room in the frame).
+var touch bool
 
-// touchStack reads b, so the compiler keeps growStack's array; b does not
+// touchStack reads b, so the compiler keeps Grow's array; b does not
 // escape, so the array stays on the stack.
 //
 //go:noinline
