@@ -54,6 +54,16 @@ func (r *Runner) sweepOwnLocks(ctx context.Context) int {
 		}
 		return 0
 	}
+	// This runner's locks, each with its holder.
+	own := recs[:0]
+	var holders []string
+	for _, rec := range recs {
+		var l lockRecord
+		if unmarshalRecord(rec.Value, &l) == nil && l.Owner == r.cfg.Owner && l.Holder != "" {
+			own = append(own, rec)
+			holders = append(holders, l.Holder)
+		}
+	}
 	// storeFanOut at once, as releases go: after a crash there may be
 	// thousands, and one at a time a durable store commits each alone.
 	sctx, cancel := context.WithCancel(ctx)
@@ -68,39 +78,27 @@ func (r *Runner) sweepOwnLocks(ctx context.Context) int {
 		})
 	}
 	var deleted atomic.Int64
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, storeFanOut)
-	for _, rec := range recs {
-		var l lockRecord
-		if unmarshalRecord(rec.Value, &l) != nil || l.Owner != r.cfg.Owner || l.Holder == "" {
-			continue
-		}
+	fanOut(len(own), func(i int) {
+		rec, holder := own[i], holders[i]
 		if sctx.Err() != nil {
-			break
+			return // ended by an error
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			unfinished, err := r.unfinished(sctx, l.Holder)
-			if err != nil {
-				fail(err, "reading a lock holder's job failed; the sweep of stale locks stops until the next one", "key", rec.Key, "job", l.Holder)
-				return
-			}
-			if unfinished {
-				return
-			}
-			switch err := r.cfg.Store.Delete(sctx, rec.Key, rec.Revision); {
-			case err == nil:
-				deleted.Add(1)
-			case lostRace(err):
-			default:
-				fail(err, "deleting a stale system lock failed; the sweep stops until the next one", "key", rec.Key, "job", l.Holder)
-			}
-		}()
-	}
-	wg.Wait()
+		unfinished, err := r.unfinished(sctx, holder)
+		if err != nil {
+			fail(err, "reading a lock holder's job failed; the sweep of stale locks stops until the next one", "key", rec.Key, "job", holder)
+			return
+		}
+		if unfinished {
+			return
+		}
+		switch err := r.cfg.Store.Delete(sctx, rec.Key, rec.Revision); {
+		case err == nil:
+			deleted.Add(1)
+		case lostRace(err):
+		default:
+			fail(err, "deleting a stale system lock failed; the sweep stops until the next one", "key", rec.Key, "job", holder)
+		}
+	})
 	n := int(deleted.Load())
 	if n > 0 {
 		r.log.Info("deleted system locks this runner's Owner left behind for completed jobs", "locks", n)

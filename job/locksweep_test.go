@@ -101,7 +101,9 @@ func TestRestartDeletesOwnStaleLocks(t *testing.T) {
 
 // lockWritesFailing fails every write of a system lock once fail is set, as
 // the store of a runner that is dying; it counts the lock deletes it let
-// through.
+// through, attempts rather than acknowledged ones: a sweep's delete of the
+// unfinished job's lock may lose to the resume's claim, and must still fail
+// the test.
 type lockWritesFailing struct {
 	feedStore
 	fail    *atomic.Bool

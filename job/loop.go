@@ -687,26 +687,22 @@ func (l *loop) stop() {
 	if l.renewing {
 		l.renewed(<-l.renewals)
 	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, storeFanOut)
 	// One deadline for every release: with the store down, each retries
 	// until it, so the stop ends within a lease. (A deadline per release
 	// made the batches of storeFanOut wait a lease each, one after the
 	// other: 2 minutes for 922 locks; bench/fleet -crash-at.)
 	deadline := r.cfg.Clock.Now().Add(r.cfg.LeaseDuration)
+	hs := make([]*held, 0, len(l.held))
 	for _, h := range l.held {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			_ = r.stepper.Release(context.WithoutCancel(l.ctx), &Job{Name: h.job, Spec: Spec{BMC: h.ep.String()}})
-			if !h.lost {
-				r.release(l.ctx, h.sys, h.job, h.lockRev, h.done, deadline)
-			}
-		}()
+		hs = append(hs, h)
 	}
-	wg.Wait()
+	fanOut(len(hs), func(i int) {
+		h := hs[i]
+		_ = r.stepper.Release(context.WithoutCancel(l.ctx), &Job{Name: h.job, Spec: Spec{BMC: h.ep.String()}})
+		if !h.lost {
+			r.release(l.ctx, h.sys, h.job, h.lockRev, h.done, deadline)
+		}
+	})
 	// Every step's outcome is in, so every worker is idle.
 	for _, sw := range l.idle {
 		sw.work <- stepWork{}

@@ -159,18 +159,10 @@ type claimed struct {
 // batches the lock writes into few commits.
 func (r *Runner) claimAll(ctx context.Context, want []claimWant) []claimed {
 	out := make([]claimed, len(want))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, storeFanOut)
-	for i, w := range want {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			job, rev, sent, ok := r.claim(ctx, w.sys, w.head)
-			out[i] = claimed{claimWant: w, job: job, rev: rev, sent: sent, ok: ok}
-		}()
-	}
-	wg.Wait()
+	fanOut(len(want), func(i int) {
+		w := want[i]
+		job, rev, sent, ok := r.claim(ctx, w.sys, w.head)
+		out[i] = claimed{claimWant: w, job: job, rev: rev, sent: sent, ok: ok}
+	})
 	return out
 }
