@@ -161,7 +161,7 @@ func (c config) validate() error {
 	case c.perSystem < 0 || c.perSystem > 1 && c.target != "fake":
 		return fmt.Errorf("-jobs-per-system %d: want 1, or more on the fake target", c.perSystem)
 	case c.crashAt < 0 || c.crashAt >= 1:
-		return fmt.Errorf("-crash-at %g: want 0 (no crash) or a fraction of the jobs between 0 and 1", c.crashAt)
+		return fmt.Errorf("-crash-at %g: want 0 (no crash) or a fraction between 0 and 1 (of the run's job-record updates)", c.crashAt)
 	}
 	return nil
 }
@@ -374,6 +374,24 @@ func (g *generation) stop() error {
 	return errors.Join(g.errs...)
 }
 
+// restart follows the crash of dead's process at the crashAfter-th job
+// update: no write of its runners reaches the store from then on (the
+// counting store refuses them), and their BMC calls in flight are cut off
+// here; then a new process starts, with the same Owners. The dead runners'
+// goroutines wind down in the background, their writes refused, their BMC
+// calls canceled (the fake applies nothing whose call was canceled); what
+// they still do is close their BMC connections, as a dead process's sockets
+// close.
+func restart(ctx context.Context, c config, stores []storage.Store, tgt target, counts *writeCounts, tr *tracker, dead *generation) (*generation, error) {
+	dead.cancel()
+	gen, err := newGeneration(c, stores, tgt, counts, tr)
+	if err != nil {
+		return nil, err
+	}
+	gen.start(ctx)
+	return gen, nil
+}
+
 func run(c config) (bool, error) {
 	if err := c.validate(); err != nil {
 		return false, err
@@ -469,27 +487,14 @@ func run(c config) (bool, error) {
 		}
 		select {
 		case <-res.counts.crashed: // nil without -crash-at: never
-			// Every runner's process died at the crashAfter-th job update:
-			// no write of theirs reaches the store from then on (the
-			// counting store refuses them), and their BMC calls in flight
-			// are cut off here; then new processes start with the same
-			// Owners. The dead runners' goroutines wind down in the
-			// background, their writes refused, their BMC calls canceled
-			// (the fake applies nothing whose call was canceled); what they
-			// still do is close their BMC connections, as a dead process's
-			// sockets close.
 			res.counts.crashed = nil
-			cr := &crash{at: time.Now(), completed: res.counts.ncompleted.Load(), inCall: tr.inCall.Load(), dead: gen}
-			cr.sinceStart = cr.at.Sub(t0)
-			gen.cancel()
-			gen, err = newGeneration(c, stores, tgt, res.counts, tr)
-			if err != nil {
+			res.crash = &crash{at: time.Now(), completed: res.counts.ncompleted.Load(), inCall: tr.inCall.Load(), dead: gen}
+			res.crash.sinceStart = res.crash.at.Sub(t0)
+			defer func() { _ = res.crash.dead.stop() }() // on an early return
+			if gen, err = restart(ctx, c, stores, tgt, res.counts, tr, gen); err != nil {
 				return false, err
 			}
 			runners = gen.runners
-			gen.start(ctx)
-			res.crash = cr
-			defer func() { _ = cr.dead.stop() }() // on an early return
 		default:
 		}
 		if res.crash != nil && res.crash.firstAfter.IsZero() && res.counts.ncompleted.Load() > res.crash.completed {
@@ -605,7 +610,7 @@ func report(c config, res result, tgt target, storeDesc string, startedAt time.T
 	if !res.timedOut {
 		wall = fmtDur(res.wall)
 		// A system's jobs run one after the other.
-		ratio = fmt.Sprintf("%.2f", res.wall.Seconds()/(res.one.Seconds()*float64(max(c.perSystem, 1))))
+		ratio = fmt.Sprintf("%.2f", res.wall.Seconds()/(res.one.Seconds()*float64(c.perSystem)))
 	}
 	tasks := n * tasksPerJob
 	jw, sw := float64(res.counts.jobWrites())/n, float64(res.counts.systemWrites())/n
