@@ -76,7 +76,9 @@ func Permanent(err error) error {
 // IsTransient reports whether an operation that failed with err may succeed
 // if retried. The classification, first match wins:
 //
-//   - ErrUnauthorized, ErrNotSupported, context.Canceled: permanent.
+//   - ErrUnauthorized, ErrNotSupported, ErrFenced, context.Canceled:
+//     permanent (a fenced request must not be retried by the caller; its
+//     work is resumed under a valid lease).
 //   - errors marked with [Transient] or [Permanent]: as marked (the innermost
 //     marker nearest the top of the chain wins).
 //   - context.DeadlineExceeded (a request timeout), net.Error timeouts,
@@ -87,7 +89,7 @@ func IsTransient(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrNotSupported) || errors.Is(err, context.Canceled) {
+	if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrNotSupported) || errors.Is(err, ErrFenced) || errors.Is(err, context.Canceled) {
 		return false
 	}
 	for e := err; e != nil; {
