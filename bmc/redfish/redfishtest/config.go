@@ -2,6 +2,7 @@ package redfishtest
 
 import (
 	"maps"
+	"net/http"
 	"time"
 )
 
@@ -227,6 +228,16 @@ type Config struct {
 	// It must be safe for concurrent use; order calls by StateChange.Seq.
 	// Defaults to nil (not reported; [Server.Requests] still logs them).
 	OnStateChange func(StateChange)
+
+	// OnRequest, when set, is called for every request as it arrives, before
+	// the simulator does anything with it (redirects, a BMC reset's
+	// downtime, the rate limit, fault injection, authentication, routing),
+	// from the request's goroutine: a log of every request a client sent,
+	// reads included, in the order they arrived (OnStateChange reports only
+	// the accepted changes). It may read the method, URL and headers (e.g.
+	// CallerHeader) but must not read or keep the body; it must not block
+	// and must be safe for concurrent use. Defaults to nil.
+	OnRequest func(r *http.Request)
 
 	// Clock is the time source for power delays, session expiry and boot
 	// override reverts. Defaults to the wall clock.

@@ -177,7 +177,15 @@ func start(cfg Config, useTLS bool) *Server {
 	if cfg.Media == MediaUnderManager {
 		s.mgrMedia = newMediaSet()
 	}
-	s.http = httptest.NewUnstartedServer(s.redirects(s.routes()))
+	h := s.redirects(s.routes())
+	if on := cfg.OnRequest; on != nil {
+		next := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			on(r)
+			next.ServeHTTP(w, r)
+		})
+	}
+	s.http = httptest.NewUnstartedServer(h)
 	// TLS handshake failures of clients that do not trust the test
 	// certificate are expected in tests; keep them out of the output.
 	s.http.Config.ErrorLog = log.New(io.Discard, "", 0)

@@ -1,6 +1,7 @@
 package redfishtest_test
 
 import (
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -70,5 +71,52 @@ func TestOnStateChange(t *testing.T) {
 		if g != want[i] {
 			t.Errorf("change %d: got %+v, want %+v", i, g, want[i])
 		}
+	}
+}
+
+// OnRequest sees every request on arrival, reads and refused ones included,
+// with its headers, before authentication: a client's whole request log.
+func TestOnRequest(t *testing.T) {
+	type seen struct{ method, path, caller string }
+	var (
+		mu  sync.Mutex
+		got []seen
+	)
+	srv := redfishtest.NewServer(redfishtest.Config{
+		RedirectAliases: map[string]string{"node-a": "1"},
+		OnRequest: func(r *http.Request) {
+			mu.Lock()
+			got = append(got, seen{r.Method, r.URL.Path, r.Header.Get(redfishtest.CallerHeader)})
+			mu.Unlock()
+		},
+	})
+	defer srv.Close()
+	cl := &client{t: t, srv: srv}
+	tag := map[string]string{redfishtest.CallerHeader: "job-a/0/1"}
+	cl.do("GET", "/redfish/v1/Systems/1", "", tag) // unauthenticated: 401, still seen
+	if st := cl.login("admin", "redfishtest-secret"); st != 201 {
+		t.Fatalf("login: %d", st)
+	}
+	cl.do("GET", "/redfish/v1/Systems/1", "", tag)
+	cl.do("POST", "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset", `{"ResetType":"On"}`, tag)
+	cl.do("GET", "/redfish/v1/Systems/node-a", "", nil) // 307: the client follows it
+	cl.do("GET", "/redfish/v1/NoSuchThing", "", nil)
+
+	want := []seen{
+		{"GET", "/redfish/v1/Systems/1", "job-a/0/1"},
+		{"POST", "/redfish/v1/SessionService/Sessions", ""},
+		{"GET", "/redfish/v1/Systems/1", "job-a/0/1"},
+		{"POST", "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset", "job-a/0/1"},
+		{"GET", "/redfish/v1/Systems/node-a", ""},
+		{"GET", "/redfish/v1/Systems/1", ""},
+		{"GET", "/redfish/v1/NoSuchThing", ""},
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(got, want) {
+		t.Fatalf("OnRequest saw\n%v\nwant\n%v", got, want)
+	}
+	if n := len(srv.Requests()); n != len(want) {
+		t.Errorf("the request log holds %d requests, OnRequest saw %d", n, len(want))
 	}
 }
