@@ -14,6 +14,7 @@ require (
 	github.com/bmckit/bmckit/bmc/ipmi v0.0.0-00010101000000-000000000000
 	github.com/bmckit/bmckit/bmc/redfish v0.0.0-00010101000000-000000000000
 	github.com/bmckit/bmckit/storage/sqlstore v0.0.0-00010101000000-000000000000
+	github.com/go-logr/logr v1.4.3
 	github.com/stretchr/testify v1.11.1
 )
 
@@ -21,7 +22,6 @@ require (
 	github.com/bougou/go-ipmi v0.9.0 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/fatih/color v1.15.0 // indirect
-	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-ole/go-ole v1.3.0 // indirect
 	github.com/goccy/go-json v0.12.0 // indirect
 	github.com/google/uuid v1.1.2 // indirect
