@@ -1,6 +1,7 @@
 package job_test
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,12 +14,17 @@ import (
 // tagged with the replica that sent it and the job, task and attempt.
 
 // disturbance is what was done to one replica in a run: paused (SIGSTOP)
-// from Began to Ended, or its store hung from Began to Ended.
+// from Began until the SIGCONT sent at Ended, or its store hung from Began
+// to Ended.
 type disturbance struct {
 	Replica      string
 	Began, Ended time.Time
 	// Lease is the replicas' lease length.
 	Lease time.Duration
+	// Held are the jobs the replica held when the disturbance began: it
+	// had written them last (an intent at least) and they had not
+	// completed.
+	Held []string
 }
 
 // replicaFindings counts what one run's request log shows.
@@ -26,28 +32,34 @@ type replicaFindings struct {
 	// Requests and Untagged count the run's requests with and without a
 	// job tag.
 	Requests, Untagged int
-	// Stale counts requests sent by a replica for a job after another
-	// replica sent one for it after the first replica's own: once a job
-	// moved on from a replica, that replica must never act for it again.
+	// Stale counts requests a replica sent for a job it no longer had:
+	//   - the disturbed replica's requests for a job after another replica
+	//     sent one for it after the disturbance began (whether or not the
+	//     disturbed one had sent anything for it before: it may have
+	//     written the intent and stopped before the action);
+	//   - any replica's requests for a job after another replica sent one
+	//     for it after the first replica's own (once a job moved on from a
+	//     replica, that replica never acts for it again).
 	Stale int
 	// StaleFromDisturbed counts those of the disturbed replica, and
 	// StaleStateChanges those that were state-changing (any replica).
 	StaleFromDisturbed, StaleStateChanges int
-	// Takeovers counts jobs the disturbed replica sent requests for before
-	// the disturbance began and another replica sent requests for after.
+	// Takeovers counts the jobs the disturbed replica held (Held) that
+	// another replica sent requests for after the disturbance began.
 	Takeovers int
-	// InWindow counts the disturbed replica's requests between Began+Lease
-	// and Ended (its lease had lapsed by then whatever it did), with job
-	// tag and without (InWindowUntagged: logins, logouts).
+	// ResumedForHeld counts the disturbed replica's requests for the jobs
+	// it held, sent after the disturbance ended: legitimate only for a job
+	// nobody took over.
+	ResumedForHeld int
+	// InWindow counts the disturbed replica's requests from Began+Lease
+	// (its lease had lapsed by then whatever it did) until Ended, with a
+	// job tag; InWindowUntagged those without (logins, logouts, the opening
+	// reads of a system).
 	InWindow, InWindowUntagged int
 	// MaxLateness is how long after Began+Lease (the latest its lease could
 	// have lasted) the disturbed replica's last stale or in-window request
 	// came; 0 if none came.
 	MaxLateness time.Duration
-	// MaxAfterBegan is how long after Began the disturbed replica's last
-	// request for a job it then lost came (a request it could still send
-	// legitimately, within its lease, or a stale one).
-	MaxAfterBegan time.Duration
 	// DupAttempts counts state-changing requests beyond the first of one
 	// task attempt (job, task, attempt); OldAttempts those of an attempt
 	// lower than one already sent for the task.
@@ -70,10 +82,13 @@ func analyzeReplicaLog(reqs []loggedRequest, d disturbance) replicaFindings {
 	type jobState struct {
 		current    string          // the replica acting for the job now
 		superseded map[string]bool // replicas the job moved on from
-		before     bool            // the disturbed replica sent for it before Began
-		after      bool            // another replica sent for it after Began
+		otherAfter string          // another replica that sent for it after Began
 	}
 	jobs := map[string]*jobState{}
+	held := map[string]bool{}
+	for _, j := range d.Held {
+		held[j] = true
+	}
 	type taskKey struct {
 		job  string
 		task int
@@ -87,27 +102,30 @@ func analyzeReplicaLog(reqs []loggedRequest, d disturbance) replicaFindings {
 		}
 	}
 	for _, r := range reqs {
-		if r.Replica == d.Replica && !r.At.Before(lapse) && !r.At.After(d.Ended) {
-			if r.Job == "" {
-				f.InWindowUntagged++
-			} else {
-				f.InWindow++
-				f.example("request %s came %v after the disturbance began, its lease had lapsed", r, r.At.Sub(d.Began).Round(time.Millisecond))
-				late(r)
-			}
+		inWindow := r.Replica == d.Replica && !r.At.Before(lapse) && r.At.Before(d.Ended)
+		if inWindow && r.Job == "" {
+			f.InWindowUntagged++
 		}
 		if r.Job == "" {
 			f.Untagged++
 			continue
 		}
 		f.Requests++
+		if inWindow {
+			f.InWindow++
+			f.example("request %s came %v after the disturbance began: its lease had lapsed", r, r.At.Sub(d.Began).Round(time.Millisecond))
+			late(r)
+		}
 		js := jobs[r.Job]
 		if js == nil {
 			js = &jobState{superseded: map[string]bool{}}
 			jobs[r.Job] = js
 		}
+		if r.Replica == d.Replica && held[r.Job] && !r.At.Before(d.Ended) {
+			f.ResumedForHeld++
+		}
 		switch {
-		case js.superseded[r.Replica]:
+		case js.superseded[r.Replica] || (r.Replica == d.Replica && js.otherAfter != ""):
 			f.Stale++
 			if r.stateChanging() {
 				f.StaleStateChanges++
@@ -116,19 +134,18 @@ func analyzeReplicaLog(reqs []loggedRequest, d disturbance) replicaFindings {
 				f.StaleFromDisturbed++
 				late(r)
 			}
-			f.example("stale request %s: the job had moved on to %s", r, js.current)
+			f.example("stale request %s: the job had moved on to %s", r, cmp.Or(js.otherAfter, js.current))
 		case js.current != "" && js.current != r.Replica:
 			js.superseded[js.current] = true
 			js.current = r.Replica
 		default:
 			js.current = r.Replica
 		}
-		if r.Replica == d.Replica && r.At.Before(d.Began) {
-			js.before = true
-		}
-		if r.Replica != d.Replica && r.At.After(d.Began) && js.before && !js.after {
-			js.after = true
-			f.Takeovers++
+		if r.Replica != d.Replica && r.At.After(d.Began) && js.otherAfter == "" {
+			js.otherAfter = r.Replica
+			if held[r.Job] {
+				f.Takeovers++
+			}
 		}
 		if r.stateChanging() {
 			k := taskKey{r.Job, r.Task}
@@ -145,12 +162,6 @@ func analyzeReplicaLog(reqs []loggedRequest, d disturbance) replicaFindings {
 				f.example("state-changing request %s: attempt %d of the task was sent already", r, maxAttempt[k])
 			}
 			maxAttempt[k] = max(maxAttempt[k], r.Attempt)
-		}
-	}
-	// The disturbed replica's last request for each job it lost.
-	for _, r := range reqs {
-		if js := jobs[r.Job]; r.Job != "" && r.Replica == d.Replica && js != nil && js.superseded[d.Replica] && r.At.After(d.Began) {
-			f.MaxAfterBegan = max(f.MaxAfterBegan, r.At.Sub(d.Began))
 		}
 	}
 	return f
@@ -170,8 +181,9 @@ func TestReplicaAnalysisCountsViolations(t *testing.T) {
 	const (
 		get   = "/redfish/v1/Systems/1"
 		reset = "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset"
+		get3  = "/redfish/v1/Systems/3"
 	)
-	d := disturbance{Replica: "r1", Began: ms(1000), Ended: ms(4000), Lease: time.Second}
+	d := disturbance{Replica: "r1", Began: ms(1000), Ended: ms(4000), Lease: time.Second, Held: []string{"a", "c"}}
 	clean := []loggedRequest{
 		req(0, "r1", "", 0, 0, "POST", "/redfish/v1/SessionService/Sessions"),
 		req(10, "r1", "a", 0, 1, "POST", reset),
@@ -179,25 +191,35 @@ func TestReplicaAnalysisCountsViolations(t *testing.T) {
 		req(900, "r2", "b", 0, 1, "POST", "/redfish/v1/Systems/2/Actions/ComputerSystem.Reset"),
 		req(2300, "r2", "a", 0, 2, "GET", get), // takeover: attempt 2 rechecks
 		req(2400, "r2", "a", 1, 1, "PATCH", get),
+		// c: r1 wrote the intent and stopped before sending anything.
+		req(2500, "r2", "c", 0, 2, "GET", get3),
+		req(2510, "r2", "c", 0, 2, "POST", get3+"/Actions/ComputerSystem.Reset"),
 		req(4100, "r1", "", 0, 0, "DELETE", "/redfish/v1/SessionService/Sessions/1"),
 	}
 	f := analyzeReplicaLog(clean, d)
-	if f.Stale != 0 || f.Takeovers != 1 || f.InWindow != 0 || f.DupAttempts != 0 || f.OldAttempts != 0 || f.MaxLateness != 0 || f.Requests != 5 || f.Untagged != 2 {
+	if f.Stale != 0 || f.Takeovers != 2 || f.InWindow != 0 || f.DupAttempts != 0 || f.OldAttempts != 0 || f.MaxLateness != 0 ||
+		f.Requests != 7 || f.Untagged != 2 || f.ResumedForHeld != 0 {
 		t.Fatalf("clean log: %+v", f)
 	}
 	dirty := append(slices.Clone(clean),
 		req(4050, "r1", "a", 0, 1, "GET", get),    // stale poll after SIGCONT
 		req(4060, "r1", "a", 0, 1, "POST", reset), // stale reset: a second one of attempt 1
-		req(2500, "r1", "", 0, 0, "GET", "/redfish/v1"),
-		req(2600, "r2", "a", 0, 2, "POST", reset),
-		req(4200, "r1", "a", 0, 1, "POST", reset), // old attempt, duplicate, stale
+		req(2600, "r1", "", 0, 0, "GET", "/redfish/v1"),
+		req(2700, "r2", "a", 0, 2, "POST", reset),
+		req(4200, "r1", "a", 0, 1, "POST", reset),                                                // old attempt, duplicate, stale
+		req(4001, "r1", "c", 0, 1, "POST", get3+"/Actions/ComputerSystem.Reset"),                 // its first request, stale
+		req(4300, "r2", "d", 0, 1, "GET", "/redfish/v1/Systems/4"),                               // d: r2 first,
+		req(4400, "r1", "d", 0, 1, "GET", "/redfish/v1/Systems/4"),                               // r1 after it: stale
+		req(4500, "r2", "e", 0, 1, "GET", "/redfish/v1/Systems/5"),                               // e: r2,
+		req(4600, "r3", "e", 0, 2, "GET", "/redfish/v1/Systems/5"),                               // then r3,
+		req(4700, "r2", "e", 0, 1, "POST", "/redfish/v1/Systems/5/Actions/ComputerSystem.Reset"), // r2 again: stale
 	)
 	// Shuffle: Seq, not slice order, is the BMC's.
 	slices.Reverse(dirty)
 	f = analyzeReplicaLog(dirty, d)
-	want := replicaFindings{Requests: 9, Untagged: 3, Stale: 3, StaleFromDisturbed: 3, StaleStateChanges: 2, Takeovers: 1,
-		InWindow: 0, InWindowUntagged: 1, MaxLateness: 2200 * time.Millisecond, DupAttempts: 2, OldAttempts: 1}
-	f.Examples, f.MaxAfterBegan = nil, 0
+	want := replicaFindings{Requests: 17, Untagged: 3, Stale: 6, StaleFromDisturbed: 5, StaleStateChanges: 4, Takeovers: 2, ResumedForHeld: 4,
+		InWindow: 0, InWindowUntagged: 1, MaxLateness: 2400 * time.Millisecond, DupAttempts: 2, OldAttempts: 2}
+	f.Examples = nil
 	if fmt.Sprint(f) != fmt.Sprint(want) {
 		t.Fatalf("got  %+v\nwant %+v", f, want)
 	}
@@ -210,7 +232,7 @@ func TestReplicaAnalysisCountsViolations(t *testing.T) {
 		req(2200, "r1", "", 0, 0, "DELETE", "/redfish/v1/SessionService/Sessions/1"),
 		req(3000, "r2", "a", 0, 2, "GET", get),
 	}
-	f = analyzeReplicaLog(hung, disturbance{Replica: "r1", Began: ms(1000), Ended: ms(3000), Lease: time.Second})
+	f = analyzeReplicaLog(hung, disturbance{Replica: "r1", Began: ms(1000), Ended: ms(3000), Lease: time.Second, Held: []string{"a"}})
 	if f.InWindow != 1 || f.InWindowUntagged != 1 || f.MaxLateness != 100*time.Millisecond || f.Stale != 0 || f.Takeovers != 1 {
 		t.Fatalf("hang: %+v", f)
 	}

@@ -87,8 +87,10 @@ type replicaRunState struct {
 }
 
 // newReplicaHarness starts the simulator and replicas children of the
-// calling test (its name is the children's -test.run).
-func newReplicaHarness(t *testing.T, mode string, replicas int) *replicaHarness {
+// calling test (its name is the children's -test.run). The simulator
+// answers the fraction slow of the actions (resets, boot PATCHes) only
+// after reqLogSlowDelay.
+func newReplicaHarness(t *testing.T, mode string, replicas int, slow float64) *replicaHarness {
 	dsn := pgtest.DSN(t)
 	seed := time.Now().UnixNano()
 	if s := os.Getenv(envReqLogSeed); s != "" {
@@ -121,7 +123,8 @@ func newReplicaHarness(t *testing.T, mode string, replicas int) *replicaHarness 
 		}()
 	}
 	h.sim = childtest.Start(t, t.Name(), "replica-sim",
-		envReqLogSeed+"="+strconv.FormatInt(seed, 10), envReqLogSystems+"="+strconv.Itoa(replicaSystems))
+		envReqLogSeed+"="+strconv.FormatInt(seed, 10), envReqLogSystems+"="+strconv.Itoa(replicaSystems),
+		envReqLogSlow+"="+strconv.FormatFloat(slow, 'g', -1, 64))
 	forward("sim", h.sim)
 	h.waitFor("the simulator's address", time.Minute, func() bool { return h.addr != "" })
 	for i := 1; i <= replicas; i++ {
@@ -269,7 +272,6 @@ func barrierName(run int) string { return "barrier-" + strconv.Itoa(run) }
 // replicaRunResult is what one run showed.
 type replicaRunResult struct {
 	d        disturbance
-	held     int // the disturbed replica's unfinished jobs when it was disturbed
 	after    time.Duration
 	jobs     []*job.Job
 	findings replicaFindings
@@ -332,14 +334,15 @@ func (h *replicaHarness) run(i int, disturb func(name string) disturbance) repli
 	// a random moment (up to replicaMaxStopDelay) later, if it still holds
 	// one then; otherwise the next that writes one, at once.
 	res := replicaRunResult{}
-	holding := func(name string) int {
-		n := 0
+	holding := func(name string) []string {
+		var held []string
 		for j, w := range rs.lastWriter {
 			if w == name && !rs.completed[j] {
-				n++
+				held = append(held, j)
 			}
 		}
-		return n
+		slices.Sort(held)
+		return held
 	}
 	delay := time.Duration(h.rng.Int64N(int64(replicaMaxStopDelay)))
 	var target string
@@ -358,7 +361,7 @@ func (h *replicaHarness) run(i int, disturb func(name string) disturbance) repli
 			}
 		case <-timer:
 			timer = nil
-			if res.held = holding(target); res.held == 0 {
+			if len(holding(target)) == 0 {
 				target = ""
 				delay = 0
 			}
@@ -368,8 +371,9 @@ func (h *replicaHarness) run(i int, disturb func(name string) disturbance) repli
 	}
 	deadline.Stop()
 	res.after = time.Since(began)
+	held := holding(target)
 	res.d = disturb(target)
-	res.d.Lease = replicaLease
+	res.d.Lease, res.d.Held = replicaLease, held
 
 	h.waitFor(fmt.Sprintf("run %d: every job completed", i), 2*time.Minute, allDone)
 	for _, n := range h.names {
@@ -446,10 +450,12 @@ func (h *replicaHarness) sigstop(name string, stopFor time.Duration) disturbance
 		h.t.Fatalf("SIGSTOP %s: %v", name, err)
 	}
 	h.drainFor(stopFor)
+	// Ended is before the SIGCONT: whatever the replica sends from then on
+	// it sent after it was continued.
+	d.Ended = time.Now()
 	if err := c.Signal(syscall.SIGCONT); err != nil {
 		h.t.Fatalf("SIGCONT %s: %v", name, err)
 	}
-	d.Ended = time.Now()
 	return d
 }
 
@@ -487,7 +493,8 @@ type replicaTotals struct {
 	inWindow, inWindowUntagged                              int
 	dupAttempts, oldAttempts                                int
 	interleavings, reorders, resent, misdirected, untagged2 int
-	maxLateness, maxAfterBegan                              time.Duration
+	resumedForHeld                                          int
+	maxLateness                                             time.Duration
 	unsucceeded                                             []string
 	examples                                                []string
 	sched                                                   []string
@@ -520,7 +527,7 @@ func (tt *replicaTotals) add(i int, r replicaRunResult) {
 	tt.dupAttempts += f.DupAttempts
 	tt.oldAttempts += f.OldAttempts
 	tt.maxLateness = max(tt.maxLateness, f.MaxLateness)
-	tt.maxAfterBegan = max(tt.maxAfterBegan, f.MaxAfterBegan)
+	tt.resumedForHeld += f.ResumedForHeld
 	for _, e := range f.Examples {
 		if len(tt.examples) < 15 {
 			tt.examples = append(tt.examples, fmt.Sprintf("run %d: %s", i, e))
@@ -588,9 +595,9 @@ func (h *replicaHarness) runAll(want int, disturb func(name string) disturbance)
 		r := h.run(i, disturb)
 		tt.add(i, r)
 		f := r.findings
-		h.t.Logf("run %d: %s disturbed %v after the start holding %d started jobs (%v); %d requests (%d untagged), takeovers %d, stale %d (disturbed replica %d), in the lapsed window %d (+%d untagged), last request for a lost job %v after; interleavings %d, reorders %d, re-sent %d; %v",
-			i, r.d.Replica, r.after.Round(time.Millisecond), r.held, r.d.Ended.Sub(r.d.Began).Round(time.Millisecond),
-			f.Requests, f.Untagged, f.Takeovers, f.Stale, f.StaleFromDisturbed, f.InWindow, f.InWindowUntagged, f.MaxAfterBegan.Round(time.Millisecond),
+		h.t.Logf("run %d: %s disturbed %v after the start holding %d started jobs (%v); %d requests (%d untagged), takeovers %d, stale %d (disturbed replica %d), in the lapsed window %d (+%d untagged), sent for its held jobs after it resumed %d; interleavings %d, reorders %d, re-sent %d; %v",
+			i, r.d.Replica, r.after.Round(time.Millisecond), len(r.d.Held), r.d.Ended.Sub(r.d.Began).Round(time.Millisecond),
+			f.Requests, f.Untagged, f.Takeovers, f.Stale, f.StaleFromDisturbed, f.InWindow, f.InWindowUntagged, f.ResumedForHeld,
 			r.sched.Interleavings, r.sched.Reorders, r.sched.Resent, r.took.Round(time.Millisecond))
 	}
 	return tt

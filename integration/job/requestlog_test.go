@@ -28,12 +28,17 @@ const ReplicaHeader = "X-Bmckit-Replica"
 const (
 	envReqLogSeed    = "BMCKIT_REPLICATEST_SEED"    // the power delays' seed
 	envReqLogSystems = "BMCKIT_REPLICATEST_SYSTEMS" // systems the simulator serves
+	envReqLogSlow    = "BMCKIT_REPLICATEST_SLOW"    // the fraction of actions answered after reqLogSlowDelay
 
 	reqLogUser, reqLogPassword = "admin", "replica-test-pw"
 	// Power changes land this long after the request (uniformly), so jobs
 	// are in flight when a replica is stopped.
 	reqLogMinPowerDelay = 200 * time.Millisecond
 	reqLogMaxPowerDelay = 800 * time.Millisecond
+	// A slow action (envReqLogSlow) is applied and answered this long after
+	// it arrived, longer than a lease: real BMCs take seconds to accept a
+	// reset now and then.
+	reqLogSlowDelay = 1200 * time.Millisecond
 )
 
 // requestLogSimChild serves the simulated BMC, prints "addr <address>", then
@@ -46,6 +51,7 @@ const (
 func requestLogSimChild() {
 	seed, _ := strconv.ParseInt(os.Getenv(envReqLogSeed), 10, 64)
 	systems, _ := strconv.Atoi(os.Getenv(envReqLogSystems))
+	slow, _ := strconv.ParseFloat(os.Getenv(envReqLogSlow), 64)
 	var mu sync.Mutex
 	var seq int64
 	rng := rand.New(rand.NewPCG(uint64(seed), 2)) //nolint:gosec // test randomness
@@ -65,6 +71,20 @@ func requestLogSimChild() {
 			mu.Lock()
 			defer mu.Unlock()
 			return reqLogMinPowerDelay + time.Duration(rng.Int64N(int64(reqLogMaxPowerDelay-reqLogMinPowerDelay)))
+		},
+		Faults: redfishtest.Faults{
+			SlowDelay: reqLogSlowDelay,
+			Func: func(method, path string) redfishtest.Fault {
+				if slow == 0 || !(loggedRequest{Method: method, Path: path}).stateChanging() {
+					return redfishtest.FaultNone
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if rng.Float64() < slow {
+					return redfishtest.FaultSlow
+				}
+				return redfishtest.FaultNone
+			},
 		},
 		OnRequest: func(r *http.Request) {
 			mu.Lock()
