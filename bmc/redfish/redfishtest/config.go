@@ -229,9 +229,17 @@ type Config struct {
 	// Defaults to nil (not reported; [Server.Requests] still logs them).
 	OnStateChange func(StateChange)
 
+	// RequestDelayFunc, when set, picks how long each request waits before
+	// the simulator handles it (right after OnRequest), as a real BMC takes
+	// 50-500 ms to answer: the request's effects and its answer come that
+	// much later. A request whose client gives up meanwhile is handled all
+	// the same, as by a BMC that received it. It must be safe for
+	// concurrent use. Defaults to nil: no wait.
+	RequestDelayFunc func(method, path string) time.Duration
+
 	// OnRequest, when set, is called for every request as it arrives, before
-	// the simulator does anything with it (redirects, a BMC reset's
-	// downtime, the rate limit, fault injection, authentication, routing),
+	// the simulator does anything with it (RequestDelayFunc, redirects, a BMC
+	// reset's downtime, the rate limit, fault injection, authentication, routing),
 	// from the request's goroutine: a log of every request a client sent,
 	// reads included, in the order they arrived (OnStateChange reports only
 	// the accepted changes). It may read the method, URL and headers (e.g.

@@ -178,10 +178,17 @@ func start(cfg Config, useTLS bool) *Server {
 		s.mgrMedia = newMediaSet()
 	}
 	h := s.redirects(s.routes())
-	if on := cfg.OnRequest; on != nil {
+	if on, delay := cfg.OnRequest, cfg.RequestDelayFunc; on != nil || delay != nil {
 		next := h
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			on(r)
+			if on != nil {
+				on(r)
+			}
+			if delay != nil {
+				if d := delay(r.Method, r.URL.Path); d > 0 {
+					time.Sleep(d)
+				}
+			}
 			next.ServeHTTP(w, r)
 		})
 	}

@@ -1,8 +1,10 @@
 package redfishtest_test
 
 import (
+	"context"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -118,5 +120,74 @@ func TestOnRequest(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != len(want) {
 		t.Errorf("the request log holds %d requests, OnRequest saw %d", n, len(want))
+	}
+}
+
+// RequestDelayFunc delays the requests it picks: their answers and effects
+// come that much later, also for a client that gave up meanwhile.
+func TestRequestDelayFunc(t *testing.T) {
+	const delay = 150 * time.Millisecond
+	srv := redfishtest.NewServer(redfishtest.Config{
+		Sessions: redfishtest.SessionsNone,
+		RequestDelayFunc: func(method, _ string) time.Duration {
+			if method == http.MethodPost {
+				return delay
+			}
+			return 0
+		},
+	})
+	defer srv.Close()
+	creds := srv.Credentials()
+	post := func(ctx context.Context, resetType string) (time.Duration, error) {
+		req, err := http.NewRequestWithContext(ctx, "POST", srv.URL()+"/redfish/v1/Systems/1/Actions/ComputerSystem.Reset",
+			strings.NewReader(`{"ResetType":"`+resetType+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth(creds.Username, creds.Password)
+		began := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("reset %s: %d", resetType, resp.StatusCode)
+		}
+		return time.Since(began), nil
+	}
+	if took, err := post(context.Background(), "On"); err != nil || took < delay {
+		t.Fatalf("a delayed reset took %v (%v), want at least %v", took, err, delay)
+	}
+	if got := srv.System("1").Power; got != "On" {
+		t.Fatalf("power %s after the reset was answered", got)
+	}
+	// A client that gives up does not take the request back.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := post(ctx, "ForceOff"); err == nil {
+		t.Fatal("a reset whose client gave up after 20 ms was answered")
+	}
+	if got := srv.System("1").Power; got != "On" {
+		t.Fatalf("the reset took effect before its delay: power %s", got)
+	}
+	deadline := time.Now().Add(10 * delay)
+	for srv.System("1").Power != "Off" {
+		if time.Now().After(deadline) {
+			t.Fatal("the abandoned reset never took effect")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// GETs are not delayed.
+	began := time.Now()
+	req, _ := http.NewRequest("GET", srv.URL()+"/redfish/v1/Systems/1", nil)
+	req.SetBasicAuth(creds.Username, creds.Password)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if took := time.Since(began); took >= delay {
+		t.Fatalf("an undelayed GET took %v", took)
 	}
 }
