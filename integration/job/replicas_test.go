@@ -330,9 +330,12 @@ func (h *replicaHarness) run(i int, disturb func(name string) disturbance) repli
 	}
 	allDone := func() bool { return len(rs.completed) == len(rs.jobs) }
 
-	// Pick the replica to disturb: the first that writes a started job,
-	// a random moment (up to replicaMaxStopDelay) later, if it still holds
-	// one then; otherwise the next that writes one, at once.
+	// Pick the replica to disturb. In odd runs: the first that writes a
+	// started job, a random moment (up to replicaMaxStopDelay) later, if it
+	// still holds one then; otherwise the next that writes one, at once. In
+	// even runs: the sender of the n-th action (reset, boot PATCH; n from 1
+	// to 6) the moment the BMC received it, while the replica waits for the
+	// answer (RequestDelayFunc) with the rest of its step to come.
 	res := replicaRunResult{}
 	holding := func(name string) []string {
 		var held []string
@@ -341,11 +344,14 @@ func (h *replicaHarness) run(i int, disturb func(name string) disturbance) repli
 				held = append(held, j)
 			}
 		}
-		slices.Sort(held)
 		return held
 	}
 	delay := time.Duration(h.rng.Int64N(int64(replicaMaxStopDelay)))
-	var target string
+	atAction := 0
+	if i%2 == 0 {
+		atAction = 1 + h.rng.IntN(6)
+	}
+	var target, acting string
 	var timer <-chan time.Time
 	deadline := time.NewTimer(time.Minute)
 	for target == "" || timer != nil {
@@ -355,9 +361,21 @@ func (h *replicaHarness) run(i int, disturb func(name string) disturbance) repli
 		select {
 		case cl := <-h.lines:
 			h.take(cl)
-			if f := strings.Fields(cl.line); cl.from != "sim" && target == "" && len(f) == 3 && f[0] == "upd" && f[2] == "0" {
+			if target != "" {
+				break
+			}
+			if f := strings.Fields(cl.line); atAction == 0 && cl.from != "sim" && len(f) == 3 && f[0] == "upd" && f[2] == "0" {
 				target = cl.from
-				timer = time.After(delay)
+				if delay > 0 {
+					timer = time.After(delay)
+				}
+			}
+			if atAction > 0 && cl.from == "sim" && strings.HasPrefix(cl.line, "req ") {
+				if r, err := parseRequestLine(cl.line); err == nil && r.Replica != "" && r.Job != "" && r.stateChanging() {
+					if atAction--; atAction == 0 {
+						target, acting = r.Replica, r.Job
+					}
+				}
 			}
 		case <-timer:
 			timer = nil
@@ -372,6 +390,10 @@ func (h *replicaHarness) run(i int, disturb func(name string) disturbance) repli
 	deadline.Stop()
 	res.after = time.Since(began)
 	held := holding(target)
+	if acting != "" && !slices.Contains(held, acting) {
+		held = append(held, acting) // its line may not have come yet
+	}
+	slices.Sort(held)
 	res.d = disturb(target)
 	res.d.Lease, res.d.Held = replicaLease, held
 

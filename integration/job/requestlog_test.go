@@ -35,6 +35,10 @@ const (
 	// are in flight when a replica is stopped.
 	reqLogMinPowerDelay = 200 * time.Millisecond
 	reqLogMaxPowerDelay = 800 * time.Millisecond
+	// Every request is answered this long after it arrived (uniformly), as
+	// a BMC takes a while to answer.
+	reqLogMinAnswerDelay = 5 * time.Millisecond
+	reqLogMaxAnswerDelay = 25 * time.Millisecond
 	// A slow action (envReqLogSlow) is applied and answered this long after
 	// it arrived, longer than a lease: real BMCs take seconds to accept a
 	// reset now and then.
@@ -47,7 +51,9 @@ const (
 //	req <seq> <unix-nanos> <replica|-> <job/task/attempt|-> <method> <path>
 //
 // and one JSON line per accepted state change (redfishtest.StateChange),
-// each written before the request is answered, until it is killed.
+// each written before the request is answered, until it is killed. It
+// answers every request 5-25 ms after it arrived, and a fraction
+// (envReqLogSlow) of the actions after reqLogSlowDelay.
 func requestLogSimChild() {
 	seed, _ := strconv.ParseInt(os.Getenv(envReqLogSeed), 10, 64)
 	systems, _ := strconv.Atoi(os.Getenv(envReqLogSystems))
@@ -71,6 +77,11 @@ func requestLogSimChild() {
 			mu.Lock()
 			defer mu.Unlock()
 			return reqLogMinPowerDelay + time.Duration(rng.Int64N(int64(reqLogMaxPowerDelay-reqLogMinPowerDelay)))
+		},
+		RequestDelayFunc: func(string, string) time.Duration {
+			mu.Lock()
+			defer mu.Unlock()
+			return reqLogMinAnswerDelay + time.Duration(rng.Int64N(int64(reqLogMaxAnswerDelay-reqLogMinAnswerDelay)))
 		},
 		Faults: redfishtest.Faults{
 			SlowDelay: reqLogSlowDelay,
