@@ -117,6 +117,10 @@ type Runner struct {
 	own      ownWrites
 
 	fresh freshJobs // jobs Submit created, until their first step (freshjobs.go)
+	// holding has the systems the loop holds or is handing over, for the
+	// lock sweep (locksweep.go), which runs beside the loop. (A map under
+	// a lock: sync.Map allocated twice per job.)
+	holding holdingSet
 
 	mu      sync.Mutex
 	waiters map[string]*waiters // per job, closed by signal
@@ -152,7 +156,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		cfg.ScanInterval = time.Second
 	}
 	if cfg.KeyPrefix == "" {
-		cfg.KeyPrefix = "bmckit/"
+		cfg.KeyPrefix = defaultKeyPrefix
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -169,6 +173,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		BootPollInterval: cfg.BootPollInterval, MaxVerifyResends: cfg.MaxVerifyResends, Retry: cfg.Retry,
 		IdleTimeout: cfg.IdleTimeout, PowerGate: cfg.PowerGate, PowerSettle: cfg.PowerSettle,
 		Observer: cfg.Observer,
+		Locks:    NoLocking, // the Runner's own locks and fences (loop.go, fence.go)
 	})
 	if err != nil {
 		return nil, err

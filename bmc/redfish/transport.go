@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/internal/budget"
 )
 
@@ -105,6 +106,15 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := w.throttle.Wait(req.Context(), w.budget); err != nil {
 		if req.Body != nil {
 			_ = req.Body.Close() // RoundTrip must close it, even on error
+		}
+		return nil, err
+	}
+	// The fence (bmc.Admit) is asked last, right before the request is
+	// handed to the connection: a pause anywhere before this point, the
+	// budget wait included, is caught here.
+	if err := bmc.Admit(req.Context()); err != nil {
+		if req.Body != nil {
+			_ = req.Body.Close()
 		}
 		return nil, err
 	}
