@@ -164,7 +164,9 @@ func startReplicaRun(out *replicaOut, name, mode, addr, prefix string, lease tim
 	case "controller":
 		st, err := job.NewStepper(job.StepperConfig{
 			Dialer: dialer, Credentials: creds, Logger: log,
-			Locks:             job.NewStoreLocker(rr.store, job.StoreLockerConfig{LeaseDuration: lease}),
+			// The process in the lock: the other replica passes Lock for
+			// the same job only after this one's lease lapsed.
+			Locks:             job.NewStoreLocker(rr.store, job.StoreLockerConfig{LeaseDuration: lease, Owner: name}),
 			LockRetryInterval: 100 * time.Millisecond,
 			PollInterval:      replicaPollInterval,
 			// Requeues stay at PollInterval, well inside the lease each
