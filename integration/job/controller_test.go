@@ -1,3 +1,5 @@
+//go:build linux
+
 package job_test
 
 import (
@@ -154,4 +156,27 @@ func (c *controller) completed(ctx context.Context, name string) bool {
 	}
 	var j job.Job
 	return json.Unmarshal(rec.Value, &j) == nil && j.Completed()
+}
+
+// relockReporter reports (as "relocked <job>") every Lock that let a job
+// that has already completed act on its system: a step of a copy of the job
+// read before another replica completed it (and unlocked the system) takes
+// the free lock again, and its requests carry a valid fence.
+type relockReporter struct {
+	job.SystemLocker
+	store storage.Store
+	out   *replicaOut
+}
+
+func (l relockReporter) Lock(ctx context.Context, system, holder string) (time.Duration, error) {
+	d, err := l.SystemLocker.Lock(ctx, system, holder)
+	if err == nil {
+		if rec, gerr := l.store.Get(ctx, ctrlJobPrefix+holder); gerr == nil {
+			var j job.Job
+			if json.Unmarshal(rec.Value, &j) == nil && j.Completed() {
+				l.out.printf("relocked %s", holder)
+			}
+		}
+	}
+	return d, err
 }

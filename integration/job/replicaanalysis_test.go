@@ -25,6 +25,9 @@ type disturbance struct {
 	// had written them last (an intent at least) and they had not
 	// completed.
 	Held []string
+	// Relocked names, as "<replica> <job>", the replicas whose Lock let a
+	// job already completed act again (relockReporter), in the run.
+	Relocked map[string]bool
 }
 
 // replicaFindings counts what one run's request log shows.
@@ -44,6 +47,9 @@ type replicaFindings struct {
 	// StaleFromDisturbed counts those of the disturbed replica, and
 	// StaleStateChanges those that were state-changing (any replica).
 	StaleFromDisturbed, StaleStateChanges int
+	// StaleRelocked counts those a replica sent for a job after its Lock let
+	// the job act again although it had completed (Relocked).
+	StaleRelocked int
 	// Takeovers counts the jobs the disturbed replica held (Held) that
 	// another replica sent requests for after the disturbance began.
 	Takeovers int
@@ -134,7 +140,12 @@ func analyzeReplicaLog(reqs []loggedRequest, d disturbance) replicaFindings {
 				f.StaleFromDisturbed++
 				late(r)
 			}
-			f.example("stale request %s: the job had moved on to %s", r, cmp.Or(js.otherAfter, js.current))
+			why := ""
+			if d.Relocked[r.Replica+" "+r.Job] {
+				f.StaleRelocked++
+				why = " (the replica had locked the system again for the job, which had completed)"
+			}
+			f.example("stale request %s: the job had moved on to %s%s", r, cmp.Or(js.otherAfter, js.current), why)
 		case js.current != "" && js.current != r.Replica:
 			js.superseded[js.current] = true
 			js.current = r.Replica
@@ -183,7 +194,7 @@ func TestReplicaAnalysisCountsViolations(t *testing.T) {
 		reset = "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset"
 		get3  = "/redfish/v1/Systems/3"
 	)
-	d := disturbance{Replica: "r1", Began: ms(1000), Ended: ms(4000), Lease: time.Second, Held: []string{"a", "c"}}
+	d := disturbance{Replica: "r1", Began: ms(1000), Ended: ms(4000), Lease: time.Second, Held: []string{"a", "c"}, Relocked: map[string]bool{"r1 d": true}}
 	clean := []loggedRequest{
 		req(0, "r1", "", 0, 0, "POST", "/redfish/v1/SessionService/Sessions"),
 		req(10, "r1", "a", 0, 1, "POST", reset),
@@ -217,7 +228,7 @@ func TestReplicaAnalysisCountsViolations(t *testing.T) {
 	// Shuffle: Seq, not slice order, is the BMC's.
 	slices.Reverse(dirty)
 	f = analyzeReplicaLog(dirty, d)
-	want := replicaFindings{Requests: 17, Untagged: 3, Stale: 6, StaleFromDisturbed: 5, StaleStateChanges: 4, Takeovers: 2, ResumedForHeld: 4,
+	want := replicaFindings{Requests: 17, Untagged: 3, Stale: 6, StaleFromDisturbed: 5, StaleStateChanges: 4, StaleRelocked: 1, Takeovers: 2, ResumedForHeld: 4,
 		InWindow: 0, InWindowUntagged: 1, MaxLateness: 2400 * time.Millisecond, DupAttempts: 2, OldAttempts: 2}
 	f.Examples = nil
 	if fmt.Sprint(f) != fmt.Sprint(want) {

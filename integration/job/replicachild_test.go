@@ -35,8 +35,9 @@ import (
 //	                       <unix-nanos>"
 //
 // It prints "upd <job> <0|1>" after each write of a job it made (1: the job
-// completed), and "error ..." (then exits 1) when something fails. It
-// exits when its stdin closes.
+// completed), "relocked <job>" when a controller's Lock let it act for a
+// job already completed (relockReporter), and "error ..." (then exits 1)
+// when something fails. It exits when its stdin closes.
 
 const (
 	envReplicaName   = "BMCKIT_REPLICATEST_NAME"   // the replica's name: Runner Owner, ReplicaHeader
@@ -166,7 +167,10 @@ func startReplicaRun(out *replicaOut, name, mode, addr, prefix string, lease tim
 			Dialer: dialer, Credentials: creds, Logger: log,
 			// The process in the lock: the other replica passes Lock for
 			// the same job only after this one's lease lapsed.
-			Locks:             job.NewStoreLocker(rr.store, job.StoreLockerConfig{LeaseDuration: lease, Owner: name}),
+			Locks: relockReporter{
+				SystemLocker: job.NewStoreLocker(rr.store, job.StoreLockerConfig{LeaseDuration: lease, Owner: name}),
+				store:        rr.store, out: out,
+			},
 			LockRetryInterval: 100 * time.Millisecond,
 			PollInterval:      replicaPollInterval,
 			// Requeues stay at PollInterval, well inside the lease each
@@ -185,4 +189,17 @@ func startReplicaRun(out *replicaOut, name, mode, addr, prefix string, lease tim
 		out.fail("%s=%q: want runner or controller", envReplicaMode, mode)
 	}
 	return rr
+}
+
+// replicaTagger names the replica in ReplicaHeader and, through callTagger,
+// the job, task and attempt of each request.
+type replicaTagger struct {
+	name string
+	next http.RoundTripper
+}
+
+func (t replicaTagger) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set(ReplicaHeader, t.name)
+	return callTagger{t.next}.RoundTrip(req)
 }

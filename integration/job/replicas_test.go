@@ -79,6 +79,7 @@ type replicaRunState struct {
 	completed  map[string]bool
 	started    map[string]bool // replicas that started the run
 	stopped    map[string]bool
+	relocked   map[string]bool // "<replica> <job>": see relockReporter
 	hangBegan  time.Time
 	hangEnded  time.Time
 	barrier    bool
@@ -194,6 +195,10 @@ func (h *replicaHarness) take(cl childLine) {
 				rs.completed[f[1]] = true
 			}
 		}
+	case "relocked":
+		if rs != nil && len(f) == 2 {
+			rs.relocked[cl.from+" "+f[1]] = true
+		}
 	case "started":
 		if rs != nil {
 			rs.started[cl.from] = true
@@ -294,7 +299,7 @@ func (h *replicaHarness) run(i int, disturb func(name string) disturbance) repli
 	}
 	defer store.Close(ctx)
 	rs := &replicaRunState{run: i, lastWriter: map[string]string{}, completed: map[string]bool{},
-		started: map[string]bool{}, stopped: map[string]bool{}}
+		started: map[string]bool{}, stopped: map[string]bool{}, relocked: map[string]bool{}}
 	h.cur = rs
 	for _, n := range h.names {
 		h.send(n, "start "+prefix)
@@ -432,6 +437,7 @@ func (h *replicaHarness) run(i int, disturb func(name string) disturbance) repli
 	if err != nil {
 		h.t.Fatalf("run %d: reading the jobs: %v", i, err)
 	}
+	res.d.Relocked = rs.relocked
 	res.findings = analyzeReplicaLog(rs.reqs, res.d)
 	if dir := os.Getenv(envReplicaDump); dir != "" {
 		h.dump(filepath.Join(dir, fmt.Sprintf("%s-run%02d.log", h.t.Name(), i)), rs, res.d)
@@ -512,6 +518,7 @@ type replicaTotals struct {
 	requests, untagged                                      int
 	takeovers                                               int
 	stale, staleFromDisturbed, staleStateChanges            int
+	staleRelocked, relocks                                  int
 	inWindow, inWindowUntagged                              int
 	dupAttempts, oldAttempts                                int
 	interleavings, reorders, resent, misdirected, untagged2 int
@@ -544,6 +551,8 @@ func (tt *replicaTotals) add(i int, r replicaRunResult) {
 	tt.stale += f.Stale
 	tt.staleFromDisturbed += f.StaleFromDisturbed
 	tt.staleStateChanges += f.StaleStateChanges
+	tt.staleRelocked += f.StaleRelocked
+	tt.relocks += len(r.d.Relocked)
 	tt.inWindow += f.InWindow
 	tt.inWindowUntagged += f.InWindowUntagged
 	tt.dupAttempts += f.DupAttempts
@@ -580,9 +589,10 @@ func (tt *replicaTotals) check(t *testing.T, minRuns int) {
 		t.Errorf("%d of %d jobs did not end Completed with result Succeeded, e.g. %s", len(tt.unsucceeded), tt.jobs, tt.unsucceeded[0])
 	}
 	if tt.stale > 0 || tt.inWindow > 0 || tt.dupAttempts > 0 || tt.oldAttempts > 0 {
-		t.Errorf("stale BMC requests: %d after the job moved to another replica (%d of them from the disturbed replica, %d state-changing), "+
+		t.Errorf("stale BMC requests: %d after the job moved to another replica (%d of them from the disturbed replica, %d state-changing, "+
+			"%d sent after a Lock let the job act again although it had completed), "+
 			"%d from the disturbed replica after its lease had lapsed and before it resumed; %d state-changing requests repeated an attempt, %d came from an older attempt; e.g.:\n%s",
-			tt.stale, tt.staleFromDisturbed, tt.staleStateChanges, tt.inWindow, tt.dupAttempts, tt.oldAttempts, strings.Join(tt.examples, "\n"))
+			tt.stale, tt.staleFromDisturbed, tt.staleStateChanges, tt.staleRelocked, tt.inWindow, tt.dupAttempts, tt.oldAttempts, strings.Join(tt.examples, "\n"))
 	}
 	if n := tt.interleavings + tt.reorders + tt.resent + tt.misdirected + tt.untagged2; n > 0 {
 		t.Errorf("%d scheduling violations in the state changes (interleavings %d, reorders %d, re-sent tasks %d, misdirected %d, untagged %d), e.g.:\n%s",

@@ -1,5 +1,3 @@
-//go:build linux
-
 package job_test
 
 import (
@@ -178,17 +176,4 @@ func parseRequestLine(l string) (loggedRequest, error) {
 		}
 	}
 	return r, nil
-}
-
-// replicaTagger names the replica in ReplicaHeader and, through callTagger,
-// the job, task and attempt of each request.
-type replicaTagger struct {
-	name string
-	next http.RoundTripper
-}
-
-func (t replicaTagger) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	req.Header.Set(ReplicaHeader, t.name)
-	return callTagger{t.next}.RoundTrip(req)
 }
