@@ -28,6 +28,17 @@ type disturbance struct {
 	// Relocked names, as "<replica> <job>", the replicas whose Lock let a
 	// job already completed act again (relockReporter), in the run.
 	Relocked map[string]bool
+	// ConnWaits are the requests that waited long for a connection
+	// (replicaTagger's "connwait" lines).
+	ConnWaits []connWait
+}
+
+// connWait is a request that waited for a connection, after the driver's
+// fence admitted it, from Began to Got.
+type connWait struct {
+	Replica, Job  string
+	Task, Attempt int
+	Began, Got    time.Time
 }
 
 // replicaFindings counts what one run's request log shows.
@@ -62,6 +73,21 @@ type replicaFindings struct {
 	// job tag; InWindowUntagged those without (logins, logouts, the opening
 	// reads of a system).
 	InWindow, InWindowUntagged int
+	// Late counts the disturbed replica's requests that were stale or in
+	// the window (each once), by how they came late:
+	//   - LateIssued: issued (entered its transport: SentHeader) after the
+	//     disturbance ended, or during a hang after the lease lapsed: the
+	//     fence should have refused them;
+	//   - LateConnWait: admitted while the lease was valid, then waited for
+	//     a connection until after it lapsed (a fence checked before that
+	//     wait lets them through);
+	//   - LateInFlight: issued before the disturbance, without a long wait
+	//     for a connection: paused between the fence's check and the write,
+	//     a window no BMC protocol lets close (docs/jobs.md, "The fence").
+	Late, LateIssued, LateConnWait, LateInFlight int
+	// LateInFlightStateChanges counts the LateInFlight that were
+	// state-changing.
+	LateInFlightStateChanges int
 	// MaxLateness is how long after Began+Lease (the latest its lease could
 	// have lasted) the disturbed replica's last stale or in-window request
 	// came; 0 if none came.
@@ -102,9 +128,33 @@ func analyzeReplicaLog(reqs []loggedRequest, d disturbance) replicaFindings {
 	attempts := map[taskKey]map[int]int{} // sent state changes per attempt
 	maxAttempt := map[taskKey]int{}
 	lapse := d.Began.Add(d.Lease)
+	lateSeen := map[int64]bool{}
 	late := func(r loggedRequest) {
 		if l := r.At.Sub(lapse); l > f.MaxLateness {
 			f.MaxLateness = l
+		}
+		if lateSeen[r.Seq] {
+			return
+		}
+		lateSeen[r.Seq] = true
+		f.Late++
+		waited := slices.ContainsFunc(d.ConnWaits, func(w connWait) bool {
+			return w.Replica == r.Replica && w.Job == r.Job && w.Task == r.Task && w.Attempt == r.Attempt &&
+				w.Began.Before(lapse) && !w.Got.Before(lapse) && !w.Got.After(r.At)
+		})
+		switch {
+		case r.Sent.IsZero() || !r.Sent.Before(d.Ended) || !r.Sent.Before(lapse) && r.At.Before(d.Ended):
+			f.LateIssued++
+		case waited:
+			f.LateConnWait++
+			f.example("late request %s waited for a connection from before its lease lapsed until after", r)
+		default:
+			f.LateInFlight++
+			if r.stateChanging() {
+				f.LateInFlightStateChanges++
+			}
+			f.example("late request %s entered the transport %v before it arrived: in flight when the replica was paused",
+				r, r.At.Sub(r.Sent).Round(time.Millisecond))
 		}
 	}
 	for _, r := range reqs {
@@ -229,7 +279,7 @@ func TestReplicaAnalysisCountsViolations(t *testing.T) {
 	slices.Reverse(dirty)
 	f = analyzeReplicaLog(dirty, d)
 	want := replicaFindings{Requests: 17, Untagged: 3, Stale: 6, StaleFromDisturbed: 5, StaleStateChanges: 4, StaleRelocked: 1, Takeovers: 2, ResumedForHeld: 4,
-		InWindow: 0, InWindowUntagged: 1, MaxLateness: 2400 * time.Millisecond, DupAttempts: 2, OldAttempts: 2}
+		InWindow: 0, InWindowUntagged: 1, Late: 5, LateIssued: 5, MaxLateness: 2400 * time.Millisecond, DupAttempts: 2, OldAttempts: 2}
 	f.Examples = nil
 	if fmt.Sprint(f) != fmt.Sprint(want) {
 		t.Fatalf("got  %+v\nwant %+v", f, want)
@@ -244,10 +294,29 @@ func TestReplicaAnalysisCountsViolations(t *testing.T) {
 		req(3000, "r2", "a", 0, 2, "GET", get),
 	}
 	f = analyzeReplicaLog(hung, disturbance{Replica: "r1", Began: ms(1000), Ended: ms(3000), Lease: time.Second, Held: []string{"a"}})
-	if f.InWindow != 1 || f.InWindowUntagged != 1 || f.MaxLateness != 100*time.Millisecond || f.Stale != 0 || f.Takeovers != 1 {
+	if f.InWindow != 1 || f.InWindowUntagged != 1 || f.MaxLateness != 100*time.Millisecond || f.Stale != 0 || f.Takeovers != 1 || f.Late != 1 || f.LateIssued != 1 {
 		t.Fatalf("hang: %+v", f)
 	}
 	if !strings.Contains(strings.Join(f.Examples, "\n"), "#2 ") {
 		t.Fatalf("hang examples: %v", f.Examples)
+	}
+
+	// How late requests came late: issued after the resume, admitted and
+	// then waiting for a connection across the pause, or in flight.
+	seq = 0
+	sent := func(r loggedRequest, at int) loggedRequest { r.Sent = ms(at); return r }
+	paused := []loggedRequest{
+		sent(req(100, "r1", "x", 0, 1, "GET", get), 99),
+		sent(req(150, "r1", "y", 0, 1, "GET", get3), 149),
+		sent(req(2500, "r2", "x", 0, 2, "GET", get), 2499),
+		sent(req(2600, "r2", "y", 0, 2, "GET", get3), 2599),
+		sent(req(4002, "r1", "x", 0, 1, "GET", get), 900),                                   // waited for a connection
+		sent(req(4003, "r1", "y", 0, 1, "POST", get3+"/Actions/ComputerSystem.Reset"), 999), // in flight
+		sent(req(4010, "r1", "x", 0, 1, "GET", get), 4005),                                  // issued after the resume
+	}
+	f = analyzeReplicaLog(paused, disturbance{Replica: "r1", Began: ms(1000), Ended: ms(4000), Lease: time.Second, Held: []string{"x", "y"},
+		ConnWaits: []connWait{{Replica: "r1", Job: "x", Task: 0, Attempt: 1, Began: ms(900), Got: ms(4001)}}})
+	if f.Stale != 3 || f.StaleFromDisturbed != 3 || f.Late != 3 || f.LateIssued != 1 || f.LateConnWait != 1 || f.LateInFlight != 1 || f.LateInFlightStateChanges != 1 || f.Takeovers != 2 {
+		t.Fatalf("paused: %+v", f)
 	}
 }

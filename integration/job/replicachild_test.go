@@ -6,10 +6,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -140,7 +142,7 @@ func startReplicaRun(out *replicaOut, name, mode, addr, prefix string, lease tim
 	dialer := &bmc.SchemeDialer{}
 	dialer.Register("redfish", redfish.NewDialer(redfish.Options{
 		RequestsPerSecond: -1, // the simulator serves all; the budget would only slow the run
-		WrapTransport:     func(next http.RoundTripper) http.RoundTripper { return replicaTagger{name: name, next: next} },
+		WrapTransport:     func(next http.RoundTripper) http.RoundTripper { return replicaTagger{name: name, out: out, next: next} },
 	}))
 	creds := job.StaticCredentials{"sim": {Username: reqLogUser, Password: reqLogPassword}}
 	upd := func(j *job.Job) {
@@ -191,15 +193,40 @@ func startReplicaRun(out *replicaOut, name, mode, addr, prefix string, lease tim
 	return rr
 }
 
-// replicaTagger names the replica in ReplicaHeader and, through callTagger,
-// the job, task and attempt of each request.
+// replicaTagger names the replica in ReplicaHeader, the moment the request
+// entered the replica's transport in SentHeader (before the driver's own
+// transport: its budget wait, the fence's check, the wait for a connection)
+// and, through callTagger, the job, task and attempt of each request. A
+// request that waited longer than connWaitReported for a connection (after
+// the fence's check) is reported as "connwait <job/task/attempt> <began>
+// <got>" (Unix nanoseconds).
 type replicaTagger struct {
 	name string
+	out  *replicaOut
 	next http.RoundTripper
 }
 
+const connWaitReported = 100 * time.Millisecond
+
 func (t replicaTagger) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
+	entered := time.Now()
+	var getConn atomic.Int64
+	tag := "-"
+	if call, ok := job.CallFromContext(req.Context()); ok {
+		tag = fmt.Sprintf("%s/%d/%d", call.Job, call.Task, call.Attempt)
+	}
+	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GetConn: func(string) { getConn.Store(time.Now().UnixNano()) },
+		GotConn: func(httptrace.GotConnInfo) {
+			if began := getConn.Load(); began != 0 {
+				if got := time.Now().UnixNano(); time.Duration(got-began) > connWaitReported {
+					t.out.printf("connwait %s %d %d", tag, began, got)
+				}
+			}
+		},
+	})
+	req = req.Clone(ctx)
 	req.Header.Set(ReplicaHeader, t.name)
+	req.Header.Set(SentHeader, strconv.FormatInt(entered.UnixNano(), 10))
 	return callTagger{t.next}.RoundTrip(req)
 }

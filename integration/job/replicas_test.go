@@ -80,6 +80,7 @@ type replicaRunState struct {
 	started    map[string]bool // replicas that started the run
 	stopped    map[string]bool
 	relocked   map[string]bool // "<replica> <job>": see relockReporter
+	connWaits  []connWait
 	hangBegan  time.Time
 	hangEnded  time.Time
 	barrier    bool
@@ -193,6 +194,15 @@ func (h *replicaHarness) take(cl childLine) {
 			rs.lastWriter[f[1]] = cl.from
 			if f[2] == "1" {
 				rs.completed[f[1]] = true
+			}
+		}
+	case "connwait":
+		if rs != nil && len(f) == 4 {
+			name, tk, at, ok := parseCallerTag(f[1])
+			from, err1 := strconv.ParseInt(f[2], 10, 64)
+			got, err2 := strconv.ParseInt(f[3], 10, 64)
+			if ok && err1 == nil && err2 == nil {
+				rs.connWaits = append(rs.connWaits, connWait{Replica: cl.from, Job: name, Task: tk, Attempt: at, Began: time.Unix(0, from), Got: time.Unix(0, got)})
 			}
 		}
 	case "relocked":
@@ -437,7 +447,7 @@ func (h *replicaHarness) run(i int, disturb func(name string) disturbance) repli
 	if err != nil {
 		h.t.Fatalf("run %d: reading the jobs: %v", i, err)
 	}
-	res.d.Relocked = rs.relocked
+	res.d.Relocked, res.d.ConnWaits = rs.relocked, rs.connWaits
 	res.findings = analyzeReplicaLog(rs.reqs, res.d)
 	if dir := os.Getenv(envReplicaDump); dir != "" {
 		h.dump(filepath.Join(dir, fmt.Sprintf("%s-run%02d.log", h.t.Name(), i)), rs, res.d)
@@ -513,20 +523,22 @@ func replicaSpec(addr, system string) job.Spec {
 
 // replicaTotals sums the runs of one test.
 type replicaTotals struct {
-	runs, counted, noTakeover                               int
-	jobs, succeeded                                         int
-	requests, untagged                                      int
-	takeovers                                               int
-	stale, staleFromDisturbed, staleStateChanges            int
-	staleRelocked, relocks                                  int
-	inWindow, inWindowUntagged                              int
-	dupAttempts, oldAttempts                                int
-	interleavings, reorders, resent, misdirected, untagged2 int
-	resumedForHeld                                          int
-	maxLateness                                             time.Duration
-	unsucceeded                                             []string
-	examples                                                []string
-	sched                                                   []string
+	runs, counted, noTakeover                                    int
+	jobs, succeeded                                              int
+	requests, untagged                                           int
+	takeovers                                                    int
+	stale, staleFromDisturbed, staleStateChanges                 int
+	staleRelocked, relocks                                       int
+	late, lateIssued, lateConnWait, lateInFlight, lateInFlightSC int
+	inFlight                                                     []string
+	inWindow, inWindowUntagged                                   int
+	dupAttempts, oldAttempts                                     int
+	interleavings, reorders, resent, misdirected, untagged2      int
+	resumedForHeld                                               int
+	maxLateness                                                  time.Duration
+	unsucceeded                                                  []string
+	examples                                                     []string
+	sched                                                        []string
 }
 
 func (tt *replicaTotals) add(i int, r replicaRunResult) {
@@ -552,6 +564,11 @@ func (tt *replicaTotals) add(i int, r replicaRunResult) {
 	tt.staleFromDisturbed += f.StaleFromDisturbed
 	tt.staleStateChanges += f.StaleStateChanges
 	tt.staleRelocked += f.StaleRelocked
+	tt.late += f.Late
+	tt.lateIssued += f.LateIssued
+	tt.lateConnWait += f.LateConnWait
+	tt.lateInFlight += f.LateInFlight
+	tt.lateInFlightSC += f.LateInFlightStateChanges
 	tt.relocks += len(r.d.Relocked)
 	tt.inWindow += f.InWindow
 	tt.inWindowUntagged += f.InWindowUntagged
@@ -588,11 +605,22 @@ func (tt *replicaTotals) check(t *testing.T, minRuns int) {
 	if len(tt.unsucceeded) > 0 {
 		t.Errorf("%d of %d jobs did not end Completed with result Succeeded, e.g. %s", len(tt.unsucceeded), tt.jobs, tt.unsucceeded[0])
 	}
-	if tt.stale > 0 || tt.inWindow > 0 || tt.dupAttempts > 0 || tt.oldAttempts > 0 {
+	// Reads in flight when the replica was paused (between the fence's
+	// check and the write) are the fence's known limit: reported, not
+	// failed. Everything else late fails.
+	fromOthers := tt.stale - tt.staleFromDisturbed
+	if fromOthers > 0 || tt.late-tt.lateInFlight+tt.lateInFlightSC > 0 || tt.dupAttempts > 0 || tt.oldAttempts > 0 {
 		t.Errorf("stale BMC requests: %d after the job moved to another replica (%d of them from the disturbed replica, %d state-changing, "+
-			"%d sent after a Lock let the job act again although it had completed), "+
-			"%d from the disturbed replica after its lease had lapsed and before it resumed; %d state-changing requests repeated an attempt, %d came from an older attempt; e.g.:\n%s",
-			tt.stale, tt.staleFromDisturbed, tt.staleStateChanges, tt.staleRelocked, tt.inWindow, tt.dupAttempts, tt.oldAttempts, strings.Join(tt.examples, "\n"))
+			"%d sent after a Lock let the job act again although it had completed); %d from the disturbed replica after its lease had lapsed "+
+			"and before it resumed; of the disturbed replica's %d late ones %d were issued after it resumed (or its lease lapsed), %d waited for a connection "+
+			"from before the lapse until after it, %d were in flight at the pause (%d state-changing); "+
+			"%d state-changing requests repeated an attempt, %d came from an older attempt; e.g.:\n%s",
+			tt.stale, tt.staleFromDisturbed, tt.staleStateChanges, tt.staleRelocked, tt.inWindow,
+			tt.late, tt.lateIssued, tt.lateConnWait, tt.lateInFlight, tt.lateInFlightSC,
+			tt.dupAttempts, tt.oldAttempts, strings.Join(tt.examples, "\n"))
+	} else if tt.lateInFlight > 0 {
+		t.Logf("%d reads were in flight when the replica was paused, between the fence's check and the write (docs/jobs.md, \"The fence\"): not failed; e.g.:\n%s",
+			tt.lateInFlight, strings.Join(tt.examples, "\n"))
 	}
 	if n := tt.interleavings + tt.reorders + tt.resent + tt.misdirected + tt.untagged2; n > 0 {
 		t.Errorf("%d scheduling violations in the state changes (interleavings %d, reorders %d, re-sent tasks %d, misdirected %d, untagged %d), e.g.:\n%s",

@@ -20,8 +20,12 @@ import (
 // tag), when it arrived, what it was.
 
 // ReplicaHeader names the replica (the process) that sent a request; the
-// replica children's transport sets it next to the caller tag.
-const ReplicaHeader = "X-Bmckit-Replica"
+// replica children's transport sets it next to the caller tag, and
+// SentHeader to the moment (Unix nanoseconds) the request entered it.
+const (
+	ReplicaHeader = "X-Bmckit-Replica"
+	SentHeader    = "X-Bmckit-Sent"
+)
 
 const (
 	envReqLogSeed    = "BMCKIT_REPLICATEST_SEED"    // the power delays' seed
@@ -46,7 +50,7 @@ const (
 // requestLogSimChild serves the simulated BMC, prints "addr <address>", then
 // one line per request as it arrives:
 //
-//	req <seq> <unix-nanos> <replica|-> <job/task/attempt|-> <method> <path>
+//	req <seq> <unix-nanos> <replica|-> <job/task/attempt|-> <method> <path> <sent-unix-nanos|->
 //
 // and one JSON line per accepted state change (redfishtest.StateChange),
 // each written before the request is answered, until it is killed. It
@@ -99,8 +103,9 @@ func requestLogSimChild() {
 			mu.Lock()
 			defer mu.Unlock()
 			seq++
-			write(fmt.Appendf(nil, "req %d %d %s %s %s %s", seq, time.Now().UnixNano(),
-				dash(r.Header.Get(ReplicaHeader)), dash(r.Header.Get(redfishtest.CallerHeader)), r.Method, dash(r.URL.Path)))
+			write(fmt.Appendf(nil, "req %d %d %s %s %s %s %s", seq, time.Now().UnixNano(),
+				dash(r.Header.Get(ReplicaHeader)), dash(r.Header.Get(redfishtest.CallerHeader)), r.Method, dash(r.URL.Path),
+				dash(r.Header.Get(SentHeader))))
 		},
 		OnStateChange: func(c redfishtest.StateChange) {
 			b, err := json.Marshal(c)
@@ -129,6 +134,9 @@ type loggedRequest struct {
 	Job           string
 	Task, Attempt int
 	Method, Path  string
+	// Sent is when the request entered the replica's transport (zero if
+	// unknown).
+	Sent time.Time
 }
 
 // stateChanging reports whether the request asks the BMC to change
@@ -158,7 +166,7 @@ func (r loggedRequest) String() string {
 // parseRequestLine parses a "req ..." line of requestLogSimChild.
 func parseRequestLine(l string) (loggedRequest, error) {
 	f := strings.Fields(l)
-	if len(f) != 7 || f[0] != "req" {
+	if len(f) != 8 || f[0] != "req" {
 		return loggedRequest{}, fmt.Errorf("not a request line: %q", l)
 	}
 	seq, err1 := strconv.ParseInt(f[1], 10, 64)
@@ -174,6 +182,9 @@ func parseRequestLine(l string) (loggedRequest, error) {
 		if name, tk, at, ok := parseCallerTag(f[4]); ok {
 			r.Job, r.Task, r.Attempt = name, tk, at
 		}
+	}
+	if sent, err := strconv.ParseInt(f[7], 10, 64); err == nil {
+		r.Sent = time.Unix(0, sent)
 	}
 	return r, nil
 }

@@ -118,12 +118,15 @@ func replicaChildRole() bool {
 func replicaSummary(t *testing.T, test, how string, tt *replicaTotals, began time.Time) {
 	t.Helper()
 	s := fmt.Sprintf("%s: %d runs (%d with a takeover), 2 replicas, %d jobs / %d systems per run, lease %v, %s; "+
-		"%d jobs, %d Succeeded; takeovers %d; requests from the disturbed process after the takeover %d "+
-		"(stale from any replica %d, %d state-changing, %d after a completed job was locked again (%d such locks); in the lapsed-lease window %d, +%d untagged); max lateness %s; "+
+		"%d jobs, %d Succeeded; takeovers %d; requests from the disturbed process after the takeover %d, "+
+		"in its lapsed-lease window %d (+%d untagged); of these late ones, issued after it resumed or its lease lapsed %d, "+
+		"waited for a connection across the lapse %d, in flight at the pause %d; max lateness %s; "+
+		"stale from any replica %d (%d state-changing, %d after a completed job was locked again, %d such locks); "+
 		"repeated attempts %d, older attempts %d; interleavings %d, reorders %d, re-sent tasks %d; %d requests (%d untagged); %s",
 		test, tt.runs, tt.counted, replicaSystems*replicaJobsPerSystem, replicaSystems, replicaLease, how,
 		tt.jobs, tt.succeeded, tt.takeovers, tt.staleFromDisturbed,
-		tt.stale, tt.staleStateChanges, tt.staleRelocked, tt.relocks, tt.inWindow, tt.inWindowUntagged, tt.lateness(),
+		tt.inWindow, tt.inWindowUntagged, tt.lateIssued, tt.lateConnWait, tt.lateInFlight, tt.lateness(),
+		tt.stale, tt.staleStateChanges, tt.staleRelocked, tt.relocks,
 		tt.dupAttempts, tt.oldAttempts, tt.interleavings, tt.reorders, tt.resent, tt.requests, tt.untagged,
 		time.Since(began).Round(time.Second))
 	t.Log(s)
