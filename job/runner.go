@@ -117,6 +117,7 @@ type Runner struct {
 	own      ownWrites
 
 	fresh freshJobs // jobs Submit created, until their first step (freshjobs.go)
+	peers *peers    // heartbeats and the share of systems (replicas.go)
 
 	mu      sync.Mutex
 	waiters map[string]*waiters // per job, closed by signal
@@ -179,6 +180,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		wake: make(chan struct{}, 1), jobWakes: wakes, own: ownWrites{rev: map[string]int64{}}, waiters: map[string]*waiters{},
 		fresh: freshJobs{jobs: map[string]freshJob{}},
 	}
+	r.peers = newPeers(r)
 	// The scan skips the runner's own writes without reading them: a store
 	// that can (storage.ValueSkipper) leaves their values out of the feed.
 	prefix := len(cfg.KeyPrefix + "jobs/")

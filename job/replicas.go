@@ -1,0 +1,409 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bmckit/bmckit/storage"
+)
+
+// This file shares the claimable systems among the Runner replicas on one
+// Store (docs/jobs.md, "Replicas share the fleet"). Each Runner keeps a
+// heartbeat record, <KeyPrefix>runners/<Owner>, rewritten with its lock
+// renewals. It counts the live replicas by listing those records and judging
+// each by observation on its own clock, as locks are judged
+// (lockTable.expired): a record seen unchanged for its whole lease is dead.
+// A runner claims no more than its share of the systems with unfinished jobs
+// (shareOf), and one that holds more gives systems back when their jobs
+// complete (loop.drop), never mid-job, while another live replica has room.
+
+// runnerRecord is a Runner's heartbeat, stored as JSON under
+// <KeyPrefix>runners/<escaped Owner>.
+type runnerRecord struct {
+	// Held is how many systems the runner held when it wrote the record.
+	Held int `json:"held"`
+	// LeaseMillis is the writer's lease length. The record is dead for an
+	// observer that saw it unchanged (same revision) that long by its own
+	// clock.
+	LeaseMillis int64 `json:"leaseMillis"`
+	// Expires is the writer's wall-clock time plus the lease, for people
+	// reading the record; never compared with another replica's clock.
+	Expires time.Time `json:"expires,omitzero"`
+}
+
+// shareOf is how many of claimable systems one of live replicas may hold:
+// its fair part rounded up, plus a slack of a tenth of it (at least one
+// system). The slack leaves room in the sum of the shares, so a system that
+// a replica gives back always finds a taker although the replicas' counts of
+// the claimable systems differ by what each saw since its last scan; and it
+// keeps a replica from giving systems back for such small differences. A
+// dead replica held at most 1.1/live of the fleet.
+func shareOf(claimable, live int) int {
+	live = max(live, 1)
+	fair := (claimable + live - 1) / live
+	return fair + max(1, fair/10)
+}
+
+// peers is a Runner's heartbeat and its view of the other live replicas.
+type peers struct {
+	r      *Runner
+	prefix string // <KeyPrefix>runners/
+	key    string // this runner's record
+
+	busy atomic.Bool // a heartbeat or a listing is in flight
+
+	mu     sync.Mutex
+	rev    int64               // this runner's record's revision; 0: to create
+	seen   map[string]peerSeen // the other runners' records, by key
+	others []int               // how many systems each live other runner holds, as last listed
+	// free holds the systems a watch found takeable (no lock, a released
+	// one, or an expired lease), with when it first found them so.
+	free      map[string]time.Time
+	writeErrs int
+	listErrs  int
+
+	// Used by the loop's goroutine only.
+	writeDue  bool      // a heartbeat came due while a listing was in flight
+	nextList  time.Time // when to list the records again (tick)
+	fastUntil time.Time // list every fastList until then: the first lease
+	cands     []string  // scratch for loop.claim
+}
+
+// peerSeen is what this runner saw of another runner's record.
+type peerSeen struct {
+	rev int64
+	at  time.Time // when rev was first seen, by this runner's clock
+}
+
+func newPeers(r *Runner) *peers {
+	prefix := r.cfg.KeyPrefix + "runners/"
+	return &peers{r: r, prefix: prefix, key: prefix + url.PathEscape(r.cfg.Owner), seen: map[string]peerSeen{}, free: map[string]time.Time{}}
+}
+
+// fastList is how often the records are listed while other replicas are
+// alive (and in the first lease after Start): so a dead replica stops
+// counting within about this much after its lease, as its locks expire.
+func (p *peers) fastList() time.Duration {
+	return max(p.r.cfg.ScanInterval, p.r.cfg.LeaseDuration/30)
+}
+
+// start writes this runner's record and lists the others', before the first
+// claim, so a runner that starts next to live ones claims only its share.
+// A failure is logged; the heartbeats retry.
+func (p *peers) start(ctx context.Context) {
+	now := p.r.cfg.Clock.Now()
+	p.fastUntil = now.Add(p.r.cfg.LeaseDuration)
+	p.nextList = now.Add(p.fastList())
+	p.beat(ctx, 0, true)
+}
+
+// stop deletes this runner's record (Start's return): the others stop
+// counting it at once. One try, bounded: a record left behind is judged
+// dead a lease later and deleted by whoever sees that.
+func (p *peers) stop(ctx context.Context) {
+	p.mu.Lock()
+	rev := p.rev
+	p.mu.Unlock()
+	if rev == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseMargin(p.r.cfg.LeaseDuration))
+	defer cancel()
+	if err := p.r.cfg.Store.Delete(ctx, p.key, rev); err != nil && !lostRace(err) {
+		p.r.log.Error(err, "deleting this runner's heartbeat record failed; the other replicas drop it a lease from now", "key", p.key)
+	}
+}
+
+// heartbeat writes this runner's record and lists the others' in the
+// background (with the lock renewals, every LeaseDuration/3).
+func (l *loop) heartbeat() {
+	p := l.r.peers
+	if !p.busy.CompareAndSwap(false, true) {
+		p.writeDue = true // a listing is in flight: write at the next tick
+		return
+	}
+	p.writeDue = false
+	l.launchBeat(true)
+}
+
+// tick lists the other runners' records again when due, from each claim
+// round: every fastList while others are alive or in the first lease, and
+// otherwise only with the heartbeat. A lone runner lists every
+// LeaseDuration/3.
+func (l *loop) tick(now time.Time) {
+	p := l.r.peers
+	if p.writeDue {
+		if p.busy.CompareAndSwap(false, true) {
+			p.writeDue = false
+			l.launchBeat(true)
+		}
+		return
+	}
+	if now.Before(p.nextList) {
+		return
+	}
+	p.mu.Lock()
+	alone := len(p.others) == 0
+	if len(p.free) > 2*len(l.r.queue.bySys)+64 {
+		for sys := range p.free { // systems that left the queue
+			if len(l.r.queue.bySys[sys]) == 0 {
+				delete(p.free, sys)
+			}
+		}
+	}
+	p.mu.Unlock()
+	if alone && !now.Before(p.fastUntil) {
+		p.nextList = now.Add(l.r.cfg.LeaseDuration / 3)
+		return
+	}
+	if p.busy.CompareAndSwap(false, true) {
+		l.launchBeat(false)
+	}
+}
+
+// launchBeat runs one heartbeat (write, then list) or listing in the
+// background; p.busy is set.
+func (l *loop) launchBeat(write bool) {
+	p := l.r.peers
+	held := len(l.held) + len(l.handing)
+	p.nextList = l.r.cfg.Clock.Now().Add(p.fastList())
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		defer p.busy.Store(false)
+		p.beat(l.ctx, held, write)
+	}()
+}
+
+// beat writes this runner's record saying it holds held systems (when
+// write), then lists every runner's record and counts the live ones.
+func (p *peers) beat(ctx context.Context, held int, write bool) {
+	if write {
+		err := p.write(ctx, held)
+		p.mu.Lock()
+		if err == nil {
+			p.writeErrs = 0
+		} else {
+			p.writeErrs++
+		}
+		n := p.writeErrs
+		p.mu.Unlock()
+		if err != nil && ctx.Err() == nil && n == 1 {
+			p.r.log.Error(err, "writing this runner's heartbeat record failed; will retry with the next lock renewal", "key", p.key)
+		}
+	}
+	err := p.list(ctx)
+	p.mu.Lock()
+	if err == nil {
+		p.listErrs = 0
+	} else {
+		p.listErrs++
+	}
+	n := p.listErrs
+	p.mu.Unlock()
+	if err != nil && ctx.Err() == nil && n == 1 {
+		p.r.log.Error(err, "listing the runners' heartbeat records failed; counting the replicas as last seen", "prefix", p.prefix)
+	}
+}
+
+// write stores this runner's record by compare-and-swap on the revision it
+// last wrote. A record found under this Owner (a previous process of this
+// runner) is taken over at its revision, and one that another replica
+// deleted as dead (this runner was paused for a lease) is created again.
+func (p *peers) write(ctx context.Context, held int) error {
+	r := p.r
+	lease := r.cfg.LeaseDuration
+	data, err := marshalRecord(runnerRecord{Held: held, LeaseMillis: lease.Milliseconds(),
+		Expires: r.cfg.Clock.Now().Add(lease).UTC().Truncate(time.Millisecond)})
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	rev := p.rev
+	p.mu.Unlock()
+	for try := 0; ; try++ {
+		var n int64
+		if rev == 0 {
+			n, err = r.cfg.Store.Create(ctx, p.key, data)
+		} else {
+			n, err = r.cfg.Store.Update(ctx, p.key, data, rev)
+		}
+		if err == nil {
+			p.mu.Lock()
+			p.rev = n
+			p.mu.Unlock()
+			return nil
+		}
+		if !lostRace(err) || try == 2 {
+			return err
+		}
+		rec, gerr := r.cfg.Store.Get(ctx, p.key)
+		switch {
+		case errors.Is(gerr, storage.ErrNotFound):
+			rev = 0
+		case gerr != nil:
+			return gerr
+		default:
+			rev = rec.Revision
+		}
+	}
+}
+
+// list reads every runner's record and counts the live others: a record is
+// live until this runner has seen it unchanged for its whole lease by its
+// own clock (the first sighting of a revision starts the count, so a
+// runner that just started counts every record for a lease). Dead records
+// are deleted by compare-and-swap on the revision seen.
+func (p *peers) list(ctx context.Context) error {
+	r := p.r
+	recs, err := r.cfg.Store.List(ctx, p.prefix)
+	if err != nil {
+		return err
+	}
+	now := r.cfg.Clock.Now()
+	var dead []storage.Record
+	p.mu.Lock()
+	seen := make(map[string]peerSeen, len(recs))
+	others := make([]int, 0, len(recs))
+	for _, rec := range recs {
+		if rec.Key == p.key {
+			continue
+		}
+		var rr runnerRecord
+		if unmarshalRecord(rec.Value, &rr) != nil {
+			continue // not a heartbeat this version can count
+		}
+		lease := time.Duration(rr.LeaseMillis) * time.Millisecond
+		if lease <= 0 {
+			lease = r.cfg.LeaseDuration
+		}
+		o, ok := p.seen[rec.Key]
+		if !ok || o.rev != rec.Revision {
+			o = peerSeen{rev: rec.Revision, at: now}
+		}
+		seen[rec.Key] = o
+		if now.Sub(o.at) >= lease {
+			dead = append(dead, rec)
+			continue
+		}
+		others = append(others, max(rr.Held, 0))
+	}
+	p.seen, p.others = seen, others
+	p.mu.Unlock()
+	for _, rec := range dead {
+		// Another replica may delete it first; a runner that was only
+		// paused writes its record again.
+		err := r.cfg.Store.Delete(ctx, rec.Key, rec.Revision)
+		if err == nil {
+			r.log.Info("deleted the heartbeat record of a runner not seen alive for a lease", "key", rec.Key)
+		}
+	}
+	return nil
+}
+
+// share is this runner's share of claimable systems.
+func (p *peers) share(claimable int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return shareOf(claimable, 1+len(p.others))
+}
+
+// giveBack reports whether a runner holding held systems (counting the one
+// whose job just completed) gives that one back instead of passing it to
+// the system's next job: it holds more than its share, and another live
+// replica had room when it last wrote its record.
+func (p *peers) giveBack(held, claimable int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	share := shareOf(claimable, 1+len(p.others))
+	if held <= share {
+		return false
+	}
+	for _, h := range p.others {
+		if h < share {
+			return true
+		}
+	}
+	return false
+}
+
+// overdue reports whether sys has been seen takeable for a whole lease
+// (nobody with room took it): it is claimed whatever the share, so a
+// replica that counts as alive but does not claim (another Store view,
+// its endpoints at their limit) cannot leave a system waiting.
+func (p *peers) overdue(sys string, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at, ok := p.free[sys]
+	return ok && now.Sub(at) >= p.r.cfg.LeaseDuration
+}
+
+// prefer orders systems to claim when the share allows fewer than all of
+// them: those a watch found takeable first (longest first), then those
+// whose lock this runner never saw held (most likely free), then the rest.
+func (p *peers) prefer(systems []string) {
+	type ranked struct {
+		sys  string
+		rank int
+		at   time.Time
+	}
+	rs := make([]ranked, len(systems))
+	p.mu.Lock()
+	for i, sys := range systems {
+		rs[i] = ranked{sys: sys, rank: 2}
+		if at, ok := p.free[sys]; ok {
+			rs[i].rank, rs[i].at = 0, at
+		} else if !p.r.locks.observed(sys) {
+			rs[i].rank = 1
+		}
+	}
+	p.mu.Unlock()
+	slices.SortFunc(rs, func(a, b ranked) int {
+		if a.rank != b.rank {
+			return a.rank - b.rank
+		}
+		return a.at.Compare(b.at)
+	})
+	for i := range rs {
+		systems[i] = rs[i].sys
+	}
+}
+
+// forget drops what a watch found about sys (it is held now, or has no
+// jobs).
+func (p *peers) forget(sys string) {
+	p.mu.Lock()
+	delete(p.free, sys)
+	p.mu.Unlock()
+}
+
+// watch reads the locks of systems this runner may not claim now (its
+// share is full), without writing: it keeps the lease observation of each
+// running (lockTable.expired), so a lock found expired once the share grows
+// (a dead replica stopped counting) is taken at once instead of a lease
+// later, and it notes which systems are takeable (prefer, overdue). It
+// costs what a failed claim of them would: one Get each.
+func (p *peers) watch(ctx context.Context, systems []string) {
+	r := p.r
+	fanOut(len(systems), func(i int) {
+		sys := systems[i]
+		cur, rev, err := r.locks.read(ctx, sys)
+		if err != nil {
+			return
+		}
+		takeable := rev == 0 || cur.Holder == "" || cur.Owner == "" || cur.Owner == r.cfg.Owner || r.locks.expired(sys, cur, rev)
+		now := r.cfg.Clock.Now()
+		p.mu.Lock()
+		if _, ok := p.free[sys]; takeable && !ok {
+			p.free[sys] = now
+		} else if !takeable {
+			delete(p.free, sys)
+		}
+		p.mu.Unlock()
+	})
+}
