@@ -94,11 +94,14 @@ func (p *peers) fastList() time.Duration {
 
 // start writes this runner's record and lists the others', before the first
 // claim, so a runner that starts next to live ones claims only its share.
-// A failure is logged; the heartbeats retry.
+// A failure is logged; the heartbeats retry. Its store calls share a
+// deadline, as the loop's do (storeCallTimeout).
 func (p *peers) start(ctx context.Context) {
 	now := p.r.cfg.Clock.Now()
 	p.fastUntil = now.Add(p.r.cfg.LeaseDuration)
 	p.nextList = now.Add(p.fastList())
+	ctx, cancel := context.WithTimeout(ctx, p.r.storeCallTimeout())
+	defer cancel()
 	p.beat(ctx, 0, true)
 }
 
@@ -176,7 +179,9 @@ func (l *loop) launchBeat(write bool) {
 	go func() {
 		defer l.wg.Done()
 		defer p.busy.Store(false)
-		p.beat(l.ctx, held, write)
+		ctx, cancel := context.WithTimeout(l.ctx, l.r.storeCallTimeout())
+		defer cancel()
+		p.beat(ctx, held, write)
 	}()
 }
 
@@ -396,7 +401,16 @@ func (p *peers) watch(ctx context.Context, systems []string) {
 		if err != nil {
 			return
 		}
-		takeable := rev == 0 || cur.Holder == "" || cur.Owner == "" || cur.Owner == r.cfg.Owner || r.locks.expired(sys, cur, rev)
+		// The rules of Runner.claim, without the write.
+		var takeable bool
+		switch {
+		case rev == 0 || cur.Holder == "":
+			takeable = true
+		case !r.locks.ours(cur): // another namespace's job
+			takeable = r.locks.expired(sys, cur, rev)
+		default:
+			takeable = cur.Owner == "" || cur.Owner == r.cfg.Owner || r.locks.expired(sys, cur, rev)
+		}
 		now := r.cfg.Clock.Now()
 		p.mu.Lock()
 		if _, ok := p.free[sys]; takeable && !ok {
