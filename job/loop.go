@@ -352,6 +352,7 @@ func (l *loop) claimed(cs []claimed, batch bool) {
 			h.j, h.rev = j, rev // as Submit created it: no read back (freshjobs.go)
 		}
 		l.held[c.sys] = h
+		r.holding.Store(c.sys, struct{}{})
 		l.noteUntil(h.until)
 		l.schedule(h, now)
 	}
@@ -607,6 +608,7 @@ func (l *loop) drop(h *held, completed bool) {
 		return
 	}
 	l.endpointDone(h.epKey)
+	r.holding.Delete(h.sys)
 	if len(r.queue.bySys[h.sys]) > 0 {
 		r.queue.free[h.sys] = struct{}{}
 	}
@@ -658,6 +660,9 @@ func (l *loop) handOver(h *held, next *queued) {
 // or the system goes back to claiming (as after a failed claim).
 func (l *loop) handedOver(c claimed) {
 	delete(l.handing, c.sys)
+	if !c.ok {
+		l.r.holding.Delete(c.sys)
+	}
 	l.claimed([]claimed{c}, false)
 }
 
