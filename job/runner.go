@@ -42,11 +42,13 @@ type Config struct {
 	// multi-node Redfish service, an emulator). They share one BMC session
 	// where the driver allows it. Defaults to 32.
 	EndpointConcurrency int
-	// Owner names this runner in system locks. It must be unique among the
-	// live runners sharing a Store; a runner restarted with the same Owner
-	// (a StatefulSet pod name, a host name) takes its own locks back at once
-	// instead of waiting for their leases to expire. Defaults to
-	// host-pid-random, which is unique but never taken back.
+	// Owner names this runner in system locks and in its heartbeat record
+	// (<KeyPrefix>runners/<Owner>, by which replicas count each other to
+	// share the systems). It must be unique among the live runners sharing
+	// a Store; a runner restarted with the same Owner (a StatefulSet pod
+	// name, a host name) takes its own locks back at once instead of
+	// waiting for their leases to expire. Defaults to host-pid-random,
+	// which is unique but never taken back.
 	Owner string
 	// LeaseDuration is how long a system lock lasts without renewal; a dead
 	// runner's jobs are resumed by another runner after the lock was seen
