@@ -166,6 +166,7 @@ func (r *Runner) Start(ctx context.Context) error {
 			l.wakeJobs(r.jobWakes.take())
 		case cs := <-l.claims:
 			l.claimed(cs, true)
+			l.claimAgain() // replicas.go
 		case c := <-l.handovers:
 			l.handedOver(c)
 		case rs := <-l.renewals:
@@ -226,6 +227,8 @@ func (l *loop) scan() {
 		}
 		if h.completed() {
 			r.signal(name) // another replica completed it
+			// It may have given the system back (replicas.go).
+			l.completedElsewhere(name)
 		}
 		if e := r.queue.jobs[name]; e != nil {
 			if hd := l.held[e.sys]; hd != nil && hd.job == name {
@@ -312,6 +315,7 @@ func (l *loop) claim() {
 	}
 	clear(cands)
 	p.cands = cands[:0]
+	clear(p.hinted)
 	if len(want) == 0 && len(watch) == 0 {
 		return
 	}

@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -128,4 +129,32 @@ func TestPeersRestartAndOverdue(t *testing.T) {
 	require.NoError(t, err)
 	p.watch(ctx, []string{"10.0.0.1:443/redfish/v1/Systems/1"})
 	assert.False(t, p.overdue("10.0.0.1:443/redfish/v1/Systems/1", clk.Now()), "taken by another runner meanwhile")
+}
+
+// Rendezvous hashing over the live runners' records gives each system to
+// exactly one of them, about evenly: replicas that claim together try
+// mostly different systems first.
+func TestPeersPreferDifferentSystems(t *testing.T) {
+	keys := []string{"bmckit/runners/a", "bmckit/runners/b", "bmckit/runners/c"}
+	var ps []*peers
+	for _, k := range keys {
+		ps = append(ps, &peers{key: k, live: keys})
+	}
+	counts := map[string]int{}
+	for i := range 3000 {
+		sys := fmt.Sprintf("10.0.%d.%d:443/redfish/v1/Systems/1", i/200, i%200)
+		n := 0
+		for _, p := range ps {
+			if p.mine(sys) {
+				n++
+				counts[p.key]++
+			}
+		}
+		require.Equal(t, 1, n, "system %s", sys)
+	}
+	for _, k := range keys {
+		assert.InDelta(t, 1000, counts[k], 100, "systems preferred by %s", k)
+	}
+	alone := &peers{key: keys[0], live: keys[:1]}
+	assert.True(t, alone.mine("any"), "a lone runner prefers every system")
 }
