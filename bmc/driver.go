@@ -82,6 +82,11 @@ type SystemOpener interface {
 
 // StatsReporter is implemented by drivers that count their wire traffic.
 type StatsReporter interface {
+	// Stats reports what this driver's calls cost so far (totals, never
+	// decreasing). Drivers that share a session ([SystemOpener]) each
+	// report their own calls' share, the driver that owns the session also
+	// its login and logout, so that the Stats of a session's drivers add up
+	// to its traffic. Safe for concurrent use.
 	Stats() Stats
 }
 

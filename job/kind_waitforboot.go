@@ -278,7 +278,7 @@ func (k waitForBootKind) notYet(ctx context.Context, r *stepRun, i int, _ string
 		cur.PowerCycleTime = timestamp.Ptr(now)
 		cur.Step = task.BootTryWaiting
 		ts.RequestTime = timestamp.Ptr(now)
-		r.recordWire(drv)
+		r.recordWire()
 		if err := r.persist(ctx, r.j); err != nil {
 			return StepResult{}, err
 		}

@@ -283,6 +283,7 @@ type stepRun struct {
 	// prevRead is what readBeforeIntent found when it recorded nothing
 	// (bootrestore.go).
 	prevRead previousRead
+	wire     wireTally // what the step's BMC calls cost (recordWire)
 }
 
 func (r *stepRun) run(ctx context.Context) (StepResult, error) {
@@ -513,7 +514,11 @@ func (r *stepRun) driver(ctx context.Context) (bmc.Driver, error) {
 		}
 		return nil, bmc.Permanent(err)
 	}
-	return r.s.pool.getFor(ctx, r.ep, creds, r.j.Name)
+	drv, fresh, err := r.s.pool.getFor(ctx, r.ep, creds, r.j.Name)
+	if err == nil {
+		r.countWire(drv, fresh)
+	}
+	return drv, err
 }
 
 // driverFor is the connection for a kind that uses the BMC; nil otherwise.
@@ -581,7 +586,7 @@ func (r *stepRun) act(ctx context.Context, i int, recheck bool) (StepResult, err
 	if pk, isPower := k.(powerKind); isPower {
 		r.notePowerRead(i, pk, ok, readAt, true)
 	}
-	r.recordWire(drv)
+	r.recordWire()
 	if ok {
 		return r.succeedTask(ctx, i, observed)
 	}
@@ -605,7 +610,7 @@ func (r *stepRun) verify(ctx context.Context, i int) (StepResult, error) {
 	if pk, isPower := k.(powerKind); isPower {
 		r.notePowerRead(i, pk, ok, readAt, false)
 	}
-	r.recordWire(drv)
+	r.recordWire()
 	if ok {
 		return r.succeedTask(ctx, i, observed)
 	}
@@ -638,10 +643,9 @@ func (r *stepRun) handleErr(ctx context.Context, i int, err error, dialing bool)
 	// driver's dial error may report its requests).
 	var sr bmc.StatsReporter
 	if dialing && errors.As(err, &sr) {
-		st := sr.Stats()
-		r.j.Status.Wire = &st
-	} else if r.drv != nil {
-		r.recordWire(r.drv)
+		r.addWire(sr.Stats())
+	} else {
+		r.recordWire()
 	}
 	var tf *taskFailure
 	if errors.As(err, &tf) {
@@ -675,11 +679,71 @@ func (r *stepRun) handleErr(ctx context.Context, i int, err error, dialing bool)
 	return StepResult{RequeueAfter: delay}, nil
 }
 
-func (r *stepRun) recordWire(drv bmc.Driver) {
+// wireTally is what a step's BMC calls cost on the wire, for Status.Wire:
+// what the job had cost before (Status.Wire when the step first got a
+// connection, plus failed dials) and what the connection counted since the
+// step got it. A pooled connection (bmc.StatsReporter) counts its own calls
+// only, also when it shares its session with other systems' jobs; one the
+// pool dialed or opened for the step counted nothing before.
+type wireTally struct {
+	started bool
+	counts  bool      // something reported what it cost: Status.Wire is set
+	from    bmc.Stats // the job's cost before drv
+	drv     bmc.Driver
+	base    bmc.Stats // drv's Stats when the step got it
+}
+
+// countWire notes that the step uses drv from now on; fresh: the pool
+// dialed or opened it for this step.
+func (r *stepRun) countWire(drv bmc.Driver, fresh bool) {
+	w := &r.wire
+	if drv == w.drv {
+		return
+	}
+	r.startWire()
+	w.from = r.wireTotal() // the previous connection's share, if any
+	w.drv, w.base = drv, bmc.Stats{}
 	if sr, ok := drv.(bmc.StatsReporter); ok {
-		st := sr.Stats()
+		w.counts = true
+		if !fresh {
+			w.base = sr.Stats()
+		}
+	}
+}
+
+func (r *stepRun) startWire() {
+	if w := &r.wire; !w.started {
+		w.started = true
+		if cur := r.j.Status.Wire; cur != nil {
+			w.from, w.counts = *cur, true
+		}
+	}
+}
+
+func (r *stepRun) wireTotal() bmc.Stats {
+	w := &r.wire
+	if sr, ok := w.drv.(bmc.StatsReporter); ok {
+		return addStats(w.from, statsSince(sr.Stats(), w.base))
+	}
+	return w.from
+}
+
+// recordWire stores in Status.Wire what the job cost on the wire so far.
+func (r *stepRun) recordWire() {
+	r.startWire()
+	if r.wire.counts {
+		st := r.wireTotal()
 		r.j.Status.Wire = &st
 	}
+}
+
+// addWire adds st, a cost no connection of the step counts (a failed dial,
+// the logout of a shared session the job's completion ended), and records.
+func (r *stepRun) addWire(st bmc.Stats) {
+	r.startWire()
+	r.wire.from = addStats(r.wire.from, st)
+	r.wire.counts = true
+	r.recordWire()
 }
 
 func (r *stepRun) succeedTask(ctx context.Context, i int, observed string) (StepResult, error) {
@@ -779,9 +843,10 @@ func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, 
 	// whoever sees Completed=True also sees it gone (connections are per
 	// system, so this never closes another job's). If the write fails, the
 	// next step dials again.
-	r.s.pool.releaseFor(ctx, r.ep, j.Name)
-	if r.drv != nil {
-		r.recordWire(r.drv) // after the close: the logout counts too
+	if closing := r.s.pool.releaseFor(ctx, r.ep, j.Name); closing != (bmc.Stats{}) {
+		r.addWire(closing) // this job ended a shared session: its logout
+	} else {
+		r.recordWire() // after the close: the logout of its own session counts too
 	}
 	if err := r.persist(ctx, j); err != nil {
 		return StepResult{}, err
