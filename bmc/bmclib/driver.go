@@ -166,6 +166,11 @@ func (d *Driver) callLockedWithin(ctx context.Context, op string, limit time.Dur
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
+	// The fence, right before the provider runs (one ipmitool run, or
+	// one request, per call).
+	if err := bmc.Admit(ctx); err != nil {
+		return fail(err)
+	}
 	cctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	start := time.Now()

@@ -89,6 +89,11 @@ func (s *suite) context(t *testing.T, path string) {
 		{"DeadlineExceeded", func() (context.Context, context.CancelFunc) {
 			return context.WithDeadline(context.Background(), time.Unix(0, 0))
 		}, context.DeadlineExceeded},
+		// A fence that refuses (a lapsed lease): the driver must ask
+		// bmc.Admit before each request and return its error unsent.
+		{"Fenced", func() (context.Context, context.CancelFunc) {
+			return bmc.WithFence(context.Background(), lapsedFence{}), func() {}
+		}, bmc.ErrFenced},
 	}
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
@@ -134,4 +139,11 @@ func (s *suite) context(t *testing.T, path string) {
 			}
 		})
 	}
+}
+
+// lapsedFence is a bmc.Fence that admits nothing.
+type lapsedFence struct{}
+
+func (lapsedFence) Admit() error {
+	return fmt.Errorf("bmctest: the lease lapsed: %w", bmc.ErrFenced)
 }

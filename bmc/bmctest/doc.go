@@ -51,7 +51,9 @@
 //     [bmc.ErrNotSupported].
 //   - Context: every method called with an already cancelled, or already
 //     expired, ctx returns an error wrapping context.Canceled (or
-//     context.DeadlineExceeded), without hanging.
+//     context.DeadlineExceeded), without hanging; with a ctx whose
+//     [bmc.Fence] refuses, it returns an error wrapping [bmc.ErrFenced] (the
+//     driver asks [bmc.Admit] before each request it writes).
 //   - Credentials (with [Target.Dial] and [Target.Credentials] set): a wrong
 //     password or an unknown user is refused, at Dial or at the first
 //     request, with a permanent error wrapping [bmc.ErrUnauthorized]. Both

@@ -183,7 +183,14 @@ func (d *Driver) run(ctx context.Context, call Call) error {
 			return err
 		}
 	}
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if call.Method == MethodClose {
+		return nil // a fenced close still frees the fake's session
+	}
+	// The fence last, right before the call takes effect (bmc.Admit).
+	return bmc.Admit(ctx)
 }
 
 // wait waits out the latency lat on the BMC's clock, or until ctx ends.

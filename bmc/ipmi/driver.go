@@ -175,6 +175,11 @@ func (d *Driver) send(ctx context.Context) error {
 	if err := d.throttle.Wait(ctx, d.budget); err != nil {
 		return err
 	}
+	// The fence last, right before the datagram is written: a pause
+	// anywhere before, the budget wait included, is caught here.
+	if err := bmc.Admit(ctx); err != nil {
+		return err
+	}
 	d.requests.Add(1)
 	return nil
 }
@@ -286,6 +291,9 @@ func (d *Driver) login(ctx context.Context, log logr.Logger) error {
 			return nil
 		}
 		d.dropClient(c)
+		if errors.Is(err, bmc.ErrFenced) {
+			return err // nothing was sent: no suite was refused
+		}
 		if errors.Is(err, ErrCipherSuiteMismatch) {
 			// Not a refusal to try the next suite on: the BMC broke the
 			// negotiation (or something between us and it did).

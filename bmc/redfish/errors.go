@@ -106,7 +106,7 @@ func classify(err error) error {
 	if errors.As(err, &se) {
 		return err
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, bmc.ErrFenced) {
 		return err
 	}
 	var (

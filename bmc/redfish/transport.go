@@ -161,6 +161,15 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
+	// The fence (bmc.Admit) is asked last, right before the request is
+	// handed to the connection: a pause anywhere before this point, the
+	// budget wait included, is caught here.
+	if err := bmc.Admit(req.Context()); err != nil {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, err
+	}
 	w.mu.Lock()
 	header, value := w.header, w.value
 	skip := req.Method == http.MethodPost && w.noAuth != "" && req.URL.Path == w.noAuth
