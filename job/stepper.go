@@ -273,7 +273,7 @@ type stepRun struct {
 	s       *Stepper
 	j       *Job
 	persist PersistFunc
-	now     time.Time
+	now     time.Time // when the step began, moved on by tick
 	log     logr.Logger
 	ep      bmc.Endpoint
 	base    context.Context // the step's ctx, bounded by the lock
@@ -749,7 +749,7 @@ func (r *stepRun) addWire(st bmc.Stats) {
 func (r *stepRun) succeedTask(ctx context.Context, i int, observed string) (StepResult, error) {
 	j := r.j
 	ts := &j.Status.Tasks[i]
-	now := r.now
+	now := r.tick()
 	if _, ok := kindOf(&j.Spec.Tasks[i]).(bootWaiter); ok {
 		// Open the next wait's attempt before any later task powers the
 		// server on again; on failure this task stays unfinished and the
@@ -791,7 +791,7 @@ func (r *stepRun) succeedTask(ctx context.Context, i int, observed string) (Step
 func (r *stepRun) failTask(ctx context.Context, i int, reason, msg string) (StepResult, error) {
 	j := r.j
 	ts := &j.Status.Tasks[i]
-	now := r.now
+	now := r.tick()
 	ts.Phase = task.PhaseDone
 	ts.Result = conditions.ResultFailed
 	ts.Reason = reason
@@ -808,8 +808,8 @@ func (r *stepRun) failTask(ctx context.Context, i int, reason, msg string) (Step
 // result Canceled and reason skipReason.
 func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, msg, skipReason string) (StepResult, error) {
 	j := r.j
-	now := r.now
 	msg += r.restoreAtEnd(ctx, result) // bootrestore.go
+	now := r.tick()                    // after the restore's BMC calls
 	if skipReason == "" {
 		skipReason = conditions.ReasonSkipped
 	}
@@ -861,6 +861,18 @@ func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, 
 		}
 	}
 	return StepResult{Done: true}, nil
+}
+
+// tick moves the step's time to the clock's (never back) and returns it:
+// what a step stamps after its BMC calls or a wait (a completion, the next
+// task's start) carries the time it happened, not when the step began. The
+// time is a wall-clock reading only (no monotonic one), like every stored
+// time: a duration between two stamps is their wall-clock difference.
+func (r *stepRun) tick() time.Time {
+	if now := r.s.cfg.Clock.Now().Round(0); now.After(r.now) {
+		r.now = now
+	}
+	return r.now
 }
 
 // taskFailure is a permanent task failure with its own reason (e.g. a boot
