@@ -125,6 +125,9 @@ func runPowerJobsOn(t *testing.T, b *slowBMC, n int, cfg job.StepperConfig, even
 	var wmu sync.Mutex
 	cfg.Dialer = bmc.DialerFunc(func(context.Context, bmc.Endpoint, bmc.Credentials) (bmc.Driver, error) { return drv, nil })
 	cfg.Clock = clk
+	if cfg.Locks == nil {
+		cfg.Locks = job.NoLocking
+	}
 	if events {
 		cfg.Wake = func(name string) { wmu.Lock(); woken[name] = true; wmu.Unlock() }
 	}
@@ -277,7 +280,7 @@ func TestPowerEventsStreamBreaksMidWait(t *testing.T) {
 func TestPowerEventsNeedWake(t *testing.T) {
 	clk := clock.NewFake(t0)
 	b := &slowBMC{clk: clk, delay: func() time.Duration { return time.Second }, state: bmc.PowerOff}
-	st, err := job.NewStepper(job.StepperConfig{Clock: clk, Dialer: bmc.DialerFunc(func(context.Context, bmc.Endpoint, bmc.Credentials) (bmc.Driver, error) {
+	st, err := job.NewStepper(job.StepperConfig{Locks: job.NoLocking, Clock: clk, Dialer: bmc.DialerFunc(func(context.Context, bmc.Endpoint, bmc.Credentials) (bmc.Driver, error) {
 		return watchingBMC{b}, nil
 	})})
 	require.NoError(t, err)

@@ -30,6 +30,9 @@ import (
 func BenchSteps(b *testing.B, cfg StepperConfig, stored bool) {
 	// No call log, as in the job_test benchmarks' fleet (benchBMC there).
 	cfg.Dialer = fake.New(fake.Options{Power: bmc.PowerOn, CallLogSize: -1})
+	if cfg.Locks == nil {
+		cfg.Locks = NoLocking // as the Runner's own Stepper
+	}
 	s, err := NewStepper(cfg)
 	if err != nil {
 		b.Fatal(err)

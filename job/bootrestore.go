@@ -193,7 +193,9 @@ func (r *stepRun) restoreDue(ctx context.Context) error {
 		if rec == nil || !rec.Emulated || rec.State != task.BootRestorePending || rec.Attempts > 0 || !r.bootedAfter(i) {
 			continue
 		}
-		r.restore(ctx, i, false)
+		if err := r.restore(ctx, i, false); err != nil {
+			return err
+		}
 		if err := r.persist(ctx, j); err != nil {
 			return err
 		}
@@ -205,8 +207,10 @@ func (r *stepRun) restoreDue(ctx context.Context) error {
 // result: a succeeded job keeps non-emulated overrides and puts emulated
 // ones back; a failed or canceled job puts every changed override back,
 // latest first. It returns a suffix for the job's message when a restore
-// failed ("" otherwise). The outcome is stored with the completion.
-func (r *stepRun) restoreAtEnd(ctx context.Context, result conditions.Result) string {
+// failed ("" otherwise). The outcome is stored with the completion. An
+// error means the step was fenced or ended before a restore could be made:
+// the job must not complete in this step.
+func (r *stepRun) restoreAtEnd(ctx context.Context, result conditions.Result) (string, error) {
 	j := r.j
 	var failed []string
 	for i := len(j.Status.Tasks) - 1; i >= 0; i-- {
@@ -219,31 +223,41 @@ func (r *stepRun) restoreAtEnd(ctx context.Context, result conditions.Result) st
 			rec.Message = "the job succeeded; the override the task set stays"
 			continue
 		}
-		r.restore(ctx, i, true)
+		if err := r.restore(ctx, i, true); err != nil {
+			return "", err
+		}
 		if rec.State == task.BootRestoreFailed {
 			failed = append(failed, fmt.Sprintf("task %d: %s", i+1, rec.Message))
 		}
 	}
 	if len(failed) == 0 {
-		return ""
+		return "", nil
 	}
-	return "; putting the boot override back failed (" + strings.Join(failed, "; ") + ")"
+	return "; putting the boot override back failed (" + strings.Join(failed, "; ") + ")", nil
 }
 
 // restore puts back the override task i found, verifies it, and records
 // the outcome in memory. final says no later try follows: a transient
-// failure is then Failed too.
-func (r *stepRun) restore(ctx context.Context, i int, final bool) {
+// failure is then Failed too. It returns an error, recording nothing, when
+// the step itself was fenced or ended (its lease may have lapsed): that is
+// no outcome of the restore, which the next step under a valid lease makes.
+func (r *stepRun) restore(ctx context.Context, i int, final bool) error {
 	rec := r.j.Status.Tasks[i].BootRestore
-	rec.Attempts++
 	base := r.base
 	if base == nil {
 		base = ctx
 	}
-	ctx, cancel := context.WithTimeout(base, restoreTimeout)
+	rctx, cancel := context.WithTimeout(base, restoreTimeout)
 	defer cancel()
 	prev := fromTaskOverride(rec.Previous)
-	msg, err := r.putBack(r.callCtx(ctx, i), prev)
+	msg, err := r.putBack(r.callCtx(rctx, i), prev)
+	if errors.Is(err, bmc.ErrFenced) {
+		return err
+	}
+	if base.Err() != nil {
+		return base.Err()
+	}
+	rec.Attempts++
 	switch {
 	case err == nil:
 		rec.State = task.BootRestoreRestored
@@ -257,6 +271,7 @@ func (r *stepRun) restore(ctx context.Context, i int, final bool) {
 		rec.Message = "putting back " + describeOverride(prev) + " failed: " + err.Error()
 		r.log.Info("putting the boot override back failed", "task", i+1, "error", err.Error())
 	}
+	return nil
 }
 
 // putBack sets prev unless the BMC still holds it, and reads it back.

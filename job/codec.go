@@ -558,6 +558,7 @@ func appendLock(b []byte, l *lockRecord) ([]byte, bool) {
 	start := len(b)
 	b = append(b, '{')
 	b = appendStringField(b, `"holder":`, l.Holder)
+	b = appendStringField(b, `"jobs":`, l.Jobs)
 	b = appendStringField(b, `"owner":`, l.Owner)
 	if l.LeaseMillis != 0 {
 		b = append(b, `"leaseMillis":`...)
@@ -626,7 +627,7 @@ var codecFields = map[reflect.Type][]string{
 		"Throttled int64 `throttled,omitempty`", "ThrottleWait time.Duration `throttleWait,omitempty`",
 	},
 	reflect.TypeFor[lockRecord](): {
-		"Holder string `holder,omitempty`", "Owner string `owner,omitempty`",
+		"Holder string `holder,omitempty`", "Jobs string `jobs,omitempty`", "Owner string `owner,omitempty`",
 		"LeaseMillis int64 `leaseMillis,omitempty`", "Expires time.Time `expires,omitzero`",
 	},
 }

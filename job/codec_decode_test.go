@@ -144,7 +144,7 @@ func stateJobs(t testing.TB) map[string]*Job {
 	run := func(prefix string, opts fake.Options, j *Job) {
 		clk := clock.NewFake(t0dec)
 		opts.Clock = clk
-		s, err := NewStepper(StepperConfig{Dialer: fake.New(opts), Clock: clk})
+		s, err := NewStepper(StepperConfig{Locks: NoLocking, Dialer: fake.New(opts), Clock: clk})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/storage/memstore"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -45,7 +46,8 @@ func (o *BMCJob) DeepCopy() *BMCJob {
 // patched with the fields that differ between base and obj.
 func ExampleStepper_StepPatch() {
 	ctx := context.Background()
-	stepper, err := job.NewStepper(job.StepperConfig{Dialer: fake.New(fake.Options{Power: bmc.PowerOn})})
+	stepper, err := job.NewStepper(job.StepperConfig{Dialer: fake.New(fake.Options{Power: bmc.PowerOn}),
+		Locks: job.NewStoreLocker(memstore.New(), job.StoreLockerConfig{})}) // shared by every replica
 	if err != nil {
 		panic(err)
 	}

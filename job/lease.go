@@ -15,9 +15,11 @@ import (
 // Fencing: a lease is valid until LeaseDuration minus leaseMargin after the
 // *sending* of the last successful write, by this runner's own (monotonic)
 // clock; other runners take it over only after seeing it unchanged for a
-// whole LeaseDuration by theirs. A step runs under a context that ends when
-// validity ends, so no BMC request is sent when the lease might have
-// expired, and no step starts on a lapsed lease. A lapsed lease is not
+// whole LeaseDuration by theirs. Every BMC request of a step is admitted by
+// the lease's fence (fence.go) immediately before it is written, so no
+// request is sent once the lease might have expired, even by a process that
+// was paused; a step's context ends at the validity it had when the step
+// began, and no step starts on a lapsed lease. A lapsed lease is not
 // dropped: renewal goes on (every LeaseDuration/30 while failing) by
 // compare-and-swap on the revision this runner last wrote, and if it
 // succeeds (nobody took the lock meanwhile) the job goes on. A conflict means
@@ -25,6 +27,14 @@ import (
 
 func (r *Runner) validUntil(sent time.Time) time.Time {
 	return sent.Add(r.cfg.LeaseDuration - leaseMargin(r.cfg.LeaseDuration))
+}
+
+// storeCallTimeout bounds the store calls the Runner makes while it holds
+// systems (scans, claims, renewals): a lease's validity. A call that hangs
+// longer could not have granted anything anyway, and the loop must keep
+// turning.
+func (r *Runner) storeCallTimeout() time.Duration {
+	return r.cfg.LeaseDuration - leaseMargin(r.cfg.LeaseDuration)
 }
 
 // renewal is the outcome of renewing one held system's lock.

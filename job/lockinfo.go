@@ -15,8 +15,11 @@ type LockInfo struct {
 	// Holder is the job that holds the system until it completed; "" when
 	// the system is free.
 	Holder string
+	// HolderKeyPrefix is the KeyPrefix of the Runner or StoreLocker whose
+	// job Holder is ("" when the system is free).
+	HolderKeyPrefix string
 	// Owner is who may act on the system now: a Runner's Config.Owner, or on
-	// the controller path the holding job itself. "" after a clean stop.
+	// the controller path a StoreLocker's Owner. "" after a clean stop.
 	Owner string
 	// Lease is the lease's length. A lease has expired for a reader only
 	// once it saw the same Revision for a whole Lease by its own clock;
@@ -27,16 +30,17 @@ type LockInfo struct {
 }
 
 // ReadLock reads the lock record that Runners and StoreLockers sharing s
-// under keyPrefix (their KeyPrefix; "" means "bmckit/") keep for system, a
-// [bmc.Endpoint.SystemKey]. A missing or undecodable record reads as a free
-// system (Holder ""). Safe for concurrent use.
-func ReadLock(ctx context.Context, s storage.Store, keyPrefix, system string) (LockInfo, error) {
-	if keyPrefix == "" {
-		keyPrefix = "bmckit/"
-	}
-	l, rev, err := newLockTable(s, keyPrefix, nil).read(ctx, system)
+// keep for system, a [bmc.Endpoint.SystemKey] (under [LockKeyPrefix],
+// whatever their KeyPrefix). A missing or undecodable record reads as a
+// free system (Holder ""). Safe for concurrent use.
+func ReadLock(ctx context.Context, s storage.Store, system string) (LockInfo, error) {
+	l, rev, err := newLockTable(s, defaultKeyPrefix, nil).read(ctx, system)
 	if err != nil {
 		return LockInfo{}, err
 	}
-	return LockInfo{Holder: l.Holder, Owner: l.Owner, Lease: time.Duration(l.LeaseMillis) * time.Millisecond, Revision: rev}, nil
+	jobs := l.Jobs
+	if jobs == "" && l.Holder != "" {
+		jobs = defaultKeyPrefix
+	}
+	return LockInfo{Holder: l.Holder, HolderKeyPrefix: jobs, Owner: l.Owner, Lease: time.Duration(l.LeaseMillis) * time.Millisecond, Revision: rev}, nil
 }

@@ -21,22 +21,23 @@ func TestReadLockSeesStoreLockerRecords(t *testing.T) {
 	s := memstore.New()
 	sys := "10.0.0.5:443/redfish/v1/Systems/1"
 
-	info, err := job.ReadLock(ctx, s, "", sys)
+	info, err := job.ReadLock(ctx, s, sys)
 	require.NoError(t, err)
 	assert.Equal(t, job.LockInfo{}, info, "no record: free")
 
-	l := job.NewStoreLocker(s, job.StoreLockerConfig{LeaseDuration: time.Minute})
+	l := job.NewStoreLocker(s, job.StoreLockerConfig{LeaseDuration: time.Minute, Owner: "replica-a"})
 	_, err = l.Lock(ctx, sys, "netboot-1")
 	require.NoError(t, err)
-	info, err = job.ReadLock(ctx, s, "bmckit/", sys)
+	info, err = job.ReadLock(ctx, s, sys)
 	require.NoError(t, err)
 	assert.Equal(t, "netboot-1", info.Holder)
-	assert.Equal(t, "netboot-1", info.Owner)
+	assert.Equal(t, "replica-a", info.Owner, "the process acting for the job")
+	assert.Equal(t, "bmckit/", info.HolderKeyPrefix)
 	assert.Equal(t, time.Minute, info.Lease)
 	assert.NotZero(t, info.Revision)
 
 	require.NoError(t, l.Unlock(ctx, sys, "netboot-1"))
-	info, err = job.ReadLock(ctx, s, "", sys)
+	info, err = job.ReadLock(ctx, s, sys)
 	require.NoError(t, err)
 	assert.Empty(t, info.Holder)
 }
@@ -51,7 +52,7 @@ func TestPoolGetKeepsTheJobsClaimOnTheConnection(t *testing.T) {
 	fleet := fake.NewFleet()
 	srv, err := fleet.AddNew(url, fake.Options{Clock: clk, PowerTransition: time.Minute})
 	require.NoError(t, err)
-	st, err := job.NewStepper(job.StepperConfig{Dialer: fleet, Clock: clk})
+	st, err := job.NewStepper(job.StepperConfig{Locks: job.NoLocking, Dialer: fleet, Clock: clk})
 	require.NoError(t, err)
 	defer st.Close(ctx)
 

@@ -47,19 +47,19 @@ func (r *Runner) sweepLocks(ctx context.Context) {
 // and ends the sweep until the next one. It returns how many locks it
 // deleted.
 func (r *Runner) sweepOwnLocks(ctx context.Context) int {
-	recs, err := r.cfg.Store.List(ctx, r.locks.prefix)
+	recs, err := r.cfg.Store.List(ctx, LockKeyPrefix)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Error(err, "listing system locks to clear this runner's stale ones failed; will try again later")
 		}
 		return 0
 	}
-	// This runner's locks, each with its holder.
+	// This runner's locks (its Owner, its namespace), each with its holder.
 	own := recs[:0]
 	var holders []string
 	for _, rec := range recs {
 		var l lockRecord
-		if unmarshalRecord(rec.Value, &l) == nil && l.Owner == r.cfg.Owner && l.Holder != "" {
+		if unmarshalRecord(rec.Value, &l) == nil && l.Owner == r.cfg.Owner && l.Holder != "" && r.locks.ours(l) {
 			own = append(own, rec)
 			holders = append(holders, l.Holder)
 		}

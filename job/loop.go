@@ -31,7 +31,8 @@ type held struct {
 	log   logr.Logger
 
 	lockRev      int64
-	until        time.Time // lease validity, by this runner's clock
+	until        time.Time   // lease validity, by this runner's clock
+	fence        *leaseFence // until, as the bmc.Fence of every request for this system
 	renewFailing bool
 
 	j     *Job      // as last loaded or written; nil: load before the next step
@@ -82,6 +83,7 @@ type loop struct {
 	nextScan  time.Time
 	nextRenew time.Time
 	nextFence time.Time      // the earliest lease validity end among held systems
+	fenceBase time.Time      // the base of the held systems' fences
 	wg        sync.WaitGroup // steps and background releases
 	lastQueue *QueueEvent    // what Observer.Queue was last told
 }
@@ -106,6 +108,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		handovers: make(chan claimed, 64), handing: map[string]bool{},
 	}
 	now := r.cfg.Clock.Now()
+	l.fenceBase = now
 	r.health.start(now)
 	defer r.health.stop()
 	l.nextRenew = now.Add(r.cfg.LeaseDuration / 3)
@@ -174,7 +177,12 @@ func (r *Runner) Start(ctx context.Context) error {
 // without decoding them (their revisions are known).
 func (l *loop) scan() {
 	r := l.r
-	events, err := r.follower.Next(l.ctx)
+	// Store calls on the loop get a deadline: a store that hangs must not
+	// stop the loop (the fence keeps requests safe without it, but
+	// renewals, steps and stop wait for the loop).
+	ctx, cancel := context.WithTimeout(l.ctx, r.storeCallTimeout())
+	defer cancel()
+	events, err := r.follower.Next(ctx)
 	if l.ctx.Err() == nil {
 		r.health.store(r.cfg.Clock.Now(), err)
 	}
@@ -235,7 +243,7 @@ func (l *loop) scan() {
 		}
 	}
 	for _, name := range noBMC {
-		r.completeWithoutBMC(l.ctx, name)
+		r.completeWithoutBMC(ctx, name)
 	}
 	l.claim()
 }
@@ -285,7 +293,11 @@ func (l *loop) claim() {
 		delete(r.queue.free, w.sys)
 	}
 	l.claiming = true
-	go func() { l.claims <- r.claimAll(l.ctx, want) }()
+	go func() {
+		ctx, cancel := context.WithTimeout(l.ctx, r.storeCallTimeout())
+		defer cancel()
+		l.claims <- r.claimAll(ctx, want)
+	}()
 }
 
 // claimed takes in the systems a claim batch got.
@@ -306,7 +318,8 @@ func (l *loop) claimed(cs []claimed, batch bool) {
 		}
 		delete(l.retryAt, c.sys)
 		h := &held{sys: c.sys, ep: c.ep, epKey: c.ep.Key(), job: c.job, lockRev: c.rev, until: l.r.validUntil(c.sent),
-			log: l.r.log.WithValues("job", c.job, "system", c.sys)}
+			log: l.r.log.WithValues("job", c.job, "system", c.sys), fence: newLeaseFence(r.cfg.Clock, l.fenceBase, c.sys)}
+		h.fence.set(h.until)
 		if j, rev, ok := r.fresh.take(c.job); ok {
 			h.j, h.rev = j, rev // as Submit created it: no read back (freshjobs.go)
 		}
@@ -359,11 +372,19 @@ func (l *loop) fence(now time.Time) {
 			h.cancel()
 		}
 		l.wg.Add(1)
-		go func(name string, ep bmc.Endpoint) {
+		go func() {
 			defer l.wg.Done()
-			_ = l.r.stepper.Release(context.WithoutCancel(l.ctx), &Job{Name: name, Spec: Spec{BMC: ep.String()}})
-		}(h.job, h.ep)
+			l.releaseConn(h) // under the lapsed fence: nothing is sent
+		}()
 	}
+}
+
+// releaseConn closes the BMC connection of h's job under h's fence: a
+// logout goes out only while the lease is valid (a lapsed or lost lease's
+// session is left to expire on the BMC; the fence admits nothing).
+func (l *loop) releaseConn(h *held) {
+	ctx := bmc.WithFence(context.WithoutCancel(l.ctx), h.fence)
+	_ = l.r.stepper.Release(ctx, &Job{Name: h.job, Spec: Spec{BMC: h.ep.String()}})
 }
 
 // schedule makes h due at t (or earlier, if it already is).
@@ -393,9 +414,12 @@ func (l *loop) launchDue(now time.Time) {
 			l.fenced[h] = true
 			continue
 		}
-		// The loop cancels the step if the lease lapses while it runs
-		// (fence); renewals extend the lease meanwhile.
-		ctx, cancel := context.WithCancel(l.ctx)
+		// Every BMC request of the step is fenced by the lease (fence.go),
+		// asked right before it is written, whatever this loop is doing,
+		// and the step's ctx ends when the lease lapses (renewals extend
+		// it), by a timer of its own. The loop also cancels the step when
+		// it sees the lease lapse (fence).
+		ctx, cancel := leaseCtx(l.ctx, h.fence)
 		h.running, h.cancel = true, cancel
 		l.running++
 		w := stepWork{ctx: ctx, cancel: cancel, h: h, j: h.j, rev: h.rev}
@@ -545,6 +569,9 @@ func (l *loop) drop(h *held, completed bool) {
 	}
 	delete(l.fenced, h)
 	l.due.Remove(h)
+	if h.lost {
+		h.fence.close()
+	}
 	if completed && !h.lost && l.ctx.Err() == nil && len(r.queue.bySys[h.sys]) > 0 && len(l.parked[h.epKey]) == 0 {
 		l.handOver(h, r.queue.bySys[h.sys][0])
 		r.signal(h.job)
@@ -558,7 +585,8 @@ func (l *loop) drop(h *held, completed bool) {
 	deadline := r.cfg.Clock.Now().Add(r.cfg.LeaseDuration)
 	go func() {
 		defer l.wg.Done()
-		_ = r.stepper.Release(context.WithoutCancel(l.ctx), &Job{Name: h.job, Spec: Spec{BMC: h.ep.String()}})
+		l.releaseConn(h)
+		h.fence.close()
 		if completed && !h.lost {
 			r.release(l.ctx, h.sys, h.job, h.lockRev, true, deadline)
 			r.poke() // the system may have more jobs
@@ -586,7 +614,8 @@ func (l *loop) handOver(h *held, next *queued) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		_ = r.stepper.Release(context.WithoutCancel(l.ctx), &Job{Name: h.job, Spec: Spec{BMC: h.ep.String()}})
+		l.releaseConn(h)
+		h.fence.close()
 		sent := r.cfg.Clock.Now()
 		rev, err := r.locks.write(l.ctx, h.sys, lockRecord{Holder: next.name, Owner: r.cfg.Owner}, h.lockRev, r.cfg.LeaseDuration)
 		if err != nil && !lostRace(err) && l.ctx.Err() == nil {
@@ -616,7 +645,13 @@ func (l *loop) renew() {
 		return
 	}
 	l.renewing = true
-	go l.r.renewAll(l.ctx, hs, l.renewals)
+	go func() {
+		// A renewal that has not returned within a lease's validity can
+		// grant none (validity counts from its sending).
+		ctx, cancel := context.WithTimeout(l.ctx, l.r.storeCallTimeout())
+		defer cancel()
+		l.r.renewAll(ctx, hs, l.renewals)
+	}()
 }
 
 // renewed takes in a renewal batch: extended leases, lost ones, and failures
@@ -635,6 +670,7 @@ func (l *loop) renewed(rs []renewal) {
 		case x.err == nil:
 			r.health.store(now, nil)
 			h.lockRev, h.until = x.rev, r.validUntil(x.sent)
+			h.fence.set(h.until)
 			l.noteUntil(h.until)
 			if h.renewFailing {
 				r.log.Info("system lock renewed after store errors", "system", h.sys, "job", h.job)
@@ -648,6 +684,7 @@ func (l *loop) renewed(rs []renewal) {
 		case lostRace(x.err):
 			r.log.Info("lost the system lock to another runner; stopping the job here", "system", h.sys, "job", h.job)
 			h.lost = true
+			h.fence.close()
 			l.observeLeaseLost(h)
 			if h.running {
 				h.cancel() // stepped drops it
@@ -698,7 +735,8 @@ func (l *loop) stop() {
 	}
 	fanOut(len(hs), func(i int) {
 		h := hs[i]
-		_ = r.stepper.Release(context.WithoutCancel(l.ctx), &Job{Name: h.job, Spec: Spec{BMC: h.ep.String()}})
+		l.releaseConn(h)
+		h.fence.close()
 		if !h.lost {
 			r.release(l.ctx, h.sys, h.job, h.lockRev, h.done, deadline)
 		}

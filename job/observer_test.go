@@ -214,7 +214,7 @@ func TestObserverStepperPathAndPanics(t *testing.T) {
 	require.NoError(t, err)
 	var finished, started []job.JobEvent
 	var mu sync.Mutex
-	st, err := job.NewStepper(job.StepperConfig{
+	st, err := job.NewStepper(job.StepperConfig{Locks: job.NoLocking,
 		Dialer: fleet, PollInterval: time.Millisecond,
 		Observer: job.JoinObservers(
 			job.Observer{TaskStarted: func(job.TaskEvent) { panic("observer bug") }},

@@ -152,7 +152,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		cfg.ScanInterval = time.Second
 	}
 	if cfg.KeyPrefix == "" {
-		cfg.KeyPrefix = "bmckit/"
+		cfg.KeyPrefix = defaultKeyPrefix
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -169,6 +169,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		BootPollInterval: cfg.BootPollInterval, MaxVerifyResends: cfg.MaxVerifyResends, Retry: cfg.Retry,
 		IdleTimeout: cfg.IdleTimeout, PowerGate: cfg.PowerGate, PowerSettle: cfg.PowerSettle,
 		Observer: cfg.Observer,
+		Locks:    NoLocking, // the Runner's own locks and fences (loop.go, fence.go)
 	})
 	if err != nil {
 		return nil, err

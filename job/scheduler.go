@@ -159,7 +159,15 @@ func (r *Runner) claim(ctx context.Context, sys, head string) (job string, rev i
 		return "", 0, time.Time{}, false
 	}
 	job = head
-	if cur.Holder != "" {
+	if cur.Holder != "" && !r.locks.ours(cur) {
+		// A job of another namespace (another KeyPrefix) holds the
+		// system: only its own runners can resume it. Wait for it to be
+		// freed, or for the lock to be seen unchanged for a whole lease
+		// (released or not), then take the system for this queue's head.
+		if !r.locks.expired(sys, cur, curRev) {
+			return "", 0, time.Time{}, false
+		}
+	} else if cur.Holder != "" {
 		if cur.Owner != "" && cur.Owner != r.cfg.Owner && !r.locks.expired(sys, cur, curRev) {
 			return "", 0, time.Time{}, false // another runner's live lease
 		}

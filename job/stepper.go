@@ -90,12 +90,16 @@ type StepperConfig struct {
 	// IdleTimeout closes pooled connections unused for this long. Defaults
 	// to 2 minutes.
 	IdleTimeout time.Duration
-	// Locks keeps two jobs from acting on one system at the same time on the
-	// controller path (see [SystemLocker] and [NewStoreLocker]). Step locks
-	// the job's system before it touches the BMC and unlocks it once the job
-	// completed; while another job holds the system, Step touches nothing and
-	// returns a StepResult with Waiting set. Nil means no locking: the caller
-	// guarantees one job per system (the Runner does, with its own locks).
+	// Locks keeps two jobs (and two processes stepping one job) from acting
+	// on one system at the same time on the controller path (see
+	// [SystemLocker] and [NewStoreLocker]). Step locks the job's system
+	// before it touches the BMC and unlocks it once the job completed; while
+	// another job, or another process, holds the system, Step touches
+	// nothing and returns a StepResult with Waiting set. Every BMC request of
+	// the step is fenced by the lock's validity (see docs/jobs.md, "The
+	// fence"). Required: a host that keeps two jobs off one system by other
+	// means says so with [NoLocking]; NewStepper refuses nil, so a lock
+	// cannot be left out by accident.
 	Locks SystemLocker
 	// LockRetryInterval is the RequeueAfter of a Step that found its system
 	// held by another job. Defaults to 2s.
@@ -159,6 +163,9 @@ func NewStepper(cfg StepperConfig) (*Stepper, error) {
 	if cfg.Dialer == nil {
 		return nil, errors.New("job: StepperConfig.Dialer is required")
 	}
+	if cfg.Locks == nil {
+		return nil, errors.New("job: StepperConfig.Locks is required: use a SystemLocker shared by every process that steps jobs on the same systems (job.NewStoreLocker over one Store, or a Lease-backed one), or job.NoLocking if the host keeps two jobs off one system by other means")
+	}
 	if cfg.Credentials == nil {
 		cfg.Credentials = CredentialsFunc(func(_ context.Context, ref string) (bmc.Credentials, error) {
 			if ref == "" {
@@ -221,7 +228,7 @@ func (s *Stepper) Release(ctx context.Context, j *Job) error {
 		return nil // never dialed, never locked
 	}
 	s.pool.releaseFor(ctx, ep, j.Name)
-	if s.cfg.Locks != nil {
+	if !isNoLocking(s.cfg.Locks) {
 		return s.cfg.Locks.Unlock(ctx, ep.SystemKey(), j.Name)
 	}
 	return nil
@@ -306,18 +313,27 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 		j.Status = Status{ObservedGeneration: j.Generation, StartTime: timestamp.Ptr(now), Tasks: make([]task.Status, len(j.Spec.Tasks))}
 		return r.finish(ctx, conditions.ResultCanceled, conditions.ReasonCanceled, "canceled on request before it started", conditions.ReasonCanceled)
 	}
-	if locks := r.s.cfg.Locks; locks != nil && epErr == nil {
+	if locks := r.s.cfg.Locks; !isNoLocking(locks) && epErr == nil {
+		// The lock's validity counts from before the call: whatever the
+		// locker took to answer (a store that hung) is already spent.
+		asked := r.s.cfg.Clock.Now()
 		validFor, err := locks.Lock(ctx, ep.SystemKey(), j.Name)
 		if errors.Is(err, ErrSystemBusy) {
-			r.log.V(1).Info("system held by another job; waiting", "error", err.Error())
+			r.log.V(1).Info("system held by another job or process; waiting", "error", err.Error())
 			return StepResult{RequeueAfter: r.s.cfg.LockRetryInterval, Waiting: true}, nil
 		}
 		if err != nil {
 			return StepResult{}, fmt.Errorf("locking system %s for job %q: %w", ep.SystemKey(), j.Name, err)
 		}
-		// Nothing this step does may outlive the lock (fencing).
+		// Nothing this step does may outlive the lock: every BMC request
+		// is fenced by it, and the step's calls end when it may lapse.
+		f := newLeaseFence(r.s.cfg.Clock, asked, ep.SystemKey())
+		f.set(asked.Add(validFor))
+		if err := f.Admit(); err != nil {
+			return StepResult{}, err // Lock took longer than the lock lasts
+		}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, validFor)
+		ctx, cancel = fencedCtx(ctx, f)
 		defer cancel()
 	}
 	if fresh {
@@ -636,6 +652,11 @@ func (r *stepRun) resend(ctx context.Context, i int, why string) (StepResult, er
 // handleErr records a BMC error: transient ones are retried after a backoff,
 // permanent ones fail the task.
 func (r *stepRun) handleErr(ctx context.Context, i int, err error, dialing bool) (StepResult, error) {
+	if errors.Is(err, bmc.ErrFenced) {
+		// Nothing was sent: the task is neither failed nor counted as
+		// sent, and resumes (re-checking first) under a valid lease.
+		return StepResult{}, err
+	}
 	if ctx.Err() != nil {
 		return StepResult{}, ctx.Err()
 	}
@@ -808,8 +829,12 @@ func (r *stepRun) failTask(ctx context.Context, i int, reason, msg string) (Step
 // result Canceled and reason skipReason.
 func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, msg, skipReason string) (StepResult, error) {
 	j := r.j
-	msg += r.restoreAtEnd(ctx, result) // bootrestore.go
-	now := r.tick()                    // after the restore's BMC calls
+	suffix, err := r.restoreAtEnd(ctx, result) // bootrestore.go
+	if err != nil {
+		return StepResult{}, err // fenced: completes in a later step
+	}
+	msg += suffix
+	now := r.tick() // after the restore's BMC calls
 	if skipReason == "" {
 		skipReason = conditions.ReasonSkipped
 	}
@@ -855,7 +880,7 @@ func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, 
 	// Unlock only once the completion is stored: a job that holds its system
 	// until then cannot be overtaken by the next one. A failed unlock is
 	// retried by the next Step, which finds the job completed.
-	if locks := r.s.cfg.Locks; locks != nil && r.ep.Host != "" {
+	if locks := r.s.cfg.Locks; !isNoLocking(locks) && r.ep.Host != "" {
 		if err := locks.Unlock(context.WithoutCancel(ctx), r.ep.SystemKey(), j.Name); err != nil {
 			return StepResult{Done: true}, fmt.Errorf("job %q completed; unlocking its system: %w", j.Name, err)
 		}

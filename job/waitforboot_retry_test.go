@@ -41,7 +41,7 @@ func newRetryEnv(t *testing.T) (*stepEnv, *bootstate.Tracker) {
 	e := newStepEnv(t, fake.Options{Power: bmc.PowerOff}, job.StepperConfig{})
 	tr, err := bootstate.NewTracker(bootstate.Config{Store: memstore.New(), Clock: e.clk, InsecureSkipAuth: true})
 	require.NoError(t, err)
-	e.stepper, err = job.NewStepper(job.StepperConfig{Dialer: e.bmc, Clock: e.clk, Boot: tr, BootPollInterval: 20 * time.Second})
+	e.stepper, err = job.NewStepper(job.StepperConfig{Locks: job.NoLocking, Dialer: e.bmc, Clock: e.clk, Boot: tr, BootPollInterval: 20 * time.Second})
 	require.NoError(t, err)
 	return e, tr
 }

@@ -234,7 +234,7 @@ func credsHash(c bmc.Credentials, err error) string {
 // monitor's observation: the monitor then stays away, or it would open a
 // second session next to that job's.
 func (m *Monitor) heldElsewhere(ctx context.Context, system string) (bool, error) {
-	info, err := job.ReadLock(ctx, m.cfg.Store, m.cfg.KeyPrefix, system)
+	info, err := job.ReadLock(ctx, m.cfg.Store, system)
 	if err != nil {
 		return false, err
 	}

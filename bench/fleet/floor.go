@@ -67,7 +67,7 @@ func newJob(name string, spec job.Spec) *job.Job {
 }
 
 func newFloorStepper(d bmc.Dialer, creds job.CredentialsResolver) (*job.Stepper, error) {
-	return job.NewStepper(job.StepperConfig{Dialer: d, Credentials: creds})
+	return job.NewStepper(job.StepperConfig{Locks: job.NoLocking, Dialer: d, Credentials: creds})
 }
 
 func runFloor(c config) (bool, error) {

@@ -287,7 +287,7 @@ func newRedfishStepper(t *testing.T, srv *redfishtest.Server, clk *clock.Fake) *
 	t.Helper()
 	var dialer bmc.SchemeDialer
 	dialer.Register("redfish", redfish.NewDialer(testOptions()))
-	s, err := job.NewStepper(job.StepperConfig{
+	s, err := job.NewStepper(job.StepperConfig{Locks: job.NoLocking,
 		Dialer:       &dialer,
 		Credentials:  job.StaticCredentials{"lab": srv.Credentials()},
 		Clock:        clk,

@@ -46,7 +46,7 @@ func TestJobRetriesWhenFirstBootIgnored(t *testing.T) {
 		}
 		return nil
 	})
-	stepper, err := job.NewStepper(job.StepperConfig{Dialer: b, Clock: clk, Boot: tr, BootPollInterval: 20 * time.Second})
+	stepper, err := job.NewStepper(job.StepperConfig{Locks: job.NoLocking, Dialer: b, Clock: clk, Boot: tr, BootPollInterval: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

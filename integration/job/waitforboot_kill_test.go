@@ -155,7 +155,7 @@ func wfbKillChild() {
 	}
 	dialer := &bmc.SchemeDialer{}
 	dialer.Register("redfish", redfish.NewDialer(redfish.Options{}))
-	s, err := job.NewStepper(job.StepperConfig{
+	s, err := job.NewStepper(job.StepperConfig{Locks: job.NoLocking,
 		Dialer: dialer, Clock: clk, Boot: tr, BootPollInterval: 20 * time.Second,
 		Credentials: job.StaticCredentials{"sim": {Username: os.Getenv(envWFBUser), Password: os.Getenv(envWFBPass)}},
 	})

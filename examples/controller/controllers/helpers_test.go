@@ -75,6 +75,9 @@ func newStepper(t *testing.T, cfg job.StepperConfig) *job.Stepper {
 	cfg.PollInterval = time.Millisecond
 	cfg.SlowPollInterval = 5 * time.Millisecond
 	cfg.LockRetryInterval = 5 * time.Millisecond
+	if cfg.Locks == nil {
+		cfg.Locks = job.NoLocking // tests about locks pass their own
+	}
 	st, err := job.NewStepper(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close(context.Background()) })

@@ -2,9 +2,11 @@ package controllers
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -29,6 +31,12 @@ type LeaseLockerConfig struct {
 	// controller stopped, its object deleted without the finalizer) keeps
 	// its system. Defaults to 5 minutes, as job.StoreLockerConfig.
 	LeaseDuration time.Duration
+	// Owner names this process (a replica) in the Leases' holderIdentity,
+	// next to the job: two replicas stepping the same job (no leader
+	// election) never both pass Lock, and a replica continues another's job
+	// only after that one's Lease was seen unchanged for LeaseDuration.
+	// Defaults to host-pid-random (in a pod, the host name is the pod's).
+	Owner string
 	// Clock defaults to the wall clock.
 	Clock job.Clock
 	// Reader reads the Leases. Defaults to the client given to
@@ -55,9 +63,11 @@ const (
 //
 // Semantics:
 //   - holder: spec.holderIdentity is the job's identity ([JobFor]:
-//     "namespace/name"), not a pod: whichever replica steps the job next
-//     continues it, as with job.StoreLocker. leaseTransitions counts
-//     changes of holder; acquireTime is when the holder took it.
+//     "namespace/name") and the replica acting for it (Owner), as
+//     "namespace/name@owner": two replicas stepping one job never both
+//     pass, as with job.StoreLocker. Another replica continues the job once
+//     the Lease expired (below). leaseTransitions counts changes of
+//     holderIdentity; acquireTime is when it was taken.
 //   - renew: Lock by the holder updates spec.renewTime, at most once per
 //     third of LeaseDuration (a Step between renewals costs no write).
 //   - validity: Lock returns LeaseDuration minus a sixth (slack for clock
@@ -82,6 +92,7 @@ type LeaseLocker struct {
 	r     client.Reader
 	ns    string
 	lease time.Duration
+	owner string
 	clock job.Clock
 
 	mu       sync.Mutex
@@ -118,7 +129,13 @@ func NewLeaseLocker(c client.Client, cfg LeaseLockerConfig) (*LeaseLocker, error
 	if cfg.Reader == nil {
 		cfg.Reader = c
 	}
-	return &LeaseLocker{c: c, r: cfg.Reader, ns: cfg.Namespace, lease: cfg.LeaseDuration, clock: cfg.Clock,
+	if cfg.Owner == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		cfg.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	return &LeaseLocker{c: c, r: cfg.Reader, ns: cfg.Namespace, lease: cfg.LeaseDuration, owner: cfg.Owner, clock: cfg.Clock,
 		seen: map[string]observation{}, renewals: map[string]renewal{}}, nil
 }
 
@@ -130,6 +147,9 @@ func LeaseName(system string) string {
 
 func (l *LeaseLocker) validity() time.Duration { return l.lease - l.lease/6 }
 
+// identity is the holderIdentity of holder's Lease taken by this replica.
+func (l *LeaseLocker) identity(holder string) string { return holder + "@" + l.owner }
+
 // Lock implements job.SystemLocker.
 func (l *LeaseLocker) Lock(ctx context.Context, system, holder string) (time.Duration, error) {
 	now := l.clock.Now()
@@ -139,11 +159,12 @@ func (l *LeaseLocker) Lock(ctx context.Context, system, holder string) (time.Dur
 	if ok && last.holder == holder && now.Sub(last.sent) < l.lease/leaseRenewEveryDivisor {
 		return last.sent.Add(l.validity()).Sub(now), nil
 	}
+	id := l.identity(holder)
 	var lease coordinationv1.Lease
 	err := l.r.Get(ctx, types.NamespacedName{Namespace: l.ns, Name: LeaseName(system)}, &lease)
 	if apierrors.IsNotFound(err) {
 		lease = l.newLease(system)
-		l.take(&lease, holder, now)
+		l.take(&lease, id, now)
 		sent := l.clock.Now()
 		if err := l.c.Create(ctx, &lease); err != nil {
 			if apierrors.IsAlreadyExists(err) {
@@ -161,11 +182,11 @@ func (l *LeaseLocker) Lock(ctx context.Context, system, holder string) (time.Dur
 		cur = *lease.Spec.HolderIdentity
 	}
 	switch {
-	case cur == holder:
+	case cur == id:
 		lease.Spec.RenewTime = &metav1.MicroTime{Time: now}
 		lease.Spec.LeaseDurationSeconds = ptr(int32(l.lease / time.Second))
 	case cur == "" || l.expired(system, &lease, now):
-		l.take(&lease, holder, now)
+		l.take(&lease, id, now)
 	default:
 		return 0, &job.BusyError{System: system, Holder: cur}
 	}
@@ -249,8 +270,8 @@ func (l *LeaseLocker) Unlock(ctx context.Context, system, holder string) error {
 		if err != nil {
 			return fmt.Errorf("reading lease %s/%s of system %s: %w", l.ns, LeaseName(system), system, err)
 		}
-		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != holder {
-			return nil
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != l.identity(holder) {
+			return nil // another job's, or this job's under another replica
 		}
 		lease.Spec.HolderIdentity = nil
 		lease.Spec.RenewTime = &metav1.MicroTime{Time: l.clock.Now()}

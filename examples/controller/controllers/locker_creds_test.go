@@ -61,19 +61,19 @@ func TestLeaseLockerSemantics(t *testing.T) {
 	c := newClient(t)
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	const dur = time.Minute
-	newLocker := func() *controllers.LeaseLocker {
-		l, err := controllers.NewLeaseLocker(c, controllers.LeaseLockerConfig{Namespace: "bmckit-system", LeaseDuration: dur, Clock: clk})
+	newLocker := func(owner string) *controllers.LeaseLocker {
+		l, err := controllers.NewLeaseLocker(c, controllers.LeaseLockerConfig{Namespace: "bmckit-system", LeaseDuration: dur, Clock: clk, Owner: owner})
 		require.NoError(t, err)
 		return l
 	}
-	a, b := newLocker(), newLocker() // two replicas
+	a, b := newLocker("replica-a"), newLocker("replica-b") // two replicas
 	const sys = "10.0.0.5:443/redfish/v1/Systems/1"
 
 	valid, err := a.Lock(ctx, sys, "metal/a")
 	require.NoError(t, err)
 	assert.Equal(t, dur-dur/6, valid)
 	l := mustLease(t, c, sys)
-	assert.Equal(t, "metal/a", *l.Spec.HolderIdentity)
+	assert.Equal(t, "metal/a@replica-a", *l.Spec.HolderIdentity, "the job and the replica acting for it")
 	assert.Equal(t, int32(60), *l.Spec.LeaseDurationSeconds)
 	assert.Equal(t, sys, l.Annotations[controllers.LeaseSystemAnnotation])
 	rv := l.ResourceVersion
@@ -90,7 +90,12 @@ func TestLeaseLockerSemantics(t *testing.T) {
 	var busy *job.BusyError
 	require.ErrorAs(t, err, &busy)
 	assert.True(t, errors.Is(err, job.ErrSystemBusy))
-	assert.Equal(t, "metal/a", busy.Holder)
+	assert.Equal(t, "metal/a@replica-a", busy.Holder)
+
+	// The same job stepped by another replica (no leader election): busy
+	// too, so the two never both act on the system.
+	_, err = b.Lock(ctx, sys, "metal/a")
+	require.ErrorIs(t, err, job.ErrSystemBusy, "another replica stepping the same job")
 
 	// The holder renews (past a third): the count starts again.
 	clk.Advance(dur / 3)
@@ -105,14 +110,14 @@ func TestLeaseLockerSemantics(t *testing.T) {
 
 	// Unlock by someone else changes nothing.
 	require.NoError(t, b.Unlock(ctx, sys, "metal/b"))
-	assert.Equal(t, "metal/a", *mustLease(t, c, sys).Spec.HolderIdentity)
+	assert.Equal(t, "metal/a@replica-a", *mustLease(t, c, sys).Spec.HolderIdentity)
 
 	// Unchanged for a whole lease: b takes it over.
 	clk.Advance(time.Second)
 	_, err = b.Lock(ctx, sys, "metal/b")
 	require.NoError(t, err)
 	l = mustLease(t, c, sys)
-	assert.Equal(t, "metal/b", *l.Spec.HolderIdentity)
+	assert.Equal(t, "metal/b@replica-b", *l.Spec.HolderIdentity)
 	assert.Equal(t, int32(1), *l.Spec.LeaseTransitions)
 
 	// a's job lost it.
@@ -124,7 +129,7 @@ func TestLeaseLockerSemantics(t *testing.T) {
 	assert.Nil(t, mustLease(t, c, sys).Spec.HolderIdentity)
 	_, err = a.Lock(ctx, sys, "metal/a")
 	require.NoError(t, err)
-	assert.Equal(t, "metal/a", *mustLease(t, c, sys).Spec.HolderIdentity)
+	assert.Equal(t, "metal/a@replica-a", *mustLease(t, c, sys).Spec.HolderIdentity)
 }
 
 func mustLease(t *testing.T, c client.Client, sys string) *coordinationv1.Lease {

@@ -1,0 +1,125 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+)
+
+// This file holds the fence: the lease's validity as a bmc.Fence, which every
+// driver asks immediately before it writes a request (bmc.Admit). It
+// depends on nothing but the clock: not on the Runner's loop, a renewal or a
+// store call returning, so a process that was paused anywhere (GC, VM
+// migration, SIGSTOP, a frozen container, a store call that hung) sends
+// nothing once its lease may have lapsed. See docs/jobs.md, "The fence".
+
+// leaseFence admits requests while its clock reads before the validity end
+// it was last given. Validity is kept as nanoseconds since base, so an
+// update is one atomic store (no allocation) and, on the wall clock, the
+// comparison uses the monotonic reading of both times: a pause, or a step of
+// the wall clock, cannot make a lapsed lease look valid.
+type leaseFence struct {
+	clock  Clock
+	base   time.Time
+	system string
+	until  atomic.Int64 // ns since base; <= 0: admits nothing
+}
+
+func newLeaseFence(c Clock, base time.Time, system string) *leaseFence {
+	return &leaseFence{clock: c, base: base, system: system}
+}
+
+// set makes the fence admit requests until t (by the fence's clock).
+func (f *leaseFence) set(t time.Time) { f.until.Store(max(int64(t.Sub(f.base)), 0)) }
+
+// close makes the fence admit nothing any more (the lease was lost or
+// released).
+func (f *leaseFence) close() { f.until.Store(0) }
+
+// validFor is how long the fence admits requests from now; <= 0: none.
+func (f *leaseFence) validFor() time.Duration {
+	return time.Duration(f.until.Load() - int64(f.clock.Now().Sub(f.base)))
+}
+
+// Admit implements bmc.Fence.
+func (f *leaseFence) Admit() error {
+	if left := f.validFor(); left <= 0 {
+		return &FencedError{System: f.system, Late: -left}
+	}
+	return nil
+}
+
+// FencedError is the error a request refused by a job's fence reports: the
+// lease (or lock) on System may have lapsed, Late ago. It wraps
+// bmc.ErrFenced.
+type FencedError struct {
+	System string
+	Late   time.Duration
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("request not sent: the lease on system %s may have lapsed %s ago (fenced)", e.System, e.Late.Round(time.Millisecond))
+}
+
+// Unwrap returns bmc.ErrFenced.
+func (e *FencedError) Unwrap() error { return bmc.ErrFenced }
+
+// fencedCtx returns ctx carrying f, with a deadline at f's validity end
+// (converted to the real clock, which context deadlines use, whatever clock
+// the fence reads): a BMC call blocked in a read ends when the lease may
+// have lapsed, and so does a store call made under it. For the controller
+// path, whose lock is not renewed during a step.
+func fencedCtx(ctx context.Context, f *leaseFence) (context.Context, context.CancelFunc) {
+	ctx = bmc.WithFence(ctx, f)
+	return context.WithTimeout(ctx, max(f.validFor(), 0))
+}
+
+// leaseCtx returns ctx carrying f, canceled when f lapses: for the Runner,
+// whose renewals extend f while a step runs (a context's deadline cannot be
+// moved). A timer of the runtime's, not the Runner's loop, fires at the
+// validity end and cancels the step unless a renewal extended it meanwhile
+// (then it waits for the new end). Like fencedCtx's deadline, the timer
+// runs on the real clock.
+func leaseCtx(parent context.Context, f *leaseFence) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(bmc.WithFence(parent, f))
+	w := &lapseWatch{f: f, cancel: cancel}
+	w.mu.Lock()
+	w.t = time.AfterFunc(max(f.validFor(), 0), w.fire)
+	w.mu.Unlock()
+	return ctx, w.stop
+}
+
+// lapseWatch cancels a step when its lease's fence lapses.
+type lapseWatch struct {
+	f      *leaseFence
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	t      *time.Timer
+	done   bool
+}
+
+func (w *lapseWatch) fire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return
+	}
+	if left := w.f.validFor(); left > 0 {
+		w.t.Reset(left) // renewed meanwhile
+		return
+	}
+	w.done = true
+	w.cancel()
+}
+
+func (w *lapseWatch) stop() {
+	w.mu.Lock()
+	w.done = true
+	w.t.Stop()
+	w.mu.Unlock()
+	w.cancel()
+}

@@ -1,0 +1,257 @@
+package job_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/fake"
+	"github.com/bmckit/bmckit/clock"
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/task"
+)
+
+// A Stepper without a locker is refused, with a message that names the
+// opt-out; the opt-out builds.
+func TestNewStepperRequiresLocks(t *testing.T) {
+	b := fake.New(fake.Options{})
+	_, err := job.NewStepper(job.StepperConfig{Dialer: b})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "StepperConfig.Locks")
+	assert.Contains(t, err.Error(), "job.NoLocking")
+	s, err := job.NewStepper(job.StepperConfig{Dialer: b, Locks: job.NoLocking})
+	require.NoError(t, err)
+	_ = s.Close(context.Background())
+}
+
+// Two processes stepping the same job (two controller replicas without
+// leader election) never both pass the lock: the second waits until the
+// first's lease was seen unchanged for a whole lease, then takes it over,
+// and the first is refused from then on.
+func TestStoreLockerOneJobTwoProcesses(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(t0)
+	store := memstore.New()
+	a := job.NewStoreLocker(store, job.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk, Owner: "replica-a"})
+	b := job.NewStoreLocker(store, job.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk, Owner: "replica-b"})
+
+	_, err := a.Lock(ctx, sysA, "netboot")
+	require.NoError(t, err)
+	_, err = b.Lock(ctx, sysA, "netboot")
+	var busy *job.BusyError
+	require.ErrorAs(t, err, &busy, "the same job, another process")
+	assert.Equal(t, "netboot", busy.Holder)
+	assert.Equal(t, "replica-a", busy.Owner)
+	require.NoError(t, b.Unlock(ctx, sysA, "netboot"), "another process's unlock does nothing")
+	info, err := job.ReadLock(ctx, store, sysA)
+	require.NoError(t, err)
+	assert.Equal(t, "replica-a", info.Owner)
+
+	clk.Advance(time.Minute) // a stopped renewing
+	_, err = b.Lock(ctx, sysA, "netboot")
+	require.NoError(t, err, "unchanged for a whole lease: b continues the job")
+	_, err = a.Lock(ctx, sysA, "netboot")
+	require.ErrorIs(t, err, job.ErrSystemBusy, "a lost it")
+}
+
+// Lockers (and Runners) that keep their jobs under different key prefixes
+// still exclude each other on a system: lock keys come from the system
+// alone.
+func TestLockersUnderTwoPrefixesExclude(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(t0)
+	store := memstore.New()
+	x := job.NewStoreLocker(store, job.StoreLockerConfig{Clock: clk, KeyPrefix: "tenant-x/"})
+	y := job.NewStoreLocker(store, job.StoreLockerConfig{Clock: clk, KeyPrefix: "tenant-y/"})
+	_, err := x.Lock(ctx, sysA, "a")
+	require.NoError(t, err)
+	_, err = y.Lock(ctx, sysA, "b")
+	require.ErrorIs(t, err, job.ErrSystemBusy)
+	_, err = y.Lock(ctx, sysA, "a")
+	require.ErrorIs(t, err, job.ErrSystemBusy, "a job of the same name in another namespace is another job")
+	require.NoError(t, y.Unlock(ctx, sysA, "a"), "does nothing to x's lock")
+	info, err := job.ReadLock(ctx, store, sysA)
+	require.NoError(t, err)
+	assert.Equal(t, "a", info.Holder)
+	assert.Equal(t, "tenant-x/", info.HolderKeyPrefix)
+	require.NoError(t, x.Unlock(ctx, sysA, "a"))
+	_, err = y.Lock(ctx, sysA, "b")
+	require.NoError(t, err)
+}
+
+// A Runner under another key prefix does not touch a system while a
+// StoreLocker's job holds it: its job's first BMC call comes after the
+// unlock.
+func TestRunnerWaitsForLockerOfAnotherPrefix(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := memstore.New()
+	locker := job.NewStoreLocker(store, job.StoreLockerConfig{KeyPrefix: "controller/"})
+	_, err := locker.Lock(ctx, sysA, "crd-job")
+	require.NoError(t, err)
+
+	refused := make(chan struct{}, 1)
+	watched := &claimWatch{Store: store, refused: refused}
+	b := fake.New(fake.Options{Power: bmc.PowerOn})
+	var unlocked time.Time
+	var mu sync.Mutex
+	var first time.Time
+	b.SetHook(fake.MethodAny, func(context.Context, fake.Call) error {
+		mu.Lock()
+		if first.IsZero() {
+			first = time.Now()
+		}
+		mu.Unlock()
+		return nil
+	})
+	r, err := job.NewRunner(job.Config{Store: watched, Dialer: b, KeyPrefix: "runner/", ScanInterval: 10 * time.Millisecond, LeaseDuration: 3 * time.Second})
+	require.NoError(t, err)
+	_, err = r.Submit(ctx, "r1", job.Spec{BMC: "redfish://" + sysA, Tasks: []task.Spec{powerOff}})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- r.Start(ctx) }()
+	select {
+	case <-refused: // the runner tried the system and found it held
+	case <-time.After(time.Minute):
+		t.Fatal("the runner never tried to claim the system")
+	}
+	mu.Lock()
+	assert.True(t, first.IsZero(), "a BMC call while another namespace's job held the system")
+	unlocked = time.Now()
+	mu.Unlock()
+	require.NoError(t, locker.Unlock(ctx, sysA, "crd-job"))
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	defer wcancel()
+	j, err := r.Wait(wctx, "r1")
+	require.NoError(t, err)
+	assert.Equal(t, conditions.ResultSucceeded, j.Status.Result)
+	mu.Lock()
+	assert.False(t, first.Before(unlocked), "first BMC call %v before the unlock %v", first, unlocked)
+	mu.Unlock()
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// claimWatch signals when a lock create found the lock taken.
+type claimWatch struct {
+	storage.Store
+	refused chan struct{}
+}
+
+func (w *claimWatch) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	rev, err := w.Store.Create(ctx, key, value)
+	if errors.Is(err, storage.ErrExists) && strings.HasPrefix(key, job.LockKeyPrefix) {
+		select {
+		case w.refused <- struct{}{}:
+		default:
+		}
+	}
+	return rev, err
+}
+
+// A step paused (here: held in a BMC hook, as by SIGSTOP or a long GC)
+// until its lock's validity lapsed sends nothing when it resumes: the
+// fence refuses the request right before it would go out, whatever else
+// noticed. The task is neither failed nor counted as sent, and the next
+// step (which locks again) sends it once.
+func TestStepperFenceRefusesAfterAPause(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(t0)
+	b := fake.New(fake.Options{Power: bmc.PowerOn, Clock: clk})
+	entered, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	b.SetHook(fake.MethodSetPower, func(context.Context, fake.Call) error {
+		once.Do(func() {
+			close(entered)
+			<-resume
+		})
+		return nil
+	})
+	s, err := job.NewStepper(job.StepperConfig{Dialer: b, Clock: clk,
+		Locks: job.NewStoreLocker(memstore.New(), job.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk})})
+	require.NoError(t, err)
+	defer s.Close(ctx)
+	obj := &crd{}
+	require.NoError(t, obj.persist(ctx, newJob(powerOff)))
+
+	type result struct {
+		res job.StepResult
+		err error
+	}
+	out := make(chan result, 1)
+	go func() {
+		res, err := s.Step(ctx, obj.load(t), obj.persist)
+		out <- result{res, err}
+	}()
+	<-entered
+	clk.Advance(time.Minute) // the pause outlasts the lock's validity
+	close(resume)
+	r := <-out
+	require.ErrorIs(t, r.err, bmc.ErrFenced)
+	var fe *job.FencedError
+	require.ErrorAs(t, r.err, &fe)
+	assert.Equal(t, sysA, fe.System)
+	assert.Equal(t, bmc.PowerOn, b.State().Power, "the fenced request took no effect")
+
+	j := obj.load(t)
+	ts := j.Status.Tasks[0]
+	assert.Equal(t, task.PhaseStarted, ts.Phase, "resumable: not sent, not failed")
+	assert.Empty(t, ts.LastError)
+	assert.False(t, j.Completed())
+
+	for n := 0; n < 50 && !j.Completed(); n++ {
+		res, err := s.Step(ctx, j, obj.persist)
+		require.NoError(t, err)
+		clk.Advance(res.RequeueAfter)
+		j = obj.load(t)
+	}
+	assertCompleted(t, j, conditions.ResultSucceeded)
+	applied := 0
+	for _, c := range b.CallsTo(fake.MethodSetPower) {
+		if c.Err == nil {
+			applied++
+		}
+	}
+	assert.Equal(t, 1, applied, "the power off went out once, under the renewed lock")
+}
+
+// A locker whose store hangs for longer than the lease: the lock's validity
+// counts from before the call, so the step that follows sends nothing.
+func TestStepperFenceCountsFromBeforeTheLock(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(t0)
+	b := fake.New(fake.Options{Power: bmc.PowerOn, Clock: clk})
+	hang := &hangingLocker{SystemLocker: job.NewStoreLocker(memstore.New(), job.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk}),
+		during: func() { clk.Advance(2 * time.Minute) }}
+	s, err := job.NewStepper(job.StepperConfig{Dialer: b, Clock: clk, Locks: hang})
+	require.NoError(t, err)
+	defer s.Close(ctx)
+	obj := &crd{}
+	require.NoError(t, obj.persist(ctx, newJob(powerOff)))
+	_, err = s.Step(ctx, obj.load(t), obj.persist)
+	require.ErrorIs(t, err, bmc.ErrFenced)
+	assert.Empty(t, b.CallsTo(fake.MethodSetPower), "no request after a lock call that outlasted the lease")
+	assert.Equal(t, bmc.PowerOn, b.State().Power)
+}
+
+// hangingLocker runs during inside Lock, before the inner locker answers
+// (a store call that hangs while the clock goes on).
+type hangingLocker struct {
+	job.SystemLocker
+	during func()
+}
+
+func (h *hangingLocker) Lock(ctx context.Context, system, holder string) (time.Duration, error) {
+	h.during()
+	return h.SystemLocker.Lock(ctx, system, holder)
+}
