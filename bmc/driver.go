@@ -1,6 +1,9 @@
 package bmc
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Driver is an open connection (session) to one BMC and the system it manages.
 //
@@ -62,6 +65,18 @@ const (
 // BMCResetter is implemented by drivers that can reset the BMC itself.
 type BMCResetter interface {
 	ResetBMC(ctx context.Context, t BMCResetType) error
+}
+
+// LastResetReader is implemented by drivers that can read when the system
+// last came out of a reset or booted, as the BMC reports it (Redfish
+// ComputerSystem.LastResetTime). A power cycle or reset cannot be seen in the
+// power state (the server is On before and after); a change of this time is
+// the evidence that one landed. The time is the BMC's: compare it only with
+// what the same BMC reported before, never with the caller's clock. A BMC
+// that does not report it returns an error wrapping [ErrNotSupported]
+// ([CapabilityLastResetTime]). Safe for concurrent use; it changes nothing.
+type LastResetReader interface {
+	LastResetTime(ctx context.Context) (time.Time, error)
 }
 
 // SystemOpener is implemented by drivers whose session can serve every

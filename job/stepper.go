@@ -291,6 +291,9 @@ type stepRun struct {
 	// (bootrestore.go).
 	prevRead previousRead
 	wire     wireTally // what the step's BMC calls cost (recordWire)
+	// resetMarked is 1 + the task whose LastResetBefore this step read
+	// (kind_waitforboot.go), or 0.
+	resetMarked int
 }
 
 func (r *stepRun) run(ctx context.Context) (StepResult, error) {

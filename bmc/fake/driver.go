@@ -52,6 +52,7 @@ var (
 	_ bmc.BMCResetter        = (*Driver)(nil)
 	_ bmc.StatsReporter      = (*Driver)(nil)
 	_ bmc.SystemOpener       = (*Driver)(nil)
+	_ bmc.LastResetReader    = (*Driver)(nil)
 )
 
 // BMC returns the fake this session is on.
@@ -113,6 +114,8 @@ func opName(m Method) string {
 		return "reset BMC"
 	case MethodOpenSystem:
 		return "open system"
+	case MethodLastResetTime:
+		return "last reset time"
 	}
 	return string(m)
 }
@@ -473,6 +476,24 @@ func (d *Driver) ResetBMC(ctx context.Context, t bmc.BMCResetType) error {
 		}
 		return nil
 	})
+}
+
+// LastResetTime implements [bmc.LastResetReader]: when the server last
+// booted (came on from off, was cycled or reset; see [State]), on the BMC's
+// clock. Without [bmc.CapabilityLastResetTime] it fails with an error
+// wrapping [bmc.ErrNotSupported].
+func (d *Driver) LastResetTime(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	err := d.do(ctx, MethodLastResetTime, nil, func() error {
+		b := d.bmc
+		if b.lacks[bmc.CapabilityLastResetTime] {
+			return fmt.Errorf("reading the last reset time: %w", bmc.ErrNotSupported)
+		}
+		b.settle()
+		t = b.lastReset
+		return nil
+	})
+	return t, err
 }
 
 // checkMedia is called with b.mu held.

@@ -57,6 +57,7 @@ var (
 	_ bmc.BMCResetter        = (*Driver)(nil)
 	_ bmc.StatsReporter      = (*Driver)(nil)
 	_ bmc.SystemOpener       = (*Driver)(nil)
+	_ bmc.LastResetReader    = (*Driver)(nil)
 )
 
 // EmulateBootOnce reports Options.EmulateBootOnce, or the address's
