@@ -67,7 +67,11 @@ type Status struct {
 	// and the BMC's error.
 	Message string `json:"message,omitempty"`
 	// CurrentTask is the index of the task being run (len(Tasks) when done).
+	// Optional in a CRD's schema: a status merge patch leaves out a field
+	// that did not change from the zero value (0 -> 0), and an API server
+	// that requires it refuses every patch of a new object.
 	//
+	// +optional
 	// +kubebuilder:validation:Minimum=0
 	CurrentTask int `json:"currentTask"`
 	// Tasks holds one status per task in Spec.Tasks.

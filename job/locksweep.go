@@ -2,6 +2,8 @@ package job
 
 import (
 	"context"
+	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -36,7 +38,11 @@ func (r *Runner) sweepLocks(ctx context.Context) {
 // one is. Left alone, it stays in the store, and a runner with another Owner
 // waits a whole lease before it takes the system for its next job. A runner
 // restarted with the same Owner knows such a lock is its own and stale.
-// Locks of unfinished jobs stay: those jobs are resumed first (claim).
+// Locks of unfinished jobs stay: those jobs are resumed first (claim). So do
+// the locks of systems this runner holds now: a job of theirs that just
+// completed is being handed over or released by the loop (a sweep that
+// deleted it first made the handover fail and the system be claimed again:
+// TestHandOverQueuedJobs failed 1 run in 60).
 //
 // It runs beside the loop (sweepLocks): every delete is a compare-and-swap
 // on the revision listed, so a claim, renewal or handover that rewrote the
@@ -59,7 +65,7 @@ func (r *Runner) sweepOwnLocks(ctx context.Context) int {
 	var holders []string
 	for _, rec := range recs {
 		var l lockRecord
-		if unmarshalRecord(rec.Value, &l) == nil && l.Owner == r.cfg.Owner && l.Holder != "" && r.locks.ours(l) {
+		if unmarshalRecord(rec.Value, &l) == nil && l.Owner == r.cfg.Owner && l.Holder != "" && r.locks.ours(l) && !r.holdsKey(rec.Key) {
 			own = append(own, rec)
 			holders = append(holders, l.Holder)
 		}
@@ -88,7 +94,9 @@ func (r *Runner) sweepOwnLocks(ctx context.Context) int {
 			fail(err, "reading a lock holder's job failed; the sweep of stale locks stops until the next one", "key", rec.Key, "job", holder)
 			return
 		}
-		if unfinished {
+		if unfinished || r.holdsKey(rec.Key) {
+			// Checked again here: the loop may have claimed the system
+			// since the list (its claim writes the lock first).
 			return
 		}
 		switch err := r.cfg.Store.Delete(sctx, rec.Key, rec.Revision); {
@@ -104,4 +112,42 @@ func (r *Runner) sweepOwnLocks(ctx context.Context) int {
 		r.log.Info("deleted system locks this runner's Owner left behind for completed jobs", "locks", n)
 	}
 	return n
+}
+
+// holdsKey reports whether the lock at key is of a system the loop holds or
+// hands over now.
+func (r *Runner) holdsKey(key string) bool {
+	sys, err := url.PathUnescape(strings.TrimPrefix(key, LockKeyPrefix))
+	if err != nil {
+		return false
+	}
+	return r.holding.has(sys)
+}
+
+// holdingSet is a set of systems safe for concurrent use.
+type holdingSet struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+func (h *holdingSet) add(sys string) {
+	h.mu.Lock()
+	if h.m == nil {
+		h.m = map[string]struct{}{}
+	}
+	h.m[sys] = struct{}{}
+	h.mu.Unlock()
+}
+
+func (h *holdingSet) remove(sys string) {
+	h.mu.Lock()
+	delete(h.m, sys)
+	h.mu.Unlock()
+}
+
+func (h *holdingSet) has(sys string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.m[sys]
+	return ok
 }
