@@ -279,7 +279,7 @@ type streamTransport struct {
 
 func (t *streamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	w := t.w
-	if err := w.wait(req.Context()); err != nil {
+	if err := w.turn(req.Context()); err != nil {
 		return nil, err
 	}
 	w.mu.Lock()

@@ -85,8 +85,16 @@ func (w *wire) countsFor(ctx context.Context) *counts {
 
 // wait takes the request's turn in the endpoint's budget, counting a wait
 // toward the request's Driver.
-func (w *wire) wait(ctx context.Context) error {
-	return w.countsFor(ctx).throttle.Wait(ctx, w.budget)
+// turn waits for a request's turn in the endpoint's budget, then asks the
+// fence (bmc.Admit) whether it may go out: the last check before the
+// request is handed to a connection, so a pause anywhere before it, the
+// budget's wait included, is caught. Every request of a session takes it
+// (wire and the event stream's transport).
+func (w *wire) turn(ctx context.Context) error {
+	if err := w.countsFor(ctx).throttle.Wait(ctx, w.budget); err != nil {
+		return err
+	}
+	return bmc.Admit(ctx)
 }
 
 // sent counts a request toward its Driver.
@@ -155,18 +163,9 @@ func (w *wire) CloseIdleConnections() { w.base.CloseIdleConnections() }
 // turn in the endpoint's budget, within the request's ctx (so the wait
 // counts against RequestTimeout), before it takes a connection.
 func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
-	if err := w.wait(req.Context()); err != nil {
+	if err := w.turn(req.Context()); err != nil {
 		if req.Body != nil {
 			_ = req.Body.Close() // RoundTrip must close it, even on error
-		}
-		return nil, err
-	}
-	// The fence (bmc.Admit) is asked last, right before the request is
-	// handed to the connection: a pause anywhere before this point, the
-	// budget wait included, is caught here.
-	if err := bmc.Admit(req.Context()); err != nil {
-		if req.Body != nil {
-			_ = req.Body.Close()
 		}
 		return nil, err
 	}
