@@ -78,48 +78,57 @@ func fencedCtx(ctx context.Context, f *leaseFence) (context.Context, context.Can
 	return context.WithTimeout(ctx, max(f.validFor(), 0))
 }
 
-// leaseCtx returns ctx carrying f, canceled when f lapses: for the Runner,
-// whose renewals extend f while a step runs (a context's deadline cannot be
-// moved). A timer of the runtime's, not the Runner's loop, fires at the
-// validity end and cancels the step unless a renewal extended it meanwhile
-// (then it waits for the new end). Like fencedCtx's deadline, the timer
-// runs on the real clock.
-func leaseCtx(parent context.Context, f *leaseFence) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(bmc.WithFence(parent, f))
-	w := &lapseWatch{f: f, cancel: cancel}
-	w.mu.Lock()
-	w.t = time.AfterFunc(max(f.validFor(), 0), w.fire)
-	w.mu.Unlock()
-	return ctx, w.stop
-}
-
-// lapseWatch cancels a step when its lease's fence lapses.
+// lapseWatch cancels the step in flight of a held system when the system's
+// fence lapses: for the Runner, whose renewals extend the fence while a step
+// runs (a context's deadline cannot be moved). Its timer is the runtime's,
+// not the Runner's loop's: it fires at the validity end and cancels the
+// armed step unless a renewal extended the fence meanwhile (then it waits
+// for the new end). One per held system, re-armed by each step, so a step
+// allocates nothing for it. Like fencedCtx's deadline, the timer runs on
+// the real clock.
 type lapseWatch struct {
 	f      *leaseFence
-	cancel context.CancelFunc
 	mu     sync.Mutex
 	t      *time.Timer
-	done   bool
+	cancel context.CancelFunc // the armed step's; nil when none is
+}
+
+// arm makes w cancel the step whose ctx cancel ends when the fence lapses.
+func (w *lapseWatch) arm(cancel context.CancelFunc) {
+	d := max(w.f.validFor(), 0)
+	w.mu.Lock()
+	w.cancel = cancel
+	if w.t == nil {
+		w.t = time.AfterFunc(d, w.fire)
+	} else {
+		w.t.Reset(d)
+	}
+	w.mu.Unlock()
+}
+
+// disarm forgets the armed step (it ended).
+func (w *lapseWatch) disarm() {
+	w.mu.Lock()
+	w.cancel = nil
+	if w.t != nil {
+		w.t.Stop()
+	}
+	w.mu.Unlock()
 }
 
 func (w *lapseWatch) fire() {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.done {
+	cancel := w.cancel
+	if cancel == nil {
+		w.mu.Unlock()
 		return
 	}
 	if left := w.f.validFor(); left > 0 {
 		w.t.Reset(left) // renewed meanwhile
+		w.mu.Unlock()
 		return
 	}
-	w.done = true
-	w.cancel()
-}
-
-func (w *lapseWatch) stop() {
-	w.mu.Lock()
-	w.done = true
-	w.t.Stop()
+	w.cancel = nil
 	w.mu.Unlock()
-	w.cancel()
+	cancel()
 }

@@ -13,12 +13,14 @@ import (
 // A Runner step's ctx ends when its lease's fence lapses, by a timer of its
 // own (not the Runner's loop), and not before: a renewal that extends the
 // fence while the step runs extends the step.
-func TestLeaseCtxEndsWhenTheFenceLapses(t *testing.T) {
+func TestLapseWatchEndsTheStepWhenTheFenceLapses(t *testing.T) {
 	start := time.Now()
 	f := newLeaseFence(clock.Real{}, start, "sys")
 	f.set(start.Add(30 * time.Millisecond))
-	ctx, cancel := leaseCtx(context.Background(), f)
+	w := lapseWatch{f: f}
+	ctx, cancel := context.WithCancel(bmc.WithFence(context.Background(), f))
 	defer cancel()
+	w.arm(cancel)
 	f.set(start.Add(150 * time.Millisecond)) // renewed while the step runs
 	select {
 	case <-ctx.Done():
@@ -30,6 +32,26 @@ func TestLeaseCtxEndsWhenTheFenceLapses(t *testing.T) {
 	}
 	if err := bmc.Admit(ctx); !errors.Is(err, bmc.ErrFenced) {
 		t.Fatalf("Admit after the lapse: %v, want ErrFenced", err)
+	}
+
+	// Re-armed for the next step, and disarmed when it ends: the next
+	// step's ctx is left alone.
+	f.set(time.Now().Add(20 * time.Millisecond))
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	w.arm(cancel2)
+	w.disarm()
+	ctx3, cancel3 := context.WithCancel(context.Background())
+	defer cancel3()
+	f.set(time.Now().Add(20 * time.Millisecond))
+	w.arm(cancel3)
+	select {
+	case <-ctx3.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("a re-armed watch did not fire")
+	}
+	if ctx2.Err() != nil {
+		t.Fatal("a disarmed step was canceled")
 	}
 }
 

@@ -121,6 +121,33 @@ func (r *Runner) holdsKey(key string) bool {
 	if err != nil {
 		return false
 	}
-	_, ok := r.holding.Load(sys)
+	return r.holding.has(sys)
+}
+
+// holdingSet is a set of systems safe for concurrent use.
+type holdingSet struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+func (h *holdingSet) add(sys string) {
+	h.mu.Lock()
+	if h.m == nil {
+		h.m = map[string]struct{}{}
+	}
+	h.m[sys] = struct{}{}
+	h.mu.Unlock()
+}
+
+func (h *holdingSet) remove(sys string) {
+	h.mu.Lock()
+	delete(h.m, sys)
+	h.mu.Unlock()
+}
+
+func (h *holdingSet) has(sys string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.m[sys]
 	return ok
 }

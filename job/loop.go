@@ -31,8 +31,10 @@ type held struct {
 	log   logr.Logger
 
 	lockRev      int64
-	until        time.Time   // lease validity, by this runner's clock
-	fence        *leaseFence // until, as the bmc.Fence of every request for this system
+	until        time.Time       // lease validity, by this runner's clock
+	fence        leaseFence      // until, as the bmc.Fence of every request for this system
+	fctx         context.Context // the loop's ctx with fence: the parent of each step's
+	watch        lapseWatch      // cancels the step in flight when the fence lapses
 	renewFailing bool
 
 	j     *Job      // as last loaded or written; nil: load before the next step
@@ -350,13 +352,15 @@ func (l *loop) claimed(cs []claimed, batch bool) {
 		}
 		delete(l.retryAt, c.sys)
 		h := &held{sys: c.sys, ep: c.ep, epKey: c.ep.Key(), job: c.job, lockRev: c.rev, until: l.r.validUntil(c.sent),
-			log: l.r.log.WithValues("job", c.job, "system", c.sys), fence: newLeaseFence(r.cfg.Clock, l.fenceBase, c.sys)}
+			log: l.r.log.WithValues("job", c.job, "system", c.sys)}
+		h.fence.clock, h.fence.base, h.fence.system = r.cfg.Clock, l.fenceBase, c.sys
 		h.fence.set(h.until)
+		h.fctx, h.watch.f = bmc.WithFence(l.ctx, &h.fence), &h.fence
 		if j, rev, ok := r.fresh.take(c.job); ok {
 			h.j, h.rev = j, rev // as Submit created it: no read back (freshjobs.go)
 		}
 		l.held[c.sys] = h
-		r.holding.Store(c.sys, struct{}{})
+		r.holding.add(c.sys)
 		l.noteUntil(h.until)
 		l.schedule(h, now)
 	}
@@ -416,7 +420,7 @@ func (l *loop) fence(now time.Time) {
 // logout goes out only while the lease is valid (a lapsed or lost lease's
 // session is left to expire on the BMC; the fence admits nothing).
 func (l *loop) releaseConn(h *held) {
-	ctx := bmc.WithFence(context.WithoutCancel(l.ctx), h.fence)
+	ctx := bmc.WithFence(context.WithoutCancel(l.ctx), &h.fence)
 	_ = l.r.stepper.Release(ctx, &Job{Name: h.job, Spec: Spec{BMC: h.ep.String()}})
 }
 
@@ -450,9 +454,10 @@ func (l *loop) launchDue(now time.Time) {
 		// Every BMC request of the step is fenced by the lease (fence.go),
 		// asked right before it is written, whatever this loop is doing,
 		// and the step's ctx ends when the lease lapses (renewals extend
-		// it), by a timer of its own. The loop also cancels the step when
-		// it sees the lease lapse (fence).
-		ctx, cancel := leaseCtx(l.ctx, h.fence)
+		// it), by a timer of its own (h.watch). The loop also cancels the
+		// step when it sees the lease lapse (fence).
+		ctx, cancel := context.WithCancel(h.fctx)
+		h.watch.arm(cancel)
 		h.running, h.cancel = true, cancel
 		l.running++
 		w := stepWork{ctx: ctx, cancel: cancel, h: h, j: h.j, rev: h.rev}
@@ -506,6 +511,7 @@ func (l *loop) worker(sw *stepWorker, w stepWork) {
 	growstack.Grow()
 	for w.h != nil {
 		o := l.r.step(w.ctx, w.h, w.j, w.rev, &sw.times)
+		w.h.watch.disarm()
 		w.cancel()
 		o.worker = sw
 		l.steps <- o
@@ -612,7 +618,7 @@ func (l *loop) drop(h *held, completed bool) {
 		return
 	}
 	l.endpointDone(h.epKey)
-	r.holding.Delete(h.sys)
+	r.holding.remove(h.sys)
 	if len(r.queue.bySys[h.sys]) > 0 {
 		r.queue.free[h.sys] = struct{}{}
 	}
@@ -665,7 +671,7 @@ func (l *loop) handOver(h *held, next *queued) {
 func (l *loop) handedOver(c claimed) {
 	delete(l.handing, c.sys)
 	if !c.ok {
-		l.r.holding.Delete(c.sys)
+		l.r.holding.remove(c.sys)
 	}
 	l.claimed([]claimed{c}, false)
 }

@@ -121,8 +121,9 @@ type Runner struct {
 	fresh freshJobs // jobs Submit created, until their first step (freshjobs.go)
 	peers *peers    // heartbeats and the share of systems (replicas.go)
 	// holding has the systems the loop holds or is handing over, for the
-	// lock sweep (locksweep.go), which runs beside the loop.
-	holding sync.Map
+	// lock sweep (locksweep.go), which runs beside the loop. (A map under
+	// a lock: sync.Map allocated twice per job.)
+	holding holdingSet
 
 	mu      sync.Mutex
 	waiters map[string]*waiters // per job, closed by signal

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -20,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/bmckit/bmckit/bmc"
@@ -277,4 +279,53 @@ func containsAny(errs []string, want string) bool {
 		}
 	}
 	return false
+}
+
+// The object the API server holds after a controller's first status patch
+// passes validation. The BMCJob is created without a status; the first
+// step's merge patch (client.MergeFrom, as the example's Reconcile sends it)
+// leaves out every field that did not change from the zero status, among
+// them currentTask (0 -> 0). A schema that requires such a field refuses
+// every status patch with 422 (seen on a real kube-apiserver v1.37.2: every
+// BMCJob stuck before its first BMC call), which validating a whole
+// marshalled object cannot show.
+func TestFirstStatusPatchPassesValidation(t *testing.T) {
+	v := newValidator(t)
+	ctx := context.Background()
+	const addr = "redfish://10.9.0.2/redfish/v1/Systems/1"
+	b := fake.New(fake.Options{Power: bmc.PowerOn, PowerTransition: time.Hour}) // the job stays on task 0
+	st, err := job.NewStepper(job.StepperConfig{Dialer: b, Locks: job.NoLocking})
+	require.NoError(t, err)
+	defer st.Close(ctx)
+
+	created := bmcJob(job.Spec{BMC: addr, Tasks: []task.Spec{{Power: &task.PowerAction{Op: task.PowerOff}}}})
+	created.Generation = 1
+	stored, err := json.Marshal(created)
+	require.NoError(t, err)
+	var asCreated map[string]any
+	require.NoError(t, json.Unmarshal(stored, &asCreated))
+	delete(asCreated, "status") // kubectl apply of a spec sends none
+	stored, err = json.Marshal(asCreated)
+	require.NoError(t, err)
+
+	obj := created.DeepCopy()
+	j := &job.Job{Name: obj.Name, Generation: obj.Generation, Spec: obj.Spec.Spec}
+	var patches [][]byte
+	_, err = st.StepPatch(ctx, j, func(_ context.Context, before, after job.Status) error {
+		base := obj.DeepCopy()
+		base.Status.Status, obj.Status.Status = before, after
+		p, err := client.MergeFrom(base).Data(obj)
+		patches = append(patches, p)
+		return err
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, patches)
+	assert.Equal(t, 0, obj.Status.CurrentTask, "the test needs a status still at task 0")
+	for i, p := range patches {
+		stored, err = jsonpatch.MergePatch(stored, p)
+		require.NoError(t, err, "patch %d", i)
+		var u map[string]any
+		require.NoError(t, json.Unmarshal(stored, &u))
+		assert.Empty(t, v.validate(t, u), "the object after status patch %d: %s", i+1, p)
+	}
 }
