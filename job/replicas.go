@@ -507,16 +507,7 @@ func (p *peers) watch(ctx context.Context, systems []string) {
 		if err != nil {
 			return
 		}
-		// The rules of Runner.claim, without the write.
-		var takeable bool
-		switch {
-		case rev == 0 || cur.Holder == "":
-			takeable = true
-		case !r.locks.ours(cur): // another namespace's job
-			takeable = r.locks.expired(sys, cur, rev)
-		default:
-			takeable = cur.Owner == "" || cur.Owner == r.cfg.Owner || r.locks.expired(sys, cur, rev)
-		}
+		takeable := r.takeable(sys, cur, rev) // Runner.claim's rules, without the write
 		now := r.cfg.Clock.Now()
 		p.mu.Lock()
 		if _, ok := p.free[sys]; takeable && !ok {

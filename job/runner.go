@@ -59,7 +59,11 @@ type Config struct {
 	// changes made by other replicas. Defaults to 1s. Jobs submitted through
 	// this Runner are picked up at once.
 	ScanInterval time.Duration
-	// KeyPrefix is prepended to every key the runner writes. Defaults to
+	// KeyPrefix is prepended to the keys of the runner's jobs and of its
+	// replicas' heartbeats: runners with different prefixes keep separate
+	// job namespaces in one Store. System locks are not under it (they live
+	// under LockKeyPrefix, so that runners of every namespace exclude each
+	// other on a system; see docs/jobs.md, "Exclusivity"). Defaults to
 	// "bmckit/".
 	KeyPrefix string
 	// Clock defaults to the wall clock.
