@@ -37,6 +37,9 @@ const (
 	// CapabilityPowerReset: SetPower(PowerActionReset) fails on a server
 	// that is on.
 	CapabilityPowerReset Capability = "power-reset"
+	// CapabilityLastResetTime: LastResetTime (bmc.LastResetReader) fails,
+	// as on BMCs that do not report when the system last reset.
+	CapabilityLastResetTime Capability = "last-reset-time"
 )
 
 // Capabilities lists every Capability, in a stable order.
@@ -44,7 +47,7 @@ func Capabilities() []Capability {
 	return []Capability{
 		CapabilityBootOverride, CapabilityBootOverrideReadBack, CapabilityBootMode, CapabilityBootHTTP,
 		CapabilityVirtualMediaCD, CapabilityVirtualMediaUSB, CapabilityBMCReset,
-		CapabilityPowerSoftOff, CapabilityPowerCycle, CapabilityPowerReset,
+		CapabilityPowerSoftOff, CapabilityPowerCycle, CapabilityPowerReset, CapabilityLastResetTime,
 	}
 }
 

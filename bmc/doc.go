@@ -21,8 +21,10 @@
 // Every driver implements [Driver] (power). Boot override, virtual media and
 // BMC reset are optional interfaces found by type assertion:
 // [BootOverrideSetter], [BootOverrideGetter], [VirtualMedia], [BMCResetter],
-// [StatsReporter], [SystemOpener], and [PowerWatcher] (the BMC announces
-// power changes, e.g. Redfish Server-Sent Events, so callers poll less). A driver that implements an interface but whose BMC lacks
+// [StatsReporter], [SystemOpener], [PowerWatcher] (the BMC announces
+// power changes, e.g. Redfish Server-Sent Events, so callers poll less), and
+// [LastResetReader] (when the system last reset, the evidence that a power
+// cycle landed). A driver that implements an interface but whose BMC lacks
 // the feature returns an error wrapping [ErrNotSupported]; [Capability] names
 // such features for the fake BMC and the conformance suite.
 //

@@ -1,6 +1,9 @@
 package bmc
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Driver is an open connection (session) to one BMC and the system it manages.
 //
@@ -64,6 +67,18 @@ type BMCResetter interface {
 	ResetBMC(ctx context.Context, t BMCResetType) error
 }
 
+// LastResetReader is implemented by drivers that can read when the system
+// last came out of a reset or booted, as the BMC reports it (Redfish
+// ComputerSystem.LastResetTime). A power cycle or reset cannot be seen in the
+// power state (the server is On before and after); a change of this time is
+// the evidence that one landed. The time is the BMC's: compare it only with
+// what the same BMC reported before, never with the caller's clock. A BMC
+// that does not report it returns an error wrapping [ErrNotSupported]
+// ([CapabilityLastResetTime]). Safe for concurrent use; it changes nothing.
+type LastResetReader interface {
+	LastResetTime(ctx context.Context) (time.Time, error)
+}
+
 // SystemOpener is implemented by drivers whose session can serve every
 // system behind their endpoint (a chassis manager, a blade enclosure, a
 // multi-node Redfish service, an emulator serving many VMs), so jobs on those
@@ -82,6 +97,11 @@ type SystemOpener interface {
 
 // StatsReporter is implemented by drivers that count their wire traffic.
 type StatsReporter interface {
+	// Stats reports what this driver's calls cost so far (totals, never
+	// decreasing). Drivers that share a session ([SystemOpener]) each
+	// report their own calls' share, the driver that owns the session also
+	// its login and logout, so that the Stats of a session's drivers add up
+	// to its traffic. Safe for concurrent use.
 	Stats() Stats
 }
 

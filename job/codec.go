@@ -321,6 +321,13 @@ func appendTaskStatus(b []byte, s *task.Status, st *Status, tc *timeCache) ([]by
 		}
 		b = append(b, "},"...)
 	}
+	if t := s.LastResetBefore; t != nil {
+		b = append(b, `"lastResetBefore":`...)
+		if b, err = appendTime(b, t.Time, tc); err != nil {
+			return b, err
+		}
+		b = append(b, ',')
+	}
 	if len(b) > start+1 {
 		b = b[:len(b)-1] // the last field's comma
 	}
@@ -608,6 +615,7 @@ var codecFields = map[reflect.Type][]string{
 		"RequestTime *timestamp.Time `requestTime,omitempty`", "CompletionTime *timestamp.Time `completionTime,omitempty`",
 		"NextAttemptTime *timestamp.Time `nextAttemptTime,omitempty`", "LastError string `lastError,omitempty`",
 		"PowerState string `powerState,omitempty`", "BootRestore *task.BootRestore `bootRestore,omitempty`",
+		"LastResetBefore *timestamp.Time `lastResetBefore,omitempty`",
 	},
 	reflect.TypeFor[task.BootRestore](): {
 		"Emulated bool `emulated,omitempty`", "Previous task.BootOverride `previous`",

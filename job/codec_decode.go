@@ -1097,6 +1097,9 @@ func (d *recDecoder) taskStatus(s *task.Status) {
 				return true
 			})
 			s.BootRestore = r
+		case "lastResetBefore":
+			d.once(&seen, 14)
+			s.LastResetBefore = d.timePtr()
 		default:
 			d.fail()
 		}

@@ -93,7 +93,7 @@ func fullJob() *Job {
 				{Phase: task.PhaseDone, Result: conditions.ResultSucceeded,
 					BootRestore: &task.BootRestore{Emulated: true, Previous: task.BootOverride{Device: "disk", Persistent: true,
 						Mode: "UEFI", URI: "http://x/é"}, State: task.BootRestorePending, Attempts: 1, Message: "will put back"}},
-				{Phase: task.PhaseStarted, BootTries: []task.BootTry{
+				{Phase: task.PhaseStarted, LastResetBefore: timestamp.Ptr(time.Date(2026, 11, 30, 23, 59, 58, 500000000, time.FixedZone("", 2*3600))), BootTries: []task.BootTry{
 					{Try: 1, AttemptID: "boot-1.1.2.7", Step: task.BootTryDone, Result: "TimedOut", Stage: "IPXETimeout",
 						Message: "no ipxe", StartTime: at(5), EndTime: at(6)},
 					{Try: 2, AttemptID: "boot-1.1.2.7", Step: task.BootTryWaiting, NotBefore: at(7), StartTime: at(8),

@@ -87,7 +87,13 @@
 // A runner stops sending BMC requests a sixth of a lease before its own lease
 // may have expired, and a store outage pauses its workers instead of ending
 // them: once a renewal succeeds again (nobody took the lock meanwhile) the
-// work goes on.
+// work goes on.//
+// Replicas share the fleet: each Runner keeps a heartbeat record,
+// <KeyPrefix>runners/<Owner>, written with its lock renewals, and counts the
+// live replicas by judging those records as it judges locks. It claims at
+// most ceil(claimable/live) systems plus a slack (a tenth, at least one), and
+// one that holds more gives systems back when their jobs complete, so the
+// death of one replica stalls only its share of the fleet for a lease.
 //
 // On the controller path, StepperConfig.Locks ([SystemLocker];
 // [NewStoreLocker] over any Store) gives Step the same guarantee: Step locks

@@ -78,9 +78,13 @@ type Status struct {
 	Tasks          []task.Status   `json:"tasks,omitempty"`
 	StartTime      *timestamp.Time `json:"startTime,omitempty"`
 	CompletionTime *timestamp.Time `json:"completionTime,omitempty"`
-	// Wire counts what the job cost on the wire, when the driver reports it.
-	// For systems that share one session (bmc.SystemOpener) it is the
-	// session's totals, which include the other systems' jobs.
+	// Wire counts what the job's own BMC calls cost on the wire, when the
+	// driver reports it, summed over the connections its steps used. Where
+	// systems share one session (bmc.SystemOpener) it is this job's share,
+	// not the session's totals: the session's login counts toward the job
+	// that opened it and its logout toward the job whose completion closed
+	// it, so the jobs on a session add up to its traffic (docs/jobs.md,
+	// "Connections", says what no job counts).
 	Wire *bmc.Stats `json:"wire,omitempty"`
 }
 

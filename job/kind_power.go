@@ -124,6 +124,9 @@ func (k powerKind) settles(r *stepRun) bool {
 // the current Step (bounded by the task's deadline); a crash during it leaves
 // the task in phase Started, whose recheck settles again from the start.
 func (k powerKind) settle(ctx context.Context, r *stepRun, drv bmc.Driver) (bool, error) {
+	// The step waited: what it stamps next (the request, the completion)
+	// happened after the window, not when the step began.
+	defer r.tick()
 	clk := r.s.cfg.Clock
 	target := k.action().Target()
 	end := clk.Now().Add(r.s.cfg.PowerSettle)

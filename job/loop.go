@@ -117,6 +117,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	if _, ok := r.cfg.Store.(storage.ChangeFeed); !ok {
 		r.log.Info("the Store has no change feed (storage.ChangeFeed): every scan lists all jobs, which costs time in proportion to the jobs stored; a wrapper around a store should pass Changes through")
 	}
+	r.peers.start(ctx) // replicas.go: count the live replicas before claiming
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -124,6 +125,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	}()
 	defer func() {
 		l.stop()
+		r.peers.stop(ctx)
 		r.fresh.close()
 		_ = r.stepper.Close(context.WithoutCancel(ctx))
 		l.observeStopped()
@@ -137,6 +139,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		}
 		if !l.renewing && !now.Before(l.nextRenew) {
 			l.renew()
+			l.heartbeat() // replicas.go
 		}
 		if !l.nextFence.IsZero() && !now.Before(l.nextFence) {
 			l.fence(now)
@@ -165,6 +168,7 @@ func (r *Runner) Start(ctx context.Context) error {
 			l.wakeJobs(r.jobWakes.take())
 		case cs := <-l.claims:
 			l.claimed(cs, true)
+			l.claimAgain() // replicas.go
 		case c := <-l.handovers:
 			l.handedOver(c)
 		case rs := <-l.renewals:
@@ -225,6 +229,8 @@ func (l *loop) scan() {
 		}
 		if h.completed() {
 			r.signal(name) // another replica completed it
+			// It may have given the system back (replicas.go).
+			l.completedElsewhere(name)
 		}
 		if e := r.queue.jobs[name]; e != nil {
 			if hd := l.held[e.sys]; hd != nil && hd.job == name {
@@ -251,44 +257,68 @@ func (l *loop) scan() {
 }
 
 // claim takes the locks of free systems with queued jobs, concurrently, in
-// the background; claimed receives the results.
+// the background; claimed receives the results. It claims no more than this
+// runner's share of the claimable systems (replicas.go); the locks of the
+// others it only watches.
 func (l *loop) claim() {
-	if l.claiming || l.ctx.Err() != nil {
+	if l.ctx.Err() != nil {
 		return
 	}
-	r := l.r
-	now := r.cfg.Clock.Now()
-	var want []claimWant
+	now := l.r.cfg.Clock.Now()
+	l.tick(now) // heartbeat listings (replicas.go)
+	if l.claiming {
+		return
+	}
+	r, p := l.r, l.r.peers
+	cands := p.cands[:0]
 	for sys := range r.queue.free {
 		if l.held[sys] != nil || l.handing[sys] {
 			delete(r.queue.free, sys)
+			p.forget(sys)
 			continue
 		}
 		if t, ok := l.retryAt[sys]; ok && now.Before(t) {
 			continue // held by another runner: look again at the next scan interval
 		}
-		list := r.queue.bySys[sys]
-		if len(list) == 0 {
+		if len(r.queue.bySys[sys]) == 0 {
 			delete(r.queue.free, sys)
+			p.forget(sys)
 			continue
 		}
-		head := list[0]
+		cands = append(cands, sys)
+	}
+	room := p.share(len(r.queue.bySys)) - len(l.held) - len(l.handing)
+	if len(cands) > room {
+		p.prefer(cands)
+	}
+	var want []claimWant
+	var watch []string
+	for _, sys := range cands {
+		head := r.queue.bySys[sys][0]
+		if len(want) >= room && !p.overdue(sys, now) {
+			watch = append(watch, sys)
+			l.retryAt[sys] = now.Add(r.cfg.ScanInterval)
+			continue
+		}
 		epKey := head.ep.Key()
 		if l.perEndpoint[epKey] >= r.cfg.EndpointConcurrency {
 			// Parked until a system of its endpoint is released.
 			delete(r.queue.free, sys)
-			p := l.parked[epKey]
-			if p == nil {
-				p = map[string]struct{}{}
-				l.parked[epKey] = p
+			pk := l.parked[epKey]
+			if pk == nil {
+				pk = map[string]struct{}{}
+				l.parked[epKey] = pk
 			}
-			p[sys] = struct{}{}
+			pk[sys] = struct{}{}
 			continue
 		}
 		l.perEndpoint[epKey]++ // reserved; claimed() keeps or returns it
 		want = append(want, claimWant{sys: sys, head: head.name, ep: head.ep})
 	}
-	if len(want) == 0 {
+	clear(cands)
+	p.cands = cands[:0]
+	clear(p.hinted)
+	if len(want) == 0 && len(watch) == 0 {
 		return
 	}
 	for _, w := range want {
@@ -298,7 +328,9 @@ func (l *loop) claim() {
 	go func() {
 		ctx, cancel := context.WithTimeout(l.ctx, r.storeCallTimeout())
 		defer cancel()
-		l.claims <- r.claimAll(ctx, want)
+		cs := r.claimAll(ctx, want)
+		p.watch(ctx, watch)
+		l.claims <- cs
 	}()
 }
 
@@ -579,7 +611,8 @@ func (l *loop) drop(h *held, completed bool) {
 	if h.lost {
 		h.fence.close()
 	}
-	if completed && !h.lost && l.ctx.Err() == nil && len(r.queue.bySys[h.sys]) > 0 && len(l.parked[h.epKey]) == 0 {
+	if completed && !h.lost && l.ctx.Err() == nil && len(r.queue.bySys[h.sys]) > 0 && len(l.parked[h.epKey]) == 0 &&
+		!r.peers.giveBack(len(l.held)+len(l.handing)+1, len(r.queue.bySys)) {
 		l.handOver(h, r.queue.bySys[h.sys][0])
 		r.signal(h.job)
 		return

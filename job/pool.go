@@ -40,7 +40,8 @@ type ConnPool struct {
 
 	// wire, if set, receives what each session cost on the wire since it
 	// was last reported (an Observer's Wire; see observer.go); wireSeen
-	// holds, per session owner, what was reported so far.
+	// holds, per driver (a session's owner and each view on it, which
+	// count their own calls), what was reported so far.
 	wire     func(protocol, endpoint string, delta bmc.Stats)
 	wireSeen map[bmc.Driver]wireSeen
 }
@@ -104,13 +105,15 @@ func sessionKey(ep bmc.Endpoint, credsHash string) string {
 // the endpoint's session) if there is none, and closing the old connection
 // first if the credentials changed.
 func (p *ConnPool) Get(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (bmc.Driver, error) {
-	return p.getFor(ctx, ep, creds, "")
+	drv, _, err := p.getFor(ctx, ep, creds, "")
+	return drv, err
 }
 
 // getFor is Get on behalf of job user, recorded so that releaseFor by a job
 // that no longer uses the system cannot close the connection of the job that
-// does.
-func (p *ConnPool) getFor(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials, user string) (bmc.Driver, error) {
+// does. fresh is true when the driver was dialed or opened by this call:
+// everything it counted on the wire (bmc.StatsReporter) was for user.
+func (p *ConnPool) getFor(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials, user string) (drv bmc.Driver, fresh bool, err error) {
 	sys := ep.SystemKey()
 	// The connection's version: the credentials and the address's options
 	// (e.g. ipmi://host?cipher=3): a change of either dials again, and
@@ -129,7 +132,7 @@ func (p *ConnPool) getFor(ctx context.Context, ep bmc.Endpoint, creds bmc.Creden
 			}
 			p.mu.Unlock()
 			p.closeAll(ctx, stale)
-			return c.drv, nil
+			return c.drv, false, nil
 		}
 		stale = append(stale, p.dropLocked(sys)...)
 	}
@@ -153,7 +156,7 @@ func (p *ConnPool) getFor(ctx context.Context, ep bmc.Endpoint, creds bmc.Creden
 			select {
 			case <-s.ready:
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return nil, false, ctx.Err()
 			}
 			p.mu.Lock()
 			continue
@@ -169,7 +172,7 @@ func (p *ConnPool) getFor(ctx context.Context, ep bmc.Endpoint, creds bmc.Creden
 			p.systems[sys] = &sysConn{sess: s, drv: s.owner, credsHash: h, lastUsed: now, user: user}
 			p.mu.Unlock()
 			p.closeAll(ctx, stale)
-			return s.owner, nil
+			return s.owner, false, nil // it counted the dial and earlier jobs' calls
 		}
 		opener, ok := s.owner.(bmc.SystemOpener)
 		if !ok {
@@ -191,26 +194,29 @@ func (p *ConnPool) getFor(ctx context.Context, ep bmc.Endpoint, creds bmc.Creden
 			if errors.Is(err, bmc.ErrNotSupported) {
 				return p.dial(ctx, &session{ready: make(chan struct{})}, ep, creds, h, user)
 			}
-			return nil, err
+			return nil, false, err
 		}
 		if s.dead {
 			p.mu.Unlock()
 			p.closeAll(ctx, []bmc.Driver{view})
-			return nil, bmc.Transient(errors.New("the BMC session was closed while opening the system; retry"))
+			return nil, false, bmc.Transient(errors.New("the BMC session was closed while opening the system; retry"))
 		}
 		if old := p.systems[sys]; old != nil {
 			stale = p.dropLocked(sys) // a concurrent Get for the same system
 		}
 		p.systems[sys] = &sysConn{sess: s, drv: view, credsHash: h, lastUsed: now, user: user}
+		if p.wire != nil {
+			p.wireSeen[view] = wireSeen{proto: ep.Protocol, endpoint: ep.Key()}
+		}
 		p.mu.Unlock()
 		p.closeAll(ctx, stale)
-		return view, nil
+		return view, true, nil
 	}
 }
 
 // dial fills in session s (registered in p.sessions under s.key when it is
 // shared) and installs it as ep's system connection.
-func (p *ConnPool) dial(ctx context.Context, s *session, ep bmc.Endpoint, creds bmc.Credentials, h, user string) (bmc.Driver, error) {
+func (p *ConnPool) dial(ctx context.Context, s *session, ep bmc.Endpoint, creds bmc.Credentials, h, user string) (bmc.Driver, bool, error) {
 	drv, err := p.dialer.Dial(ctx, ep, creds)
 	p.mu.Lock()
 	defer close(s.ready)
@@ -221,7 +227,7 @@ func (p *ConnPool) dial(ctx context.Context, s *session, ep bmc.Endpoint, creds 
 		}
 		p.mu.Unlock()
 		p.reportDialError(ep, err)
-		return nil, err
+		return nil, false, err
 	}
 	sys := ep.SystemKey()
 	s.owner, s.ownerSys, s.refs = drv, sys, 1
@@ -235,7 +241,7 @@ func (p *ConnPool) dial(ctx context.Context, s *session, ep bmc.Endpoint, creds 
 	p.systems[sys] = &sysConn{sess: s, drv: drv, credsHash: h, lastUsed: p.now(), user: user}
 	p.mu.Unlock()
 	p.closeAll(ctx, stale)
-	return drv, nil
+	return drv, true, nil
 }
 
 // Release closes and forgets the connection for ep's system, if any; the
@@ -246,18 +252,20 @@ func (p *ConnPool) Release(ctx context.Context, ep bmc.Endpoint) error {
 }
 
 // releaseFor is Release, but only if job user (or anyone, for "") was the
-// last to get the connection.
-func (p *ConnPool) releaseFor(ctx context.Context, ep bmc.Endpoint, user string) {
+// last to get the connection. It returns what closing cost on the wire
+// beyond the system's own driver: the logout of the shared session this
+// release ended, which its owner (another system's driver) counts.
+func (p *ConnPool) releaseFor(ctx context.Context, ep bmc.Endpoint, user string) bmc.Stats {
 	sys := ep.SystemKey()
 	p.mu.Lock()
 	c := p.systems[sys]
 	if c == nil || (user != "" && c.user != "" && c.user != user) {
 		p.mu.Unlock()
-		return
+		return bmc.Stats{}
 	}
 	stale := p.dropLocked(sys)
 	p.mu.Unlock()
-	p.closeAll(ctx, stale)
+	return p.closeCounting(ctx, stale, c.drv)
 }
 
 // Invalidate closes the whole session ep's system uses, for every system
@@ -357,20 +365,39 @@ func (p *ConnPool) Len() int {
 // stopping runner), or the BMC keeps the session until it times out, but
 // bounded.
 func (p *ConnPool) closeAll(ctx context.Context, ds []bmc.Driver) {
+	p.closeCounting(ctx, ds, nil)
+}
+
+// closeCounting is closeAll, and returns what closing the drivers other
+// than own cost on the wire (bmc.StatsReporter): nobody else uses them, so
+// what they count meanwhile is their Close.
+func (p *ConnPool) closeCounting(ctx context.Context, ds []bmc.Driver, own bmc.Driver) bmc.Stats {
+	var cost bmc.Stats
 	if len(ds) == 0 {
-		return
+		return cost
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	for _, d := range ds {
-		if d != nil {
-			_ = d.Close(ctx)
-			p.reportClosed(d)
+		if d == nil {
+			continue
 		}
+		sr, counts := d.(bmc.StatsReporter)
+		counts = counts && d != own
+		var before bmc.Stats
+		if counts {
+			before = sr.Stats()
+		}
+		_ = d.Close(ctx)
+		if counts {
+			cost = addStats(cost, statsSince(sr.Stats(), before))
+		}
+		p.reportClosed(d)
 	}
+	return cost
 }
 
-// wireSeen is what was reported of one session's traffic.
+// wireSeen is what was reported of one driver's traffic.
 type wireSeen struct {
 	proto, endpoint string
 	st              bmc.Stats
@@ -381,56 +408,56 @@ func (p *ConnPool) setWire(f func(protocol, endpoint string, delta bmc.Stats)) {
 	p.wire, p.wireSeen = f, map[bmc.Driver]wireSeen{}
 }
 
-// reportWire reports the traffic of the session ep's system uses since it
-// was last reported. Deltas are counted per session (the owner's totals), so
-// systems that share one session count each request once.
+// reportWire reports the traffic of ep's system's driver since it was last
+// reported. Drivers that share a session count their own calls (the
+// owner also the login and logout), so each request is counted once.
 func (p *ConnPool) reportWire(ep bmc.Endpoint) {
 	if p.wire == nil {
 		return
 	}
 	p.mu.Lock()
 	c := p.systems[ep.SystemKey()]
-	var owner bmc.Driver
+	var drv bmc.Driver
 	if c != nil {
-		owner = c.sess.owner
+		drv = c.drv
 	}
 	p.mu.Unlock()
-	if owner != nil {
-		p.reportSession(owner)
+	if drv != nil {
+		p.reportDriver(drv)
 	}
 }
 
-// reportSession reports owner's traffic since the last report; the driver
-// is read outside the pool's lock, and concurrent reports never count a
+// reportDriver reports drv's traffic since the last report; the driver is
+// read outside the pool's lock, and concurrent reports never count a
 // request twice (what was seen only grows).
-func (p *ConnPool) reportSession(owner bmc.Driver) {
-	sr, ok := owner.(bmc.StatsReporter)
+func (p *ConnPool) reportDriver(drv bmc.Driver) {
+	sr, ok := drv.(bmc.StatsReporter)
 	if !ok {
 		return
 	}
 	st := sr.Stats()
 	p.mu.Lock()
-	seen, ok := p.wireSeen[owner]
+	seen, ok := p.wireSeen[drv]
 	if !ok {
 		p.mu.Unlock()
 		return
 	}
 	d := statsSince(st, seen.st)
 	seen.st = statsMax(st, seen.st)
-	p.wireSeen[owner] = seen
+	p.wireSeen[drv] = seen
 	p.mu.Unlock()
 	if d != (bmc.Stats{}) {
 		p.wire(seen.proto, seen.endpoint, d)
 	}
 }
 
-// reportClosed reports a closed session's last traffic (its logout) and
-// forgets it.
+// reportClosed reports a closed driver's last traffic (a session's logout)
+// and forgets it.
 func (p *ConnPool) reportClosed(d bmc.Driver) {
 	if p.wire == nil {
 		return
 	}
-	p.reportSession(d)
+	p.reportDriver(d)
 	p.mu.Lock()
 	delete(p.wireSeen, d)
 	p.mu.Unlock()
@@ -453,6 +480,14 @@ func statsSince(cur, seen bmc.Stats) bmc.Stats {
 		Requests: pos(cur.Requests, seen.Requests), Connections: pos(cur.Connections, seen.Connections),
 		Logins: pos(cur.Logins, seen.Logins), Throttled: pos(cur.Throttled, seen.Throttled),
 		ThrottleWait: max(cur.ThrottleWait-seen.ThrottleWait, 0),
+	}
+}
+
+func addStats(a, b bmc.Stats) bmc.Stats {
+	return bmc.Stats{
+		Requests: a.Requests + b.Requests, Connections: a.Connections + b.Connections,
+		Logins: a.Logins + b.Logins, Throttled: a.Throttled + b.Throttled,
+		ThrottleWait: a.ThrottleWait + b.ThrottleWait,
 	}
 }
 

@@ -42,11 +42,13 @@ type Config struct {
 	// multi-node Redfish service, an emulator). They share one BMC session
 	// where the driver allows it. Defaults to 32.
 	EndpointConcurrency int
-	// Owner names this runner in system locks. It must be unique among the
-	// live runners sharing a Store; a runner restarted with the same Owner
-	// (a StatefulSet pod name, a host name) takes its own locks back at once
-	// instead of waiting for their leases to expire. Defaults to
-	// host-pid-random, which is unique but never taken back.
+	// Owner names this runner in system locks and in its heartbeat record
+	// (<KeyPrefix>runners/<Owner>, by which replicas count each other to
+	// share the systems). It must be unique among the live runners sharing
+	// a Store; a runner restarted with the same Owner (a StatefulSet pod
+	// name, a host name) takes its own locks back at once instead of
+	// waiting for their leases to expire. Defaults to host-pid-random,
+	// which is unique but never taken back.
 	Owner string
 	// LeaseDuration is how long a system lock lasts without renewal; a dead
 	// runner's jobs are resumed by another runner after the lock was seen
@@ -57,7 +59,11 @@ type Config struct {
 	// changes made by other replicas. Defaults to 1s. Jobs submitted through
 	// this Runner are picked up at once.
 	ScanInterval time.Duration
-	// KeyPrefix is prepended to every key the runner writes. Defaults to
+	// KeyPrefix is prepended to the keys of the runner's jobs and of its
+	// replicas' heartbeats: runners with different prefixes keep separate
+	// job namespaces in one Store. System locks are not under it (they live
+	// under LockKeyPrefix, so that runners of every namespace exclude each
+	// other on a system; see docs/jobs.md, "Exclusivity"). Defaults to
 	// "bmckit/".
 	KeyPrefix string
 	// Clock defaults to the wall clock.
@@ -117,6 +123,7 @@ type Runner struct {
 	own      ownWrites
 
 	fresh freshJobs // jobs Submit created, until their first step (freshjobs.go)
+	peers *peers    // heartbeats and the share of systems (replicas.go)
 	// holding has the systems the loop holds or is handing over, for the
 	// lock sweep (locksweep.go), which runs beside the loop. (A map under
 	// a lock: sync.Map allocated twice per job.)
@@ -184,6 +191,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		wake: make(chan struct{}, 1), jobWakes: wakes, own: ownWrites{rev: map[string]int64{}}, waiters: map[string]*waiters{},
 		fresh: freshJobs{jobs: map[string]freshJob{}},
 	}
+	r.peers = newPeers(r)
 	// The scan skips the runner's own writes without reading them: a store
 	// that can (storage.ValueSkipper) leaves their values out of the feed.
 	prefix := len(cfg.KeyPrefix + "jobs/")

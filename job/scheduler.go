@@ -159,29 +159,20 @@ func (r *Runner) claim(ctx context.Context, sys, head string) (job string, rev i
 		return "", 0, time.Time{}, false
 	}
 	job = head
-	if cur.Holder != "" && !r.locks.ours(cur) {
-		// A job of another namespace (another KeyPrefix) holds the
-		// system: only its own runners can resume it. Wait for it to be
-		// freed, or for the lock to be seen unchanged for a whole lease
-		// (released or not), then take the system for this queue's head.
-		if !r.locks.expired(sys, cur, curRev) {
+	if !r.takeable(sys, cur, curRev) {
+		return "", 0, time.Time{}, false
+	}
+	if cur.Holder != "" && r.locks.ours(cur) && cur.Holder != head {
+		// A started job is resumed before any other.
+		unfinished, err := r.unfinished(ctx, cur.Holder)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Error(err, "reading the lock holder's job failed; will retry", "system", sys, "job", cur.Holder)
+			}
 			return "", 0, time.Time{}, false
 		}
-	} else if cur.Holder != "" {
-		if cur.Owner != "" && cur.Owner != r.cfg.Owner && !r.locks.expired(sys, cur, curRev) {
-			return "", 0, time.Time{}, false // another runner's live lease
-		}
-		if cur.Holder != head {
-			unfinished, err := r.unfinished(ctx, cur.Holder)
-			if err != nil {
-				if ctx.Err() == nil {
-					r.log.Error(err, "reading the lock holder's job failed; will retry", "system", sys, "job", cur.Holder)
-				}
-				return "", 0, time.Time{}, false
-			}
-			if unfinished {
-				job = cur.Holder
-			}
+		if unfinished {
+			job = cur.Holder
 		}
 	}
 	sent = r.cfg.Clock.Now()
@@ -196,6 +187,26 @@ func (r *Runner) claim(ctx context.Context, sys, head string) (job string, rev i
 		r.log.Info("took over an expired system lock", "system", sys, "previousOwner", cur.Owner, "job", job)
 	}
 	return job, rev, sent, true
+}
+
+// takeable reports whether this runner may take system sys's lock cur (at
+// revision rev) now: it is free; or released (no owner), or this runner's
+// own Owner's; or its lease was seen unchanged for a whole lease by this
+// runner's clock. A lock whose holder is a job of another namespace
+// (another KeyPrefix) is taken only so, whoever owns it: only that
+// namespace's runners can resume its holder, so this runner waits for it
+// to be freed or to expire, then takes the system for its own queue's
+// head. It records lease observations (lockTable.expired); claim and the
+// replicas' watch (replicas.go) share it.
+func (r *Runner) takeable(sys string, cur lockRecord, rev int64) bool {
+	switch {
+	case rev == 0 || cur.Holder == "":
+		return true
+	case !r.locks.ours(cur):
+		return r.locks.expired(sys, cur, rev)
+	default:
+		return cur.Owner == "" || cur.Owner == r.cfg.Owner || r.locks.expired(sys, cur, rev)
+	}
 }
 
 // unfinished reports whether job name exists and has not completed.

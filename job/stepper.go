@@ -280,7 +280,7 @@ type stepRun struct {
 	s       *Stepper
 	j       *Job
 	persist PersistFunc
-	now     time.Time
+	now     time.Time // when the step began, moved on by tick
 	log     logr.Logger
 	ep      bmc.Endpoint
 	base    context.Context // the step's ctx, bounded by the lock
@@ -290,6 +290,10 @@ type stepRun struct {
 	// prevRead is what readBeforeIntent found when it recorded nothing
 	// (bootrestore.go).
 	prevRead previousRead
+	wire     wireTally // what the step's BMC calls cost (recordWire)
+	// resetMarked is 1 + the task whose LastResetBefore this step read
+	// (kind_waitforboot.go), or 0.
+	resetMarked int
 }
 
 func (r *stepRun) run(ctx context.Context) (StepResult, error) {
@@ -529,7 +533,11 @@ func (r *stepRun) driver(ctx context.Context) (bmc.Driver, error) {
 		}
 		return nil, bmc.Permanent(err)
 	}
-	return r.s.pool.getFor(ctx, r.ep, creds, r.j.Name)
+	drv, fresh, err := r.s.pool.getFor(ctx, r.ep, creds, r.j.Name)
+	if err == nil {
+		r.countWire(drv, fresh)
+	}
+	return drv, err
 }
 
 // driverFor is the connection for a kind that uses the BMC; nil otherwise.
@@ -597,7 +605,7 @@ func (r *stepRun) act(ctx context.Context, i int, recheck bool) (StepResult, err
 	if pk, isPower := k.(powerKind); isPower {
 		r.notePowerRead(i, pk, ok, readAt, true)
 	}
-	r.recordWire(drv)
+	r.recordWire()
 	if ok {
 		return r.succeedTask(ctx, i, observed)
 	}
@@ -621,7 +629,7 @@ func (r *stepRun) verify(ctx context.Context, i int) (StepResult, error) {
 	if pk, isPower := k.(powerKind); isPower {
 		r.notePowerRead(i, pk, ok, readAt, false)
 	}
-	r.recordWire(drv)
+	r.recordWire()
 	if ok {
 		return r.succeedTask(ctx, i, observed)
 	}
@@ -659,10 +667,9 @@ func (r *stepRun) handleErr(ctx context.Context, i int, err error, dialing bool)
 	// driver's dial error may report its requests).
 	var sr bmc.StatsReporter
 	if dialing && errors.As(err, &sr) {
-		st := sr.Stats()
-		r.j.Status.Wire = &st
-	} else if r.drv != nil {
-		r.recordWire(r.drv)
+		r.addWire(sr.Stats())
+	} else {
+		r.recordWire()
 	}
 	var tf *taskFailure
 	if errors.As(err, &tf) {
@@ -696,17 +703,77 @@ func (r *stepRun) handleErr(ctx context.Context, i int, err error, dialing bool)
 	return StepResult{RequeueAfter: delay}, nil
 }
 
-func (r *stepRun) recordWire(drv bmc.Driver) {
+// wireTally is what a step's BMC calls cost on the wire, for Status.Wire:
+// what the job had cost before (Status.Wire when the step first got a
+// connection, plus failed dials) and what the connection counted since the
+// step got it. A pooled connection (bmc.StatsReporter) counts its own calls
+// only, also when it shares its session with other systems' jobs; one the
+// pool dialed or opened for the step counted nothing before.
+type wireTally struct {
+	started bool
+	counts  bool      // something reported what it cost: Status.Wire is set
+	from    bmc.Stats // the job's cost before drv
+	drv     bmc.Driver
+	base    bmc.Stats // drv's Stats when the step got it
+}
+
+// countWire notes that the step uses drv from now on; fresh: the pool
+// dialed or opened it for this step.
+func (r *stepRun) countWire(drv bmc.Driver, fresh bool) {
+	w := &r.wire
+	if drv == w.drv {
+		return
+	}
+	r.startWire()
+	w.from = r.wireTotal() // the previous connection's share, if any
+	w.drv, w.base = drv, bmc.Stats{}
 	if sr, ok := drv.(bmc.StatsReporter); ok {
-		st := sr.Stats()
+		w.counts = true
+		if !fresh {
+			w.base = sr.Stats()
+		}
+	}
+}
+
+func (r *stepRun) startWire() {
+	if w := &r.wire; !w.started {
+		w.started = true
+		if cur := r.j.Status.Wire; cur != nil {
+			w.from, w.counts = *cur, true
+		}
+	}
+}
+
+func (r *stepRun) wireTotal() bmc.Stats {
+	w := &r.wire
+	if sr, ok := w.drv.(bmc.StatsReporter); ok {
+		return addStats(w.from, statsSince(sr.Stats(), w.base))
+	}
+	return w.from
+}
+
+// recordWire stores in Status.Wire what the job cost on the wire so far.
+func (r *stepRun) recordWire() {
+	r.startWire()
+	if r.wire.counts {
+		st := r.wireTotal()
 		r.j.Status.Wire = &st
 	}
+}
+
+// addWire adds st, a cost no connection of the step counts (a failed dial,
+// the logout of a shared session the job's completion ended), and records.
+func (r *stepRun) addWire(st bmc.Stats) {
+	r.startWire()
+	r.wire.from = addStats(r.wire.from, st)
+	r.wire.counts = true
+	r.recordWire()
 }
 
 func (r *stepRun) succeedTask(ctx context.Context, i int, observed string) (StepResult, error) {
 	j := r.j
 	ts := &j.Status.Tasks[i]
-	now := r.now
+	now := r.tick()
 	if _, ok := kindOf(&j.Spec.Tasks[i]).(bootWaiter); ok {
 		// Open the next wait's attempt before any later task powers the
 		// server on again; on failure this task stays unfinished and the
@@ -748,7 +815,7 @@ func (r *stepRun) succeedTask(ctx context.Context, i int, observed string) (Step
 func (r *stepRun) failTask(ctx context.Context, i int, reason, msg string) (StepResult, error) {
 	j := r.j
 	ts := &j.Status.Tasks[i]
-	now := r.now
+	now := r.tick()
 	ts.Phase = task.PhaseDone
 	ts.Result = conditions.ResultFailed
 	ts.Reason = reason
@@ -765,12 +832,12 @@ func (r *stepRun) failTask(ctx context.Context, i int, reason, msg string) (Step
 // result Canceled and reason skipReason.
 func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, msg, skipReason string) (StepResult, error) {
 	j := r.j
-	now := r.now
 	suffix, err := r.restoreAtEnd(ctx, result) // bootrestore.go
 	if err != nil {
 		return StepResult{}, err // fenced: completes in a later step
 	}
 	msg += suffix
+	now := r.tick() // after the restore's BMC calls
 	if skipReason == "" {
 		skipReason = conditions.ReasonSkipped
 	}
@@ -804,9 +871,10 @@ func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, 
 	// whoever sees Completed=True also sees it gone (connections are per
 	// system, so this never closes another job's). If the write fails, the
 	// next step dials again.
-	r.s.pool.releaseFor(ctx, r.ep, j.Name)
-	if r.drv != nil {
-		r.recordWire(r.drv) // after the close: the logout counts too
+	if closing := r.s.pool.releaseFor(ctx, r.ep, j.Name); closing != (bmc.Stats{}) {
+		r.addWire(closing) // this job ended a shared session: its logout
+	} else {
+		r.recordWire() // after the close: the logout of its own session counts too
 	}
 	if err := r.persist(ctx, j); err != nil {
 		return StepResult{}, err
@@ -821,6 +889,18 @@ func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, 
 		}
 	}
 	return StepResult{Done: true}, nil
+}
+
+// tick moves the step's time to the clock's (never back) and returns it:
+// what a step stamps after its BMC calls or a wait (a completion, the next
+// task's start) carries the time it happened, not when the step began. The
+// time is a wall-clock reading only (no monotonic one), like every stored
+// time: a duration between two stamps is their wall-clock difference.
+func (r *stepRun) tick() time.Time {
+	if now := r.s.cfg.Clock.Now().Round(0); now.After(r.now) {
+		r.now = now
+	}
+	return r.now
 }
 
 // taskFailure is a permanent task failure with its own reason (e.g. a boot

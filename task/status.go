@@ -66,6 +66,16 @@ type Status struct {
 	// override, and whether the job put the override back. Nil for the
 	// other kinds, and for a BMC that cannot report its boot override.
 	BootRestore *BootRestore `json:"bootRestore,omitempty"`
+	// LastResetBefore is the system's last reset time as the BMC reported it
+	// (Redfish LastResetTime) just before a power cycle that cannot be read
+	// back was sent (a wait-for-boot task's retry), stored with the cycle's
+	// intent. A task resumed before the result of sending was stored
+	// compares it with what the BMC reports then: another time means the
+	// cycle landed, and it is not sent again. It is the BMC's clock, only
+	// ever compared with the same BMC's reports. Nil when the BMC does not
+	// report it (the cycle is then sent again after such a crash), and once
+	// the result of sending is stored.
+	LastResetBefore *timestamp.Time `json:"lastResetBefore,omitempty"`
 }
 
 // Completed reports whether the task reached a terminal state.

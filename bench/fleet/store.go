@@ -39,13 +39,17 @@ type writeCounts struct {
 	crashed    chan struct{}
 	mu         sync.Mutex
 	completed  map[string]time.Time // job name -> when its completion write was acknowledged
-	dupes      int                  // completion writes of a job already completed
+	dupes      int                  // acknowledged completion writes of a job already completed
 	createRev  map[string]int64     // job name -> the revision Submit created it at: its place in its system's order
-	unacked    int                  // completions found in the store, their acknowledgement cut off by a crash
+	// unacked counts completions found in the store with no acknowledged
+	// write (listed holds them): their acknowledgement cut off by a crash,
+	// or not back yet when the store was read.
+	unacked int
+	listed  map[string]bool
 }
 
 func newWriteCounts() *writeCounts {
-	return &writeCounts{completed: map[string]time.Time{}, createRev: map[string]int64{}}
+	return &writeCounts{completed: map[string]time.Time{}, createRev: map[string]int64{}, listed: map[string]bool{}}
 }
 
 func (c *writeCounts) jobWrites() int64 {
@@ -69,9 +73,21 @@ func (c *writeCounts) lastCompletion() time.Time {
 	return last
 }
 
+// noteCompletion notes the acknowledged write of job name's completion. A
+// second acknowledged completion write of a job is a duplicate; a
+// completion that noteUnacked found in the store first is this write,
+// acknowledged after the store was read: a write commits before its
+// acknowledgement comes back (a group commit wakes its writers after the
+// commit), so the main loop's List can see it in between.
 func (c *writeCounts) noteCompletion(name string, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.listed[name] {
+		delete(c.listed, name)
+		c.unacked--
+		c.completed[name] = at
+		return
+	}
 	if _, ok := c.completed[name]; ok {
 		c.dupes++
 		return
@@ -80,10 +96,12 @@ func (c *writeCounts) noteCompletion(name string, at time.Time) {
 	c.ncompleted.Add(1)
 }
 
-// noteUnacked notes job name as completed at, unless its completion write
-// was noted: after -crash-at, a completion write the dead runner sent may
-// have committed with its acknowledgement lost (its context canceled), and
-// the new runners never write that job again.
+// noteUnacked notes job name, found completed in the store, as completed
+// at, unless its completion write was acknowledged: after -crash-at, a
+// completion write the dead runner sent may have committed with its
+// acknowledgement lost (its context canceled), and the new runners never
+// write that job again. If the write's acknowledgement comes after all,
+// noteCompletion takes it back.
 func (c *writeCounts) noteUnacked(name string, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -91,6 +109,7 @@ func (c *writeCounts) noteUnacked(name string, at time.Time) {
 		return
 	}
 	c.completed[name] = at
+	c.listed[name] = true
 	c.unacked++
 	c.ncompleted.Add(1)
 }

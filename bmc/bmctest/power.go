@@ -77,6 +77,48 @@ func (s *suite) power(t *testing.T, path string) {
 	})
 }
 
+// lastResetTime checks bmc.LastResetReader: reading changes nothing, and a
+// power cycle (or reset) changes the time reported. Only a change is
+// required, not an order: the time is the BMC's clock.
+func (s *suite) lastResetTime(t *testing.T, path string) {
+	s.run(t, path, "ChangesWithCycle", func(tc *tcase) {
+		r, ok := tc.drv.(bmc.LastResetReader)
+		if !ok {
+			tc.Skipf("%T does not implement bmc.LastResetReader", tc.drv)
+		}
+		if tc.opts.lacks(bmc.CapabilityLastResetTime) {
+			tc.Skipf("the peer lacks %s (Options.Unsupported); Unsupported/%s checks the error", bmc.CapabilityLastResetTime, bmc.CapabilityLastResetTime)
+		}
+		action := bmc.PowerActionCycle
+		if tc.opts.lacks(bmc.CapabilityPowerCycle) {
+			action = bmc.PowerActionReset
+			if tc.opts.lacks(bmc.CapabilityPowerReset) {
+				tc.Skipf("the peer lacks both %s and %s", bmc.CapabilityPowerCycle, bmc.CapabilityPowerReset)
+			}
+		}
+		tc.ensurePower(bmc.PowerOn)
+		before, err := r.LastResetTime(tc.ctx())
+		tc.noErr("LastResetTime", err)
+		again, err := r.LastResetTime(tc.ctx())
+		tc.noErr("LastResetTime again", err)
+		if !again.Equal(before) {
+			tc.Fatalf("LastResetTime changed from %v to %v with no reset in between", before, again)
+		}
+		tc.noErr(fmt.Sprintf("SetPower(%s)", action), tc.drv.SetPower(tc.ctx(), action))
+		tc.poll(fmt.Sprintf("LastResetTime to change after SetPower(%s)", action), func() (bool, string) {
+			cur, err := r.LastResetTime(tc.ctx())
+			if err != nil && !bmc.IsTransient(err) {
+				tc.Fatalf("LastResetTime after SetPower(%s): permanent error: %v", action, err)
+			}
+			if err != nil {
+				return false, err.Error()
+			}
+			return !cur.Equal(before), cur.String()
+		})
+		tc.waitPower(bmc.PowerOn)
+	})
+}
+
 func (s *suite) resetBMC(t *testing.T, path string) {
 	for _, rt := range []bmc.BMCResetType{bmc.BMCResetWarm, bmc.BMCResetCold} {
 		s.run(t, path, string(rt), func(tc *tcase) {

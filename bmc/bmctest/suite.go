@@ -52,6 +52,7 @@ type Target struct {
 //	BootHTTP/{once,persistent,uefi,ReplacesURI,ThenPXE,URIWithOtherDevice}
 //	VirtualMedia/<cd|usb>/{InsertEject,InsertTwice,InsertReplaces,EjectEmpty}
 //	ResetBMC/{warm,cold}
+//	LastResetTime/ChangesWithCycle
 //	Unsupported/<capability>
 //	Context/{Canceled,DeadlineExceeded}/<method>
 //	Dial/{WrongPassword,WrongUser,Again}
@@ -69,6 +70,7 @@ func Run(t *testing.T, opts Options, newTarget func(t *testing.T) Target) {
 	s.group(t, "BootHTTP", s.bootHTTP)
 	s.group(t, "VirtualMedia", s.virtualMedia)
 	s.group(t, "ResetBMC", s.resetBMC)
+	s.group(t, "LastResetTime", s.lastResetTime)
 	s.group(t, "Unsupported", s.unsupported)
 	s.group(t, "Context", s.context)
 	s.group(t, "Dial", s.dial)

@@ -86,6 +86,13 @@ func (tc *tcase) checkUnsupported(c Capability) {
 		// with the server on.
 		tc.ensurePower(bmc.PowerOn)
 		tc.requireNotSupported(fmt.Sprintf("SetPower(%s) on a server that is on", action), tc.drv.SetPower(ctx, action))
+	case bmc.CapabilityLastResetTime:
+		r, ok := tc.drv.(bmc.LastResetReader)
+		if !ok {
+			tc.Skipf("%T does not implement bmc.LastResetReader", tc.drv)
+		}
+		_, err := r.LastResetTime(ctx)
+		tc.requireNotSupported("LastResetTime", err)
 	default:
 		tc.Fatalf("bmctest: no check for capability %q", c)
 	}

@@ -39,6 +39,7 @@ type BMC struct {
 	override  bmc.BootOverride
 	media     map[bmc.MediaKind]bmc.MediaStatus
 	boots     int
+	lastReset time.Time // when the server last booted (LastResetTime)
 	lastBoot  bmc.BootDevice
 	resets    int
 	downUntil time.Time // calls fail until then (the BMC restarts)
@@ -94,6 +95,10 @@ type State struct {
 	// Boots counts how often the server booted (landed On from Off, or was
 	// reset).
 	Boots int
+	// LastResetTime is when the server last booted (on the BMC's clock), or
+	// when the BMC was created if it never did: what
+	// [Driver.LastResetTime] reports.
+	LastResetTime time.Time
 	// LastBootDevice is the device the last boot used: the override's device,
 	// or bmc.BootDeviceDisk without one. Empty before the first boot.
 	LastBootDevice bmc.BootDevice
@@ -132,6 +137,7 @@ func New(opts Options) *BMC {
 		b.clock = realClock{}
 	}
 	_, b.wallClock = b.clock.(realClock)
+	b.lastReset = b.clock.Now() // as if the server came up with its BMC
 	for _, c := range opts.Unsupported {
 		b.lacks[c] = true
 	}
@@ -282,6 +288,7 @@ func (b *BMC) State() State {
 		BootOverride:   b.override,
 		Media:          make(map[bmc.MediaKind]bmc.MediaStatus, len(b.media)),
 		Boots:          b.boots,
+		LastResetTime:  b.lastReset,
 		LastBootDevice: b.lastBoot,
 		BMCResets:      b.resets,
 	}

@@ -22,13 +22,14 @@ const (
 	MethodMediaStatus     Method = "MediaStatus"
 	MethodResetBMC        Method = "ResetBMC"
 	MethodOpenSystem      Method = "OpenSystem"
+	MethodLastResetTime   Method = "LastResetTime"
 	MethodAny             Method = "*"
 )
 
 func (m Method) valid() bool {
 	switch m {
 	case MethodDial, MethodClose, MethodPowerState, MethodSetPower, MethodSetBootOverride,
-		MethodBootOverride, MethodInsertMedia, MethodEjectMedia, MethodMediaStatus, MethodResetBMC, MethodOpenSystem, MethodAny:
+		MethodBootOverride, MethodInsertMedia, MethodEjectMedia, MethodMediaStatus, MethodResetBMC, MethodOpenSystem, MethodLastResetTime, MethodAny:
 		return true
 	}
 	return false

@@ -27,7 +27,8 @@
 // # Semantics
 //
 // The [Driver] implements [bmc.Driver], [bmc.BootOverrideSetter],
-// [bmc.BootOverrideGetter], [bmc.VirtualMedia], [bmc.BMCResetter] and
+// [bmc.BootOverrideGetter], [bmc.VirtualMedia], [bmc.BMCResetter],
+// [bmc.LastResetReader] (the time of the last boot, on the fake's clock) and
 // [bmc.StatsReporter] with the semantics documented on [bmc.PowerAction]:
 // repeats are no-op successes, cycle and reset on a server that is off power
 // it on, soft-off lands after its own delay (or never, with

@@ -22,6 +22,8 @@ type Driver struct {
 	fleet *Fleet // the fleet it was dialed through, or nil
 	sess  *session
 	owner bool // Close ends the session
+	// requests counts this driver's calls (Stats).
+	requests atomic.Int64
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -30,9 +32,8 @@ type Driver struct {
 // session is one login: on the BMC that was dialed, shared by the Driver
 // Dial returned and every Driver opened from it.
 type session struct {
-	bmc      *BMC // the BMC that holds the login
-	id       int
-	requests atomic.Int64
+	bmc *BMC // the BMC that holds the login
+	id  int
 
 	// Guarded by bmc.mu: the session is live (logged in, not closed, not
 	// expired) while open is set and epoch is bmc.expiries.
@@ -51,6 +52,7 @@ var (
 	_ bmc.BMCResetter        = (*Driver)(nil)
 	_ bmc.StatsReporter      = (*Driver)(nil)
 	_ bmc.SystemOpener       = (*Driver)(nil)
+	_ bmc.LastResetReader    = (*Driver)(nil)
 )
 
 // BMC returns the fake this session is on.
@@ -66,7 +68,7 @@ func (d *Driver) Session() int { return d.sess.id }
 func (d *Driver) do(ctx context.Context, m Method, args []any, op func() error) error {
 	b := d.bmc
 	call := Call{Method: m, Args: args, Session: d.sess.id, Time: b.clock.Now()}
-	d.sess.requests.Add(1)
+	d.requests.Add(1)
 	return d.finish(call, d.run(ctx, call), op)
 }
 
@@ -112,6 +114,8 @@ func opName(m Method) string {
 		return "reset BMC"
 	case MethodOpenSystem:
 		return "open system"
+	case MethodLastResetTime:
+		return "last reset time"
 	}
 	return string(m)
 }
@@ -255,11 +259,15 @@ func (d *Driver) Close(ctx context.Context) error {
 	return d.do(ctx, MethodClose, nil, func() error { return nil })
 }
 
-// Stats implements [bmc.StatsReporter]: every call on this session counts
-// as one request; the session counts one connection and one login. The
-// counts are the session's totals, over every driver sharing it.
+// Stats implements [bmc.StatsReporter]: every call on this driver counts as
+// one request; the driver that was dialed also counts the session's one
+// connection and one login. Drivers sharing a session ([Driver.OpenSystem])
+// each count their own calls, so their Stats add up to the session's.
 func (d *Driver) Stats() bmc.Stats {
-	return bmc.Stats{Requests: d.sess.requests.Load(), Connections: 1, Logins: 1}
+	if !d.owner {
+		return bmc.Stats{Requests: d.requests.Load()}
+	}
+	return bmc.Stats{Requests: d.requests.Load(), Connections: 1, Logins: 1}
 }
 
 // OpenSystem implements [bmc.SystemOpener]: it returns a Driver for the
@@ -468,6 +476,24 @@ func (d *Driver) ResetBMC(ctx context.Context, t bmc.BMCResetType) error {
 		}
 		return nil
 	})
+}
+
+// LastResetTime implements [bmc.LastResetReader]: when the server last
+// booted (came on from off, was cycled or reset; see [State]), on the BMC's
+// clock. Without [bmc.CapabilityLastResetTime] it fails with an error
+// wrapping [bmc.ErrNotSupported].
+func (d *Driver) LastResetTime(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	err := d.do(ctx, MethodLastResetTime, nil, func() error {
+		b := d.bmc
+		if b.lacks[bmc.CapabilityLastResetTime] {
+			return fmt.Errorf("reading the last reset time: %w", bmc.ErrNotSupported)
+		}
+		b.settle()
+		t = b.lastReset
+		return nil
+	})
+	return t, err
 }
 
 // checkMedia is called with b.mu held.

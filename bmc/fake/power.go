@@ -23,25 +23,30 @@ func (b *BMC) settle() {
 	for len(b.steps) > 0 && !now.Before(b.steps[0].end) {
 		s := b.steps[0]
 		b.steps = b.steps[1:]
-		b.land(s.after)
+		b.land(s.after, s.end)
 	}
 	if len(b.steps) == 0 {
 		b.steps = nil
 	}
 }
 
-// land sets the landed power state, counting a boot when the server comes on.
-func (b *BMC) land(s bmc.PowerState) {
+// land sets the landed power state at time at, counting a boot when the
+// server comes on.
+func (b *BMC) land(s bmc.PowerState, at time.Time) {
 	if s == bmc.PowerOn && b.power != bmc.PowerOn {
-		b.boot()
+		b.boot(at)
 	}
 	b.power = s
 }
 
-// boot records a boot from the override's device and consumes a one-time
-// override, as BMCs do.
-func (b *BMC) boot() {
+// boot records a boot at time at from the override's device and consumes a
+// one-time override, as BMCs do; at is the system's LastResetTime.
+func (b *BMC) boot(at time.Time) {
 	b.boots++
+	if !at.After(b.lastReset) {
+		at = b.lastReset.Add(time.Nanosecond) // later than the last, also on a clock that stands still
+	}
+	b.lastReset = at
 	b.lastBoot = bmc.BootDeviceDisk
 	if b.override.Device != bmc.BootDeviceNone && b.override.Device != "" {
 		b.lastBoot = b.override.Device
@@ -70,7 +75,7 @@ func (b *BMC) schedule(legs ...step) {
 		now = l.end
 		if d == 0 && len(b.steps) == 0 {
 			// Due now, as settle would find: land it without allocating.
-			b.land(l.after)
+			b.land(l.after, now)
 			continue
 		}
 		b.steps = append(b.steps, l)
@@ -139,7 +144,7 @@ func (b *BMC) setPower(a bmc.PowerAction) error {
 			return nil
 		}
 		// A warm reset keeps power on: the server reboots at once.
-		b.boot()
+		b.boot(b.clock.Now())
 	}
 	return nil
 }

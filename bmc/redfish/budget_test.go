@@ -249,7 +249,13 @@ func pollFleet(t *testing.T, n int, limit, rps float64, limitAfterOpen bool) fle
 		res.lags = append(res.lags, seen[i].Sub(landed))
 	}
 	slices.Sort(res.lags)
-	st := drivers[0].(bmc.StatsReporter).Stats()
+	var st bmc.Stats // the session's: every driver's share
+	for _, d := range drivers {
+		ds := d.(bmc.StatsReporter).Stats()
+		st.Requests += ds.Requests
+		st.Throttled += ds.Throttled
+		st.ThrottleWait += ds.ThrottleWait
+	}
 	res.overLimit, res.peakRate = srv.OverLimit(), srv.PeakRate()
 	res.requests, res.throttled, res.throttleWait = st.Requests, st.Throttled, st.ThrottleWait
 	return res

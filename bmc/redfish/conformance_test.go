@@ -141,6 +141,9 @@ func TestConformance(t *testing.T) {
 			suite: bmctest.Options{Unsupported: []bmctest.Capability{bmc.CapabilityBootHTTP}}},
 		{name: "NoUefiHttpTarget", cfg: redfishtest.Config{BootTargets: []string{"None", "Pxe", "Hdd", "Cd", "BiosSetup"}},
 			suite: bmctest.Options{Unsupported: []bmctest.Capability{bmc.CapabilityBootHTTP}}},
+		// A system without LastResetTime (many BMCs): bmc.ErrNotSupported.
+		{name: "NoLastResetTime", cfg: redfishtest.Config{NoLastResetTime: true},
+			suite: bmctest.Options{Unsupported: []bmctest.Capability{bmc.CapabilityLastResetTime}}},
 		// The BMC drops every request for 5 s (on a clock the suite
 		// advances 1 s per poll) after a Manager.Reset.
 		{name: "BMCResetDowntimeFakeClock", fakeClock: true, cfg: redfishtest.Config{BMCResetDowntime: 5 * time.Second}},

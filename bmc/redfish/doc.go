@@ -50,8 +50,10 @@
 // BootOverride are one GET of the system resource. SetPower is that GET plus
 // one POST (none when the server already is where the action leads).
 // SetBootOverride is one PATCH plus the read-back GET. OpenSystem is one GET.
-// [Driver.Stats] counts requests, TCP connections and logins of the session:
-// totals over every Driver sharing it. [Options.WrapTransport] wraps the
+// [Driver.Stats] counts the requests, TCP connections and logins of the
+// Driver's own calls: each Driver sharing a session counts its share, the
+// one Dial returned also the login and logout, and together they add up to
+// the session's traffic. [Options.WrapTransport] wraps the
 // HTTP transport (tracing, extra headers); it sees every request, logins and
 // logouts included, with the ctx of the call that made it.
 //

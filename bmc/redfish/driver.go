@@ -28,9 +28,13 @@ import (
 type Driver struct {
 	s     *session
 	owner bool // Close ends the session
-	log   logr.Logger
-	ep    bmc.Endpoint
-	epStr string
+	// counts is what this Driver's calls cost (Stats): the session's
+	// owner counts for Dial's Driver, counts of its own for one opened
+	// with OpenSystem.
+	counts *counts
+	log    logr.Logger
+	ep     bmc.Endpoint
+	epStr  string
 
 	mu        sync.Mutex
 	closed    atomic.Bool // written under mu
@@ -53,6 +57,7 @@ var (
 	_ bmc.BMCResetter        = (*Driver)(nil)
 	_ bmc.StatsReporter      = (*Driver)(nil)
 	_ bmc.SystemOpener       = (*Driver)(nil)
+	_ bmc.LastResetReader    = (*Driver)(nil)
 )
 
 // EmulateBootOnce reports Options.EmulateBootOnce, or the address's
@@ -62,8 +67,12 @@ var (
 func (d *Driver) EmulateBootOnce() bool { return d.s.opts.EmulateBootOnce }
 
 func newDriver(s *session, ep bmc.Endpoint, owner bool) *Driver {
+	c := &s.wire.owner
+	if !owner {
+		c = new(counts)
+	}
 	return &Driver{
-		s: s, owner: owner, log: s.log.WithValues("bmc", ep.String()), ep: ep, epStr: ep.String(),
+		s: s, owner: owner, counts: c, log: s.log.WithValues("bmc", ep.String()), ep: ep, epStr: ep.String(),
 		refused:   map[string]bool{},
 		mediaURIs: map[string]string{},
 	}
@@ -72,6 +81,7 @@ func newDriver(s *session, ep bmc.Endpoint, owner bool) *Driver {
 func dial(ctx context.Context, opts Options, tlsCfg *tls.Config, budgets *budget.Set, log logr.Logger, ep bmc.Endpoint, creds bmc.Credentials) (*Driver, error) {
 	s := newSession(opts, tlsCfg, budgets, log, ep, creds)
 	d := newDriver(s, ep, true)
+	ctx = withCounts(ctx, d.counts)
 	if err := s.connect(ctx, d.logger(ctx)); err != nil {
 		s.abandon()
 		return nil, d.dialErr(d.opErr("dial", err))
@@ -178,27 +188,22 @@ func (d *Driver) Close(ctx context.Context) error {
 	}
 	d.closed.Store(true)
 	if d.owner {
-		d.s.close(ctx, d.logger(ctx))
+		d.s.close(withCounts(ctx, d.counts), d.logger(ctx)) // the logout counts toward the owner
 	}
 	return nil
 }
 
-// Stats reports the requests, connections and logins of the driver's
-// session, whatever their outcome (failed calls, retries and redirects
-// included; after Close, the logout too), and how many of its requests waited for the endpoint's request
-// budget and for how long (Options.RequestsPerSecond): totals over every
-// driver sharing the session (see [Driver.OpenSystem]), not this system's
-// share.
-func (d *Driver) Stats() bmc.Stats {
-	w := d.s.wire
-	return bmc.Stats{
-		Requests:     w.requests.Load(),
-		Connections:  w.connections.Load(),
-		Logins:       w.logins.Load(),
-		Throttled:    w.throttle.Throttled(),
-		ThrottleWait: w.throttle.ThrottleWait(),
-	}
-}
+// Stats reports the requests, connections and logins of this driver's
+// calls, whatever their outcome (failed calls, retries and redirects
+// included), and how many of its requests waited for the endpoint's request
+// budget and for how long (Options.RequestsPerSecond). On drivers that share
+// a session it is each driver's own share (see [Driver.OpenSystem]): a
+// request counts toward the driver whose call sent it, a re-login toward
+// the driver whose request the BMC rejected, a TCP connection toward the
+// request that opened it, and the driver Dial returned also counts the
+// session's login and (after Close) its logout. So the Stats of every driver
+// on a session add up to the session's traffic.
+func (d *Driver) Stats() bmc.Stats { return d.counts.stats() }
 
 // begin locks the driver for one operation.
 func (d *Driver) begin() (func(), error) {
@@ -220,6 +225,7 @@ func (d *Driver) begin() (func(), error) {
 // ErrUnauthorized. Transient failures are retried when idempotent.
 func (d *Driver) do(ctx context.Context, idempotent bool, fn func(c *gofish.APIClient) error) error {
 	s := d.s
+	ctx = withCounts(ctx, d.counts) // what it sends counts toward d
 	if !idempotent {
 		// An action (reset, PATCH, media): the last read no longer shows
 		// the system as it is, whether or not the request succeeds.

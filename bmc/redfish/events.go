@@ -62,6 +62,7 @@ func (d *Driver) WatchPower(ctx context.Context, notify func(bmc.PowerEvent)) (f
 	if d.s.opts.NoEventStream {
 		return nil, d.opErr("watch power", fmt.Errorf("the event stream is turned off (Options.NoEventStream): %w", bmc.ErrNotSupported))
 	}
+	ctx = withCounts(ctx, d.counts) // opening the stream counts toward d
 	d.mu.Lock()
 	sys := strings.TrimSuffix(d.systemURI, "/")
 	d.mu.Unlock()
@@ -278,7 +279,7 @@ type streamTransport struct {
 
 func (t *streamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	w := t.w
-	if err := w.throttle.Wait(req.Context(), w.budget); err != nil {
+	if err := w.turn(req.Context()); err != nil {
 		return nil, err
 	}
 	w.mu.Lock()
@@ -288,7 +289,7 @@ func (t *streamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		req.Header.Set(header, value)
 	}
-	w.requests.Add(1)
+	w.sent(req.Context())
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		t.base.CloseIdleConnections()

@@ -99,3 +99,42 @@ func BenchmarkFenceWindow(b *testing.B) {
 	b.ReportMetric(us(w[len(w)*99/100]), "window-p99-µs")
 	b.ReportMetric(us(w[len(w)-1]), "window-max-µs")
 }
+
+// The event stream's opening request takes the fence too (it has a
+// transport of its own).
+func TestFencedEventStreamIsNotOpened(t *testing.T) {
+	srv, drv := dialSim(t, redfishtest.Config{EventStream: true}, testOptions(), "1", false)
+	// A first watch, unfenced, finds the stream's URI; the BMC then breaks
+	// the stream, so the next watch opens one through the stream's own
+	// transport.
+	ended := make(chan struct{})
+	var once sync.Once
+	stop, err := drv.WatchPower(context.Background(), func(ev bmc.PowerEvent) {
+		if ev.Err != nil {
+			once.Do(func() { close(ended) })
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.BreakEventStreams()
+	select {
+	case <-ended:
+	case <-time.After(time.Minute):
+		t.Fatal("the broken stream was not reported")
+	}
+	stop()
+	ctx := bmc.WithFence(context.Background(), &switchFence{closed: true})
+	srv.ClearRequests()
+	stop, err = drv.WatchPower(ctx, func(bmc.PowerEvent) {})
+	if err == nil {
+		stop()
+		t.Fatal("WatchPower under a closed fence opened a stream")
+	}
+	if !errors.Is(err, bmc.ErrFenced) {
+		t.Fatalf("WatchPower under a closed fence: %v, want ErrFenced", err)
+	}
+	if reqs := srv.Requests(); len(reqs) != 0 {
+		t.Fatalf("the BMC received %d requests:\n%s", len(reqs), trace(reqs))
+	}
+}

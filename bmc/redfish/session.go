@@ -210,7 +210,7 @@ func (s *session) createSession(ctx context.Context, log logr.Logger) error {
 		return nil
 	}
 	s.wire.setToken(token)
-	s.wire.logins.Add(1)
+	s.wire.countsFor(ctx).logins.Add(1)
 	s.mu.Lock()
 	s.sessionURI = pathOf(location)
 	s.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/stmcginnis/gofish"
 
@@ -161,4 +162,46 @@ func (d *Driver) PowerState(ctx context.Context) (bmc.PowerState, error) {
 		return bmc.PowerUnknown, d.opErr("read power state", err)
 	}
 	return powerState(doc.PowerState), nil
+}
+
+// LastResetTime implements [bmc.LastResetReader]: the system's
+// LastResetTime (when it last came out of a reset or booted), in the BMC's
+// clock. One GET of the system resource, or none when the driver read it in
+// the same job step since its last action (bmc.ReadScope): a read made after
+// the last action is as good as a new one. A system that does not report it
+// (the property is missing or empty, as on many BMCs) gives an error wrapping
+// [bmc.ErrNotSupported].
+func (d *Driver) LastResetTime(ctx context.Context) (time.Time, error) {
+	done, err := d.begin()
+	if err != nil {
+		return time.Time{}, d.opErr("read last reset time", err)
+	}
+	defer done()
+	doc, err := d.recentSystem(ctx)
+	if err != nil {
+		return time.Time{}, d.opErr("read last reset time", err)
+	}
+	v := strings.TrimSpace(doc.LastResetTime)
+	if v == "" {
+		return time.Time{}, d.opErr("read last reset time", fmt.Errorf("the system %s reports no LastResetTime: %w", d.systemURI, bmc.ErrNotSupported))
+	}
+	t, err := parseDateTime(v)
+	if err != nil {
+		return time.Time{}, d.opErr("read last reset time", bmc.Permanent(fmt.Errorf("the system's LastResetTime %q is not a date and time: %w", v, err)))
+	}
+	return t, nil
+}
+
+// parseDateTime parses a Redfish DateTimeOffset ("2026-12-02T10:20:30+00:00",
+// with or without a fraction of a second), and tolerates a value without an
+// offset (taken as UTC), which some BMCs send.
+func parseDateTime(v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err == nil {
+		return t, nil
+	}
+	if t2, err2 := time.Parse("2006-01-02T15:04:05.999999999", v); err2 == nil {
+		return t2, nil
+	}
+	return time.Time{}, err
 }

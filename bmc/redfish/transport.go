@@ -30,10 +30,11 @@ type wire struct {
 	base   *http.Transport
 	budget *budget.Budget // shared by every session to the endpoint; nil: unlimited
 
-	requests    atomic.Int64
-	connections atomic.Int64
-	logins      atomic.Int64
-	throttle    budget.Counter // requests that waited for the budget, and how long
+	// owner is what the Driver that owns the session (Dial's) counts: its
+	// own system's requests, the login and the logout, and any request
+	// made outside a Driver's call. Each Driver opened with OpenSystem
+	// counts its own (Driver.counts).
+	owner counts
 
 	mu       sync.Mutex
 	header   string // "X-Auth-Token" or "Authorization"
@@ -41,6 +42,63 @@ type wire struct {
 	noAuth   string // POST to this path goes without auth (session creation)
 	rootBody []byte
 }
+
+// counts is what one Driver's calls cost on the wire. A request counts
+// toward the Driver whose call made it, which the call's ctx names
+// (withCounts); so the counts of the Drivers sharing a session add up to the
+// session's traffic, and each Driver's Stats is its own share.
+type counts struct {
+	requests    atomic.Int64
+	connections atomic.Int64
+	logins      atomic.Int64
+	throttle    budget.Counter // requests that waited for the budget, and how long
+}
+
+func (c *counts) stats() bmc.Stats {
+	return bmc.Stats{
+		Requests:     c.requests.Load(),
+		Connections:  c.connections.Load(),
+		Logins:       c.logins.Load(),
+		Throttled:    c.throttle.Throttled(),
+		ThrottleWait: c.throttle.ThrottleWait(),
+	}
+}
+
+type countsKey struct{}
+
+// withCounts returns ctx naming c as the counts its requests go to.
+func withCounts(ctx context.Context, c *counts) context.Context {
+	if cur, _ := ctx.Value(countsKey{}).(*counts); cur == c {
+		return ctx
+	}
+	return context.WithValue(ctx, countsKey{}, c)
+}
+
+// countsFor is the counts a request made under ctx goes to: its Driver's,
+// or the session owner's for a request made outside any Driver's call.
+func (w *wire) countsFor(ctx context.Context) *counts {
+	if c, _ := ctx.Value(countsKey{}).(*counts); c != nil {
+		return c
+	}
+	return &w.owner
+}
+
+// wait takes the request's turn in the endpoint's budget, counting a wait
+// toward the request's Driver.
+// turn waits for a request's turn in the endpoint's budget, then asks the
+// fence (bmc.Admit) whether it may go out: the last check before the
+// request is handed to a connection, so a pause anywhere before it, the
+// budget's wait included, is caught. Every request of a session takes it
+// (wire and the event stream's transport).
+func (w *wire) turn(ctx context.Context) error {
+	if err := w.countsFor(ctx).throttle.Wait(ctx, w.budget); err != nil {
+		return err
+	}
+	return bmc.Admit(ctx)
+}
+
+// sent counts a request toward its Driver.
+func (w *wire) sent(ctx context.Context) { w.countsFor(ctx).requests.Add(1) }
 
 func newWire(tlsCfg *tls.Config, connectTimeout time.Duration, maxConns int, bg *budget.Budget) *wire {
 	w := &wire{budget: bg}
@@ -50,7 +108,9 @@ func newWire(tlsCfg *tls.Config, connectTimeout time.Duration, maxConns int, bg 
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := dialer.DialContext(ctx, network, addr)
 			if err == nil {
-				w.connections.Add(1)
+				// The request that needed the connection: net/http dials
+				// with its ctx's values.
+				w.countsFor(ctx).connections.Add(1)
 			}
 			return c, err
 		},
@@ -103,18 +163,9 @@ func (w *wire) CloseIdleConnections() { w.base.CloseIdleConnections() }
 // turn in the endpoint's budget, within the request's ctx (so the wait
 // counts against RequestTimeout), before it takes a connection.
 func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
-	if err := w.throttle.Wait(req.Context(), w.budget); err != nil {
+	if err := w.turn(req.Context()); err != nil {
 		if req.Body != nil {
 			_ = req.Body.Close() // RoundTrip must close it, even on error
-		}
-		return nil, err
-	}
-	// The fence (bmc.Admit) is asked last, right before the request is
-	// handed to the connection: a pause anywhere before this point, the
-	// budget wait included, is caught here.
-	if err := bmc.Admit(req.Context()); err != nil {
-		if req.Body != nil {
-			_ = req.Body.Close()
 		}
 		return nil, err
 	}
@@ -126,7 +177,7 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		req.Header.Set(header, value)
 	}
-	w.requests.Add(1)
+	w.sent(req.Context())
 	resp, err := w.base.RoundTrip(req)
 	if err != nil || req.Method != http.MethodGet || resp.StatusCode != http.StatusOK {
 		return resp, err

@@ -25,11 +25,6 @@ import (
 // submission order, whichever replica they were submitted through. It uses
 // fake BMCs. Run it on your own storage.Store to check that it can carry
 // several replicas; bmckit runs it on memstore and PostgreSQL.
-//
-// Three live runners share one store: every job runs exactly once (no task
-// sent twice), no BMC ever has two sessions at once, and jobs on one system
-// run one after another (no interleaving), in submission order, whichever
-// replica they were submitted through.
 func Replicas(t testing.TB, store storage.Store) {
 	t.Helper()
 	fleet := fake.NewFleet()

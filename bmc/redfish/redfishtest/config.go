@@ -171,6 +171,11 @@ type Config struct {
 	// Defaults to false: Boot has HttpBootUri and UEFI HTTP boot works
 	// (UefiHttp is among the default BootTargets).
 	NoHTTPBootURI bool
+	// NoLastResetTime leaves LastResetTime out of the system, as on BMCs
+	// that do not report when the system last reset. Defaults to false: the
+	// system reports the time it last came on from off, or was cycled or
+	// reset (fractional seconds, on Clock), or when the simulator started.
+	NoLastResetTime bool
 	// BootOnce selects what happens to one-time overrides. Defaults to
 	// BootOnceHonoured.
 	BootOnce BootOnceMode

@@ -503,6 +503,9 @@ func (s *Server) getSystem(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Media == MediaUnderSystem {
 		doc["VirtualMedia"] = link(uri + "/VirtualMedia")
 	}
+	if !s.cfg.NoLastResetTime {
+		doc["LastResetTime"] = sys.lastReset.UTC().Format(lastResetLayout)
+	}
 	writeJSON(w, http.StatusOK, etag, doc)
 }
 
@@ -523,6 +526,11 @@ func (s *Server) resetActionInfo(w http.ResponseWriter, r *http.Request) {
 		"Parameters": []any{map[string]any{"Name": "ResetType", "Required": true, "DataType": "String", "AllowableValues": s.cfg.ResetTypes}},
 	})
 }
+
+// lastResetLayout formats LastResetTime as Redfish DateTimeOffset values
+// look ("2026-12-02T10:20:30.5+00:00"), with the fraction of a second a
+// change right after another needs to show.
+const lastResetLayout = "2006-01-02T15:04:05.999999999-07:00"
 
 var bootFields = []string{"BootSourceOverrideTarget", "BootSourceOverrideEnabled", "BootSourceOverrideMode"}
 

@@ -103,10 +103,11 @@ type system struct {
 	httpBootURI                       string
 	revertAt                          time.Time
 
-	boots   int
-	resets  map[string]int
-	dropped int
-	media   []*media
+	boots     int
+	lastReset time.Time // LastResetTime: the last boot, or the simulator's start
+	resets    map[string]int
+	dropped   int
+	media     []*media
 }
 
 type media struct {
@@ -130,6 +131,9 @@ type SystemState struct {
 	HTTPBootURI string
 	// Boots counts how often the server started (off-to-on, restarts, cycles).
 	Boots int
+	// LastResetTime is when it last started (or the simulator's start), as
+	// the system's LastResetTime reports it.
+	LastResetTime time.Time
 	// Resets counts accepted reset requests by ResetType.
 	Resets map[string]int
 	// Dropped counts reset requests silently dropped during a pending change.
@@ -167,7 +171,7 @@ func start(cfg Config, useTLS bool) *Server {
 	}
 	s.rate.setLimit(cfg.RequestLimit)
 	for i := 1; i <= cfg.Systems; i++ {
-		sys := &system{id: strconv.Itoa(i), uuid: SystemUUID(i), power: "Off", etag: 1,
+		sys := &system{id: strconv.Itoa(i), uuid: SystemUUID(i), power: "Off", etag: 1, lastReset: cfg.Clock.Now(),
 			bootTarget: "None", bootEnabled: "Disabled", bootMode: "UEFI", resets: map[string]int{}}
 		if cfg.Media == MediaUnderSystem {
 			sys.media = newMediaSet()
@@ -348,7 +352,7 @@ func (s *Server) System(id string) SystemState {
 	}
 	s.settle(sys)
 	st := SystemState{ID: sys.id, UUID: sys.uuid, Power: sys.power, BootTarget: sys.bootTarget,
-		BootEnabled: sys.bootEnabled, BootMode: sys.bootMode, HTTPBootURI: sys.httpBootURI, Boots: sys.boots, Dropped: sys.dropped,
+		BootEnabled: sys.bootEnabled, BootMode: sys.bootMode, HTTPBootURI: sys.httpBootURI, Boots: sys.boots, LastResetTime: sys.lastReset, Dropped: sys.dropped,
 		Resets: map[string]int{}}
 	if sys.pending != nil {
 		st.Pending = sys.pending.target
@@ -432,6 +436,13 @@ func (s *Server) land(sys *system, p *pendingChange) {
 	sys.etag++
 	if booted {
 		sys.boots++
+		// Each start reports a later time, also on a clock that stands
+		// still (a fake clock, an instant change right after another).
+		prev := sys.lastReset
+		sys.lastReset = p.landAt
+		if !sys.lastReset.After(prev) {
+			sys.lastReset = prev.Add(time.Nanosecond)
+		}
 		if sys.bootEnabled == "Once" {
 			sys.bootEnabled, sys.bootTarget = "Disabled", "None"
 		}
