@@ -94,6 +94,13 @@ type replicaRunState struct {
 // after reqLogSlowDelay.
 func newReplicaHarness(t *testing.T, mode string, replicas int, slow float64) *replicaHarness {
 	dsn := pgtest.DSN(t)
+	if s := os.Getenv(envReqLogSlow); s != "" {
+		var err error
+		if slow, err = strconv.ParseFloat(s, 64); err != nil || slow < 0 || slow > 1 {
+			t.Fatalf("%s=%q: want a fraction", envReqLogSlow, s)
+		}
+		t.Logf("%s=%s: %v of the actions are answered after %v", envReqLogSlow, s, slow, reqLogSlowDelay)
+	}
 	seed := time.Now().UnixNano()
 	if s := os.Getenv(envReqLogSeed); s != "" {
 		var err error
@@ -655,9 +662,9 @@ func (h *replicaHarness) runAll(want int, disturb func(name string) disturbance)
 		r := h.run(i, disturb)
 		tt.add(i, r)
 		f := r.findings
-		h.t.Logf("run %d: %s disturbed %v after the start holding %d started jobs (%v); %d requests (%d untagged), takeovers %d, stale %d (disturbed replica %d), in the lapsed window %d (+%d untagged), sent for its held jobs after it resumed %d; interleavings %d, reorders %d, re-sent %d; %v",
+		h.t.Logf("run %d: %s disturbed %v after the start holding %d started jobs (%v); %d requests (%d untagged), takeovers %d, stale %d (disturbed replica %d), in the lapsed window %d (+%d untagged), sent for its held jobs after it resumed %d, waits over %v for a connection %d; interleavings %d, reorders %d, re-sent %d; %v",
 			i, r.d.Replica, r.after.Round(time.Millisecond), len(r.d.Held), r.d.Ended.Sub(r.d.Began).Round(time.Millisecond),
-			f.Requests, f.Untagged, f.Takeovers, f.Stale, f.StaleFromDisturbed, f.InWindow, f.InWindowUntagged, f.ResumedForHeld,
+			f.Requests, f.Untagged, f.Takeovers, f.Stale, f.StaleFromDisturbed, f.InWindow, f.InWindowUntagged, f.ResumedForHeld, connWaitReported, len(r.d.ConnWaits),
 			r.sched.Interleavings, r.sched.Reorders, r.sched.Resent, r.took.Round(time.Millisecond))
 	}
 	return tt
