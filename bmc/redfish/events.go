@@ -289,6 +289,7 @@ func (t *streamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		req.Header.Set(header, value)
 	}
+	req = fenceAtConn(req)
 	w.sent(req.Context())
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {

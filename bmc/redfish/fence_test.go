@@ -62,7 +62,7 @@ func TestFencedRequestsNeverReachTheBMC(t *testing.T) {
 }
 
 // BenchmarkFenceWindow measures the window a pause can still use: from the
-// fence's admission of a request (bmc.Admit in the transport) to the
+// fence's last admission of a request (bmc.Admit at the socket) to the
 // request's arrival at the simulator over loopback, for status reads on a
 // kept-alive connection. Reported as window-p50/p99/max in µs.
 func BenchmarkFenceWindow(b *testing.B) {
@@ -86,12 +86,14 @@ func BenchmarkFenceWindow(b *testing.B) {
 	}
 	b.StopTimer()
 	reqs := srv.Requests()
-	if len(reqs) != len(f.admitted) {
-		b.Fatalf("%d requests arrived, %d admitted", len(reqs), len(f.admitted))
+	// Two admissions per request: the transport's, then the socket's
+	// (fencedconn.go), the last before the bytes are written.
+	if 2*len(reqs) != len(f.admitted) {
+		b.Fatalf("%d requests arrived, %d admissions (want 2 each)", len(reqs), len(f.admitted))
 	}
 	w := make([]time.Duration, len(reqs))
 	for i := range reqs {
-		w[i] = reqs[i].Time.Sub(f.admitted[i])
+		w[i] = reqs[i].Time.Sub(f.admitted[2*i+1])
 	}
 	slices.Sort(w)
 	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -136,5 +138,49 @@ func TestFencedEventStreamIsNotOpened(t *testing.T) {
 	}
 	if reqs := srv.Requests(); len(reqs) != 0 {
 		t.Fatalf("the BMC received %d requests:\n%s", len(reqs), trace(reqs))
+	}
+}
+
+// lapsingFence admits its first request and nothing after: a lease that
+// lapses between the transport's check and the socket (a request waiting
+// for a connection of the session, or for its dial).
+type lapsingFence struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (f *lapsingFence) Admit() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	if f.n == 1 {
+		return nil
+	}
+	return fmt.Errorf("test fence lapsed: %w", bmc.ErrFenced)
+}
+
+// The fence is asked again at the socket: a request admitted by the
+// transport whose lease lapses before its bytes are written is never
+// written, over plain HTTP and over TLS (the check sits under TLS).
+func TestFenceCheckedAgainAtTheSocket(t *testing.T) {
+	for _, tlsServer := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tls=%v", tlsServer), func(t *testing.T) {
+			srv, drv := dialSim(t, redfishtest.Config{}, testOptions(), "1", tlsServer)
+			srv.ClearRequests()
+			f := &lapsingFence{}
+			_, err := drv.PowerState(bmc.WithFence(context.Background(), f))
+			if !errors.Is(err, bmc.ErrFenced) {
+				t.Fatalf("PowerState whose lease lapsed before the write: %v, want ErrFenced", err)
+			}
+			if f.n < 2 {
+				t.Fatalf("the fence was asked %d times; want the transport's and the socket's", f.n)
+			}
+			if reqs := srv.Requests(); len(reqs) != 0 {
+				t.Fatalf("the BMC received %d requests:\n%s", len(reqs), trace(reqs))
+			}
+			if _, err := drv.PowerState(context.Background()); err != nil {
+				t.Fatalf("the session afterwards: %v", err)
+			}
+		})
 	}
 }

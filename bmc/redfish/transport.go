@@ -107,12 +107,13 @@ func newWire(tlsCfg *tls.Config, connectTimeout time.Duration, maxConns int, bg 
 		Proxy: http.ProxyFromEnvironment,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := dialer.DialContext(ctx, network, addr)
-			if err == nil {
-				// The request that needed the connection: net/http dials
-				// with its ctx's values.
-				w.countsFor(ctx).connections.Add(1)
+			if err != nil {
+				return nil, err
 			}
-			return c, err
+			// The request that needed the connection: net/http dials with
+			// its ctx's values.
+			w.countsFor(ctx).connections.Add(1)
+			return &fencedConn{Conn: c}, nil // fencedconn.go
 		},
 		TLSClientConfig:     tlsCfg.Clone(),
 		TLSHandshakeTimeout: connectTimeout,
@@ -177,6 +178,7 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		req.Header.Set(header, value)
 	}
+	req = fenceAtConn(req) // the fence again at the socket (fencedconn.go)
 	w.sent(req.Context())
 	resp, err := w.base.RoundTrip(req)
 	if err != nil || req.Method != http.MethodGet || resp.StatusCode != http.StatusOK {
