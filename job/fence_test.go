@@ -2,7 +2,9 @@ package job_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -254,4 +256,88 @@ type hangingLocker struct {
 func (h *hangingLocker) Lock(ctx context.Context, system, holder string) (time.Duration, error) {
 	h.during()
 	return h.SystemLocker.Lock(ctx, system, holder)
+}
+
+// casObj is a host's object stored by compare-and-swap (an optimistic
+// lock): a persist from a copy read at an older revision fails.
+type casObj struct {
+	mu   sync.Mutex
+	data []byte
+	rev  int
+}
+
+func (o *casObj) load(t *testing.T) (*job.Job, func(context.Context, *job.Job) error) {
+	t.Helper()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var j job.Job
+	require.NoError(t, json.Unmarshal(o.data, &j))
+	rev := o.rev
+	return &j, func(_ context.Context, j *job.Job) error {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.rev != rev {
+			return fmt.Errorf("conflict: stored at %d, copy read at %d", o.rev, rev)
+		}
+		b, err := json.Marshal(j)
+		if err != nil {
+			return err
+		}
+		o.data, o.rev, rev = b, o.rev+1, o.rev+1
+		return nil
+	}
+}
+
+// A controller replica stepping a stale copy of a job that another replica
+// completed and unlocked meanwhile takes the free system for it, and must
+// not act: it stores the job first (LockTaker), its compare-and-swap fails,
+// and the BMC hears nothing from it.
+func TestStaleCopyOfACompletedJobDoesNotAct(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(t0)
+	store := memstore.New()
+	b := fake.New(fake.Options{Power: bmc.PowerOff, Clock: clk, PowerTransition: 2 * time.Second})
+	newReplica := func(owner string) *job.Stepper {
+		s, err := job.NewStepper(job.StepperConfig{Dialer: b, Clock: clk,
+			Locks: job.NewStoreLocker(store, job.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk, Owner: owner})})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close(ctx) })
+		return s
+	}
+	a, c := newReplica("replica-a"), newReplica("replica-c")
+	obj := &casObj{}
+	first, _ := json.Marshal(newJob(powerOn))
+	obj.data = first
+
+	// a starts the job (power on sent, waiting for it to land) and keeps
+	// its copy; then it stops stepping.
+	j, persist := obj.load(t)
+	_, err := a.Step(ctx, j, persist)
+	require.NoError(t, err)
+	stale, stalePersist := obj.load(t)
+	require.Equal(t, task.PhaseRequested, stale.Status.Tasks[0].Phase)
+
+	// c takes over after the lease and completes the job.
+	clk.Advance(time.Minute)
+	for n := 0; n < 50; n++ {
+		j, persist := obj.load(t)
+		if j.Completed() {
+			break
+		}
+		res, err := c.Step(ctx, j, persist)
+		require.NoError(t, err)
+		clk.Advance(max(res.RequeueAfter, time.Millisecond))
+	}
+	done, _ := obj.load(t)
+	assertCompleted(t, done, conditions.ResultSucceeded)
+	info, err := job.ReadLock(ctx, store, sysA)
+	require.NoError(t, err)
+	require.Empty(t, info.Holder, "unlocked at completion")
+
+	// a steps its stale copy: the system is free, so it takes it...
+	calls := len(b.Calls())
+	_, err = a.Step(ctx, stale, stalePersist)
+	require.Error(t, err, "a stale copy must fail at the confirming write")
+	assert.Contains(t, err.Error(), "conflict")
+	assert.Equal(t, calls, len(b.Calls()), "no BMC call for a completed job")
 }

@@ -266,32 +266,41 @@ func leaseMargin(lease time.Duration) time.Duration { return lease / 6 }
 // Lock implements SystemLocker. A lock renewed less than a third of a lease
 // ago is not written again.
 func (l *StoreLocker) Lock(ctx context.Context, system, holder string) (time.Duration, error) {
+	d, _, err := l.TakeLock(ctx, system, holder)
+	return d, err
+}
+
+// TakeLock implements [LockTaker]: Lock, reporting whether this call took
+// the system anew (it was free, released, or another process's) rather
+// than renewing this process's live lock for holder.
+func (l *StoreLocker) TakeLock(ctx context.Context, system, holder string) (time.Duration, bool, error) {
 	now := l.t.clock.Now()
 	l.mu.Lock()
 	h, ok := l.valid[system]
 	l.mu.Unlock()
 	if ok && h.holder == holder && h.until.Sub(now) > l.lease-leaseMargin(l.lease)-l.lease/3 {
-		return h.until.Sub(now), nil
+		return h.until.Sub(now), false, nil
 	}
 	cur, rev, err := l.t.read(ctx, system)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if busy := l.busy(system, cur, rev, holder); busy != nil {
-		return 0, busy
+		return 0, false, busy
 	}
+	renewal := cur.Holder == holder && cur.Owner == l.owner && l.t.ours(cur)
 	n, err := l.t.write(ctx, system, lockRecord{Holder: holder, Owner: l.owner}, rev, l.lease)
 	if lostRace(err) {
-		return 0, &BusyError{System: system, Holder: "(changed meanwhile)"}
+		return 0, false, &BusyError{System: system, Holder: "(changed meanwhile)"}
 	}
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	until := now.Add(l.lease - leaseMargin(l.lease))
 	l.mu.Lock()
 	l.valid[system] = heldLock{holder: holder, rev: n, until: until}
 	l.mu.Unlock()
-	return until.Sub(now), nil
+	return until.Sub(now), !renewal, nil
 }
 
 // busy says why holder may not take system's lock cur (at revision rev)
@@ -342,6 +351,23 @@ func (l *StoreLocker) Unlock(ctx context.Context, system, holder string) error {
 	})
 	return err
 }
+
+// LockTaker is an optional [SystemLocker] capability, found by type
+// assertion: TakeLock is Lock that also reports whether the call took the
+// system anew (it was free, released, or held by another process) rather
+// than renewing this process's live lock for holder. When it took it, the
+// Stepper stores the job (persist) before its first BMC call of a job that
+// has started: a controller replica stepping a stale copy of a job (one that
+// another replica completed and unlocked meanwhile) fails at that write, a
+// compare-and-swap where the host's persist is one (an optimistic lock),
+// instead of acting on the BMC for a finished job. Without it, a taken lock
+// cannot be told from a renewal, and a stale copy whose next action needs no
+// write first (a poll, a retry) reaches the BMC. [StoreLocker] implements it.
+type LockTaker interface {
+	TakeLock(ctx context.Context, system, holder string) (validFor time.Duration, taken bool, err error)
+}
+
+var _ LockTaker = (*StoreLocker)(nil)
 
 // NoLocking is the StepperConfig.Locks of a host that keeps two jobs, and
 // two processes, off one system by other means, and says so: Step then

@@ -320,7 +320,14 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 		// The lock's validity counts from before the call: whatever the
 		// locker took to answer (a store that hung) is already spent.
 		asked := r.s.cfg.Clock.Now()
-		validFor, err := locks.Lock(ctx, ep.SystemKey(), j.Name)
+		var validFor time.Duration
+		var taken bool
+		var err error
+		if lt, ok := locks.(LockTaker); ok {
+			validFor, taken, err = lt.TakeLock(ctx, ep.SystemKey(), j.Name)
+		} else {
+			validFor, err = locks.Lock(ctx, ep.SystemKey(), j.Name)
+		}
 		if errors.Is(err, ErrSystemBusy) {
 			r.log.V(1).Info("system held by another job or process; waiting", "error", err.Error())
 			return StepResult{RequeueAfter: r.s.cfg.LockRetryInterval, Waiting: true}, nil
@@ -338,6 +345,16 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 		var cancel context.CancelFunc
 		ctx, cancel = fencedCtx(ctx, f)
 		defer cancel()
+		if taken && !fresh {
+			// The system was taken anew for a job that has started: store
+			// the job first, so a stale copy (completed and unlocked by
+			// another replica meanwhile) fails here, at the host's
+			// compare-and-swap, before any BMC call (LockTaker). A fresh
+			// job's first write (its intent) comes first anyway.
+			if err := r.persist(ctx, j); err != nil {
+				return StepResult{}, fmt.Errorf("confirming job %q before acting on system %s it just locked: %w", j.Name, ep.SystemKey(), err)
+			}
+		}
 	}
 	if fresh {
 		if res, done, err := r.initialize(ctx); done {

@@ -110,7 +110,10 @@ type renewal struct {
 	sent   time.Time
 }
 
-var _ job.SystemLocker = (*LeaseLocker)(nil)
+var (
+	_ job.SystemLocker = (*LeaseLocker)(nil)
+	_ job.LockTaker    = (*LeaseLocker)(nil)
+)
 
 // NewLeaseLocker returns a LeaseLocker writing Leases through c.
 func NewLeaseLocker(c client.Client, cfg LeaseLockerConfig) (*LeaseLocker, error) {
@@ -152,12 +155,21 @@ func (l *LeaseLocker) identity(holder string) string { return holder + "@" + l.o
 
 // Lock implements job.SystemLocker.
 func (l *LeaseLocker) Lock(ctx context.Context, system, holder string) (time.Duration, error) {
+	d, _, err := l.TakeLock(ctx, system, holder)
+	return d, err
+}
+
+// TakeLock implements job.LockTaker: Lock, reporting whether the Lease was
+// taken anew (created, released, or taken over) rather than renewed by
+// this replica for holder, so the Stepper confirms its copy of the job
+// with a write before it acts.
+func (l *LeaseLocker) TakeLock(ctx context.Context, system, holder string) (time.Duration, bool, error) {
 	now := l.clock.Now()
 	l.mu.Lock()
 	last, ok := l.renewals[system]
 	l.mu.Unlock()
 	if ok && last.holder == holder && now.Sub(last.sent) < l.lease/leaseRenewEveryDivisor {
-		return last.sent.Add(l.validity()).Sub(now), nil
+		return last.sent.Add(l.validity()).Sub(now), false, nil
 	}
 	id := l.identity(holder)
 	var lease coordinationv1.Lease
@@ -168,36 +180,37 @@ func (l *LeaseLocker) Lock(ctx context.Context, system, holder string) (time.Dur
 		sent := l.clock.Now()
 		if err := l.c.Create(ctx, &lease); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				return 0, &job.BusyError{System: system, Holder: "(taken meanwhile)"}
+				return 0, false, &job.BusyError{System: system, Holder: "(taken meanwhile)"}
 			}
-			return 0, fmt.Errorf("creating lease %s/%s for system %s: %w", l.ns, lease.Name, system, err)
+			return 0, false, fmt.Errorf("creating lease %s/%s for system %s: %w", l.ns, lease.Name, system, err)
 		}
-		return l.held(system, holder, sent), nil
+		return l.held(system, holder, sent), true, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("reading lease %s/%s of system %s: %w", l.ns, LeaseName(system), system, err)
+		return 0, false, fmt.Errorf("reading lease %s/%s of system %s: %w", l.ns, LeaseName(system), system, err)
 	}
 	cur := ""
 	if lease.Spec.HolderIdentity != nil {
 		cur = *lease.Spec.HolderIdentity
 	}
+	renewal := cur == id
 	switch {
-	case cur == id:
+	case renewal:
 		lease.Spec.RenewTime = &metav1.MicroTime{Time: now}
 		lease.Spec.LeaseDurationSeconds = ptr(int32(l.lease / time.Second))
 	case cur == "" || l.expired(system, &lease, now):
 		l.take(&lease, id, now)
 	default:
-		return 0, &job.BusyError{System: system, Holder: cur}
+		return 0, false, &job.BusyError{System: system, Holder: cur}
 	}
 	sent := l.clock.Now()
 	if err := l.c.Update(ctx, &lease); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return 0, &job.BusyError{System: system, Holder: "(changed meanwhile)"}
+			return 0, false, &job.BusyError{System: system, Holder: "(changed meanwhile)"}
 		}
-		return 0, fmt.Errorf("updating lease %s/%s of system %s: %w", l.ns, lease.Name, system, err)
+		return 0, false, fmt.Errorf("updating lease %s/%s of system %s: %w", l.ns, lease.Name, system, err)
 	}
-	return l.held(system, holder, sent), nil
+	return l.held(system, holder, sent), !renewal, nil
 }
 
 func (l *LeaseLocker) newLease(system string) coordinationv1.Lease {
