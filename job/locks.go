@@ -362,7 +362,8 @@ func (l *StoreLocker) Unlock(ctx context.Context, system, holder string) error {
 // compare-and-swap where the host's persist is one (an optimistic lock),
 // instead of acting on the BMC for a finished job. Without it, a taken lock
 // cannot be told from a renewal, and a stale copy whose next action needs no
-// write first (a poll, a retry) reaches the BMC. [StoreLocker] implements it.
+// write first (a poll, a retry) reaches the BMC. [StoreLocker] implements it;
+// a wrapper around a locker must pass it through.
 type LockTaker interface {
 	TakeLock(ctx context.Context, system, holder string) (validFor time.Duration, taken bool, err error)
 }

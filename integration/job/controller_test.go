@@ -169,7 +169,14 @@ type relockReporter struct {
 }
 
 func (l relockReporter) Lock(ctx context.Context, system, holder string) (time.Duration, error) {
-	d, err := l.SystemLocker.Lock(ctx, system, holder)
+	d, _, err := l.TakeLock(ctx, system, holder)
+	return d, err
+}
+
+// TakeLock passes job.LockTaker through (a wrapper that hid it would keep
+// the Stepper from confirming a job before acting on a system it took).
+func (l relockReporter) TakeLock(ctx context.Context, system, holder string) (time.Duration, bool, error) {
+	d, taken, err := l.SystemLocker.(job.LockTaker).TakeLock(ctx, system, holder)
 	if err == nil {
 		if rec, gerr := l.store.Get(ctx, ctrlJobPrefix+holder); gerr == nil {
 			var j job.Job
@@ -178,5 +185,5 @@ func (l relockReporter) Lock(ctx context.Context, system, holder string) (time.D
 			}
 		}
 	}
-	return d, err
+	return d, taken, err
 }
