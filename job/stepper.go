@@ -901,7 +901,11 @@ func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, 
 	// until then cannot be overtaken by the next one. A failed unlock is
 	// retried by the next Step, which finds the job completed.
 	if locks := r.s.cfg.Locks; !isNoLocking(locks) && r.ep.Host != "" {
-		if err := locks.Unlock(context.WithoutCancel(ctx), r.ep.SystemKey(), j.Name); err != nil {
+		// Tried even when the step's ctx ended (the completion is stored),
+		// but bounded: a store that hangs must not hold the step.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+		defer cancel()
+		if err := locks.Unlock(uctx, r.ep.SystemKey(), j.Name); err != nil {
 			return StepResult{Done: true}, fmt.Errorf("job %q completed; unlocking its system: %w", j.Name, err)
 		}
 	}
@@ -919,6 +923,10 @@ func (r *stepRun) tick() time.Time {
 	}
 	return r.now
 }
+
+// unlockTimeout bounds the unlock after a job's completion on the
+// controller path; a failed one is retried by the job's next Step.
+const unlockTimeout = 30 * time.Second
 
 // taskFailure is a permanent task failure with its own reason (e.g. a boot
 // that timed out), as opposed to a BMC error.
