@@ -119,3 +119,45 @@ func ExampleStepper() {
 	// reboot Succeeded On
 	// sessions: 2
 }
+
+// Two controller replicas without leader election both reconcile the same
+// job. The lock names the job and the replica acting for it
+// (StoreLockerConfig.Owner), so only one of them acts on the BMC; the other
+// is told to wait, and would continue the job only once the first one's
+// lock was seen unchanged for a whole lease (by then the first one's fence
+// has lapsed, and its requests are refused before they are written).
+func ExampleStoreLockerConfig_owner() {
+	ctx := context.Background()
+	b := fake.New(fake.Options{Power: bmc.PowerOff, PowerTransition: time.Hour}) // the power-on lands late
+	locks := memstore.New()                                                      // shared by the replicas
+	replica := func(owner string) *job.Stepper {
+		s, err := job.NewStepper(job.StepperConfig{Dialer: b,
+			Locks: job.NewStoreLocker(locks, job.StoreLockerConfig{Owner: owner})})
+		if err != nil {
+			panic(err)
+		}
+		return s
+	}
+	a, c := replica("pod-a"), replica("pod-c")
+	defer a.Close(ctx)
+	defer c.Close(ctx)
+
+	obj := &job.Job{Name: "power-on", Generation: 1, Spec: job.Spec{BMC: "ipmi://10.0.0.7",
+		Tasks: []task.Spec{{Power: &task.PowerAction{Op: task.PowerOn}}}}}
+	persist := func(_ context.Context, j *job.Job) error { obj = j; return nil }
+	for _, s := range []*job.Stepper{a, c} { // both reconcile the object
+		res, err := s.Step(ctx, obj, persist)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("waiting=%v phase=%s\n", res.Waiting, obj.Status.Tasks[0].Phase)
+	}
+	fmt.Println("power-on requests sent:", len(b.CallsTo(fake.MethodSetPower)))
+	_, err := job.NewStepper(job.StepperConfig{Dialer: b}) // no Locks: refused
+	fmt.Println(err != nil)
+	// Output:
+	// waiting=false phase=Requested
+	// waiting=true phase=Requested
+	// power-on requests sent: 1
+	// true
+}
