@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -223,53 +222,16 @@ func TestLoneRunnerTakesEverySystem(t *testing.T) {
 	assert.ErrorIs(t, err, storage.ErrNotFound, "a runner that stopped cleanly deletes its heartbeat record")
 }
 
-// dyingStore fails every call once dead is set: from outside, its runner
-// died (no renewals, no heartbeats), though its process goes on.
-type dyingStore struct {
-	feedStore
-	dead atomic.Bool
-}
-
-func (s *dyingStore) Get(ctx context.Context, k string) (storage.Record, error) {
-	if s.dead.Load() {
-		return storage.Record{}, errDown
-	}
-	return s.Store.Get(ctx, k)
-}
-
-func (s *dyingStore) List(ctx context.Context, p string) ([]storage.Record, error) {
-	if s.dead.Load() {
-		return nil, errDown
-	}
-	return s.Store.List(ctx, p)
-}
-
-func (s *dyingStore) Create(ctx context.Context, k string, v []byte) (int64, error) {
-	if s.dead.Load() {
-		return 0, errDown
-	}
-	return s.Store.Create(ctx, k, v)
-}
-
-func (s *dyingStore) Update(ctx context.Context, k string, v []byte, rev int64) (int64, error) {
-	if s.dead.Load() {
-		return 0, errDown
-	}
-	return s.Store.Update(ctx, k, v, rev)
-}
-
-func (s *dyingStore) Delete(ctx context.Context, k string, rev int64) error {
-	if s.dead.Load() {
-		return errDown
-	}
-	return s.Store.Delete(ctx, k, rev)
-}
+// dyingStore is an outageStore with its change feed (which fails while
+// down, too): once down, from outside, its runner died (no renewals, no
+// heartbeats), though its process goes on.
+type dyingStore struct{ outageStore }
 
 func (s *dyingStore) Changes(ctx context.Context, prefix string, since int64, limit int) (storage.Changes, error) {
-	if s.dead.Load() {
+	if s.down.Load() {
 		return storage.Changes{}, errDown
 	}
-	return s.feedStore.Changes(ctx, prefix, since, limit)
+	return s.Store.(storage.ChangeFeed).Changes(ctx, prefix, since, limit)
 }
 
 // A replica that dies stalls only its own systems, for about a lease: the
@@ -279,7 +241,7 @@ func (s *dyingStore) Changes(ctx context.Context, prefix string, since int64, li
 // ceil(12/2) + 1 = 7 each).
 func TestDeadReplicaSystemsTakenAfterLease(t *testing.T) {
 	e := newBalanceEnv(t)
-	dying := &dyingStore{feedStore: feedStore{e.store}}
+	dying := &dyingStore{outageStore{Store: e.store}}
 	a, _ := e.start("a", dying)
 	e.start("b", nil)
 	e.start("c", nil)
@@ -290,7 +252,7 @@ func TestDeadReplicaSystemsTakenAfterLease(t *testing.T) {
 	// Runner a's systems, as the store says, at its death.
 	recs, err := e.store.List(context.Background(), "bmckit/systems/")
 	require.NoError(t, err)
-	dying.dead.Store(true)
+	dying.down.Store(true)
 	died := time.Now()
 	ofA := map[string]bool{}
 	for _, rec := range recs {
