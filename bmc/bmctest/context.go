@@ -92,7 +92,7 @@ func (s *suite) context(t *testing.T, path string) {
 		// A fence that refuses (a lapsed lease): the driver must ask
 		// bmc.Admit before each request and return its error unsent.
 		{"Fenced", func() (context.Context, context.CancelFunc) {
-			return bmc.WithFence(context.Background(), lapsedFence{}), func() {}
+			return bmc.WithFence(context.Background(), ClosedFence()), func() {}
 		}, bmc.ErrFenced},
 	}
 	for _, k := range kinds {
@@ -139,11 +139,4 @@ func (s *suite) context(t *testing.T, path string) {
 			}
 		})
 	}
-}
-
-// lapsedFence is a bmc.Fence that admits nothing.
-type lapsedFence struct{}
-
-func (lapsedFence) Admit() error {
-	return fmt.Errorf("bmctest: the lease lapsed: %w", bmc.ErrFenced)
 }

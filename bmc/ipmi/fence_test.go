@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/bmctest"
 	"github.com/bmckit/bmckit/bmc/ipmi"
 	"github.com/bmckit/bmckit/bmc/ipmi/ipmitest"
 )
@@ -81,23 +82,6 @@ func (r *relay) arrivals() []time.Time {
 	return slices.Clone(r.seen)
 }
 
-// switchFence admits requests until closed, and notes when it admitted each.
-type switchFence struct {
-	mu       sync.Mutex
-	closed   bool
-	admitted []time.Time
-}
-
-func (f *switchFence) Admit() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return fmt.Errorf("test fence closed: %w", bmc.ErrFenced)
-	}
-	f.admitted = append(f.admitted, time.Now())
-	return nil
-}
-
 // A request refused by the fence never reaches the BMC: no datagram leaves,
 // for a power change or a read, and the session stays usable.
 func TestFencedRequestsNeverReachTheBMC(t *testing.T) {
@@ -109,7 +93,7 @@ func TestFencedRequestsNeverReachTheBMC(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = drv.Close(context.Background()) })
 	before := len(r.arrivals())
-	ctx := bmc.WithFence(context.Background(), &switchFence{closed: true})
+	ctx := bmc.WithFence(context.Background(), bmctest.ClosedFence())
 	if err := drv.SetPower(ctx, bmc.PowerActionOff); !errors.Is(err, bmc.ErrFenced) {
 		t.Errorf("SetPower under a closed fence: %v, want ErrFenced", err)
 	}
@@ -138,7 +122,7 @@ func BenchmarkFenceWindow(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = drv.Close(context.Background()) })
-	f := &switchFence{}
+	f := &bmctest.Fence{}
 	ctx := bmc.WithFence(context.Background(), f)
 	skip := len(r.arrivals())
 	for b.Loop() {
@@ -147,12 +131,13 @@ func BenchmarkFenceWindow(b *testing.B) {
 		}
 	}
 	seen := r.arrivals()[skip:]
-	if len(seen) != len(f.admitted) {
-		b.Fatalf("%d datagrams arrived, %d admitted", len(seen), len(f.admitted))
+	admitted := f.Admitted()
+	if len(seen) != len(admitted) {
+		b.Fatalf("%d datagrams arrived, %d admitted", len(seen), len(admitted))
 	}
 	w := make([]time.Duration, len(seen))
 	for i := range seen {
-		w[i] = seen[i].Sub(f.admitted[i])
+		w[i] = seen[i].Sub(admitted[i])
 	}
 	slices.Sort(w)
 	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

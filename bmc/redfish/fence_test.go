@@ -10,26 +10,10 @@ import (
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/bmctest"
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
 )
-
-// switchFence admits requests until closed, and notes when it admitted each.
-type switchFence struct {
-	mu       sync.Mutex
-	closed   bool
-	admitted []time.Time
-}
-
-func (f *switchFence) Admit() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return fmt.Errorf("test fence closed: %w", bmc.ErrFenced)
-	}
-	f.admitted = append(f.admitted, time.Now())
-	return nil
-}
 
 // A request refused by the fence never reaches the BMC, whatever the
 // method: a power change, a boot override, a read; and the session stays
@@ -37,7 +21,7 @@ func (f *switchFence) Admit() error {
 func TestFencedRequestsNeverReachTheBMC(t *testing.T) {
 	srv, drv := dialSim(t, redfishtest.Config{}, testOptions(), "1", false)
 	srv.SetPower("1", "On")
-	f := &switchFence{closed: true}
+	f := bmctest.ClosedFence()
 	ctx := bmc.WithFence(context.Background(), f)
 	srv.ClearRequests()
 	calls := map[string]error{
@@ -75,7 +59,7 @@ func BenchmarkFenceWindow(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = drv.Close(context.Background()) })
-	f := &switchFence{}
+	f := &bmctest.Fence{}
 	ctx := bmc.WithFence(context.Background(), f)
 	srv.ClearRequests()
 	b.ResetTimer()
@@ -86,14 +70,15 @@ func BenchmarkFenceWindow(b *testing.B) {
 	}
 	b.StopTimer()
 	reqs := srv.Requests()
+	admitted := f.Admitted()
 	// Two admissions per request: the transport's, then the socket's
 	// (fencedconn.go), the last before the bytes are written.
-	if 2*len(reqs) != len(f.admitted) {
-		b.Fatalf("%d requests arrived, %d admissions (want 2 each)", len(reqs), len(f.admitted))
+	if 2*len(reqs) != len(admitted) {
+		b.Fatalf("%d requests arrived, %d admissions (want 2 each)", len(reqs), len(admitted))
 	}
 	w := make([]time.Duration, len(reqs))
 	for i := range reqs {
-		w[i] = reqs[i].Time.Sub(f.admitted[2*i+1])
+		w[i] = reqs[i].Time.Sub(admitted[2*i+1])
 	}
 	slices.Sort(w)
 	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -126,7 +111,7 @@ func TestFencedEventStreamIsNotOpened(t *testing.T) {
 		t.Fatal("the broken stream was not reported")
 	}
 	stop()
-	ctx := bmc.WithFence(context.Background(), &switchFence{closed: true})
+	ctx := bmc.WithFence(context.Background(), bmctest.ClosedFence())
 	srv.ClearRequests()
 	stop, err = drv.WatchPower(ctx, func(bmc.PowerEvent) {})
 	if err == nil {
