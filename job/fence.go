@@ -30,7 +30,15 @@ type leaseFence struct {
 }
 
 func newLeaseFence(c Clock, base time.Time, system string) *leaseFence {
-	return &leaseFence{clock: c, base: base, system: system}
+	f := &leaseFence{}
+	f.init(c, base, system)
+	return f
+}
+
+// init readies a fence that admits nothing until set (a held system's,
+// which lives in the held struct).
+func (f *leaseFence) init(c Clock, base time.Time, system string) {
+	f.clock, f.base, f.system = c, base, system
 }
 
 // set makes the fence admit requests until t (by the fence's clock).

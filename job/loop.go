@@ -353,7 +353,7 @@ func (l *loop) claimed(cs []claimed, batch bool) {
 		delete(l.retryAt, c.sys)
 		h := &held{sys: c.sys, ep: c.ep, epKey: c.ep.Key(), job: c.job, lockRev: c.rev, until: l.r.validUntil(c.sent),
 			log: l.r.log.WithValues("job", c.job, "system", c.sys)}
-		h.fence.clock, h.fence.base, h.fence.system = r.cfg.Clock, l.fenceBase, c.sys
+		h.fence.init(r.cfg.Clock, l.fenceBase, c.sys)
 		h.fence.set(h.until)
 		h.fctx, h.watch.f = bmc.WithFence(l.ctx, &h.fence), &h.fence
 		if j, rev, ok := r.fresh.take(c.job); ok {
