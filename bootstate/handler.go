@@ -38,12 +38,14 @@ type HandlerConfig struct {
 //     (a callback after its deadline: the attempt is TimedOut and the
 //     signal is not recorded). Never retry a 409: nothing will change.
 //   - 503 with Retry-After: the store failed; nothing is promised, retry.
-//     The body is generic ("boot state store unavailable; retry"): the
-//     store's own error, which can name a file path or internals, goes
-//     to the Tracker's logger only. A 500 (an unexpected error) is
-//     likewise generic.
+//   - 500: anything else, a stored record that does not decode
+//     ([ErrCorruptRecord]) included; fetches answer the same.
 //
-// Nothing is written for any answer but 200.
+// The bodies of 401, 403, 404, 409, 500 and 503 are fixed per status:
+// they name no allowed address, no current attempt and no store error
+// (those go to the Tracker's logger only), since the caller may hold a
+// valid token yet be at the wrong address or on a stale attempt. Nothing
+// is written for any answer but 200.
 type Handler struct {
 	t      *Tracker
 	max    int64
@@ -119,22 +121,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := h.t.recordSignal(r.Context(), req.SystemUUID, req.AttemptID, signal, msg, src)
 	if err != nil {
-		h.t.log.V(1).Info("boot state callback rejected", "systemUUID", req.SystemUUID, "attemptID", req.AttemptID, "error", err.Error())
 		status := statusOf(err)
-		switch status {
-		case http.StatusServiceUnavailable:
+		if status >= http.StatusInternalServerError {
 			// The store's error can name its internals (a database file
 			// path, a driver message): it goes to the log, never to the
-			// caller, who learns only that a retry may succeed.
-			w.Header().Set("Retry-After", "1")
+			// caller.
 			h.t.log.Error(err, "boot state callback not recorded", "systemUUID", req.SystemUUID)
-			writeError(w, status, "boot state store unavailable; retry")
-		case http.StatusInternalServerError:
-			h.t.log.Error(err, "boot state callback not recorded", "systemUUID", req.SystemUUID)
-			writeError(w, status, "internal error; the signal was not recorded")
-		default:
-			writeError(w, status, err.Error())
+		} else {
+			h.t.log.V(1).Info("boot state callback rejected", "systemUUID", req.SystemUUID, "attemptID", req.AttemptID, "error", err.Error())
 		}
+		if status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "1")
+		}
+		writeError(w, status, refusalBody(err, status))
 		return
 	}
 	writeJSON(w, http.StatusOK, Response{
@@ -154,10 +153,43 @@ func statusOf(err error) int {
 		return http.StatusForbidden
 	case errors.Is(err, ErrUnauthorized):
 		return http.StatusUnauthorized
-	case errors.Is(err, ErrStore):
-		return http.StatusServiceUnavailable
 	default:
-		return http.StatusInternalServerError
+		return failureStatus(err)
+	}
+}
+
+// failureStatus is the status of a failure to read or write the record,
+// the same for callbacks and fetches: 503 (retry) when the store failed,
+// 500 for anything else, a record that does not decode
+// ([ErrCorruptRecord]) included, since retrying cannot help.
+func failureStatus(err error) int {
+	if errors.Is(err, ErrStore) && !errors.Is(err, ErrCorruptRecord) {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// refusalBody is the error text of a refusal. It is fixed per status (and,
+// for 409, per cause: a stale attempt or one that ended): the details (the attempt that is current, the addresses allowed, the store's
+// error) go to the Tracker's logger, never to a caller, who may hold a
+// token yet be at the wrong address or on a stale attempt.
+func refusalBody(err error, status int) string {
+	switch status {
+	case http.StatusNotFound:
+		return "no boot attempt was started for this system"
+	case http.StatusConflict:
+		if errors.Is(err, ErrAttemptEnded) {
+			return "the boot attempt already ended (timed out or failed); do not retry"
+		}
+		return "not the system's current boot attempt; do not retry"
+	case http.StatusForbidden:
+		return "this address may not act for this system"
+	case http.StatusUnauthorized:
+		return ErrUnauthorized.Error()
+	case http.StatusServiceUnavailable:
+		return "boot state store unavailable; retry"
+	default:
+		return "internal error; the signal was not recorded"
 	}
 }
 

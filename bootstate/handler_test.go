@@ -129,7 +129,7 @@ func TestHandlerBadInput(t *testing.T) {
 		{"forged with other secret", "", ok(map[string]any{"token": tokForged}), 401, "token does not match"},
 		{"token of another system", "", ok(map[string]any{"token": tokB}), 401, "token does not match"},
 		{"token of another attempt", "", ok(map[string]any{"token": tokOld}), 401, "token does not match"},
-		{"replay from older attempt", "", ok(map[string]any{"attemptID": "old", "token": tokOld}), 409, `is on attempt "new"`},
+		{"replay from older attempt", "", ok(map[string]any{"attemptID": "old", "token": tokOld}), 409, "not the system's current boot attempt"},
 		{"unknown system", "", ok(map[string]any{"systemUUID": uuidB, "token": tokB}), 404, "no boot attempt was started"},
 	}
 	for _, c := range cases {

@@ -55,7 +55,10 @@ type FetchConfig struct {
 	// FailOpen serves the request even when the signal could not be
 	// written (store down); the signal is then lost. Defaults to false:
 	// answer 503 without serving, so the booting server (iPXE and Ignition
-	// both retry) asks again and the signal is not lost.
+	// both retry) asks again and the signal is not lost. When the store
+	// cannot be read, the caller's address cannot be checked either:
+	// leave FailOpen off when attempts bind addresses and the served
+	// script carries a token. Never applies with RequireToken.
 	FailOpen bool
 	// ClientAddr finds the caller's IP for address binding
 	// (StartOptions.AllowedSources): a fetch from another address gets 403,
@@ -94,6 +97,14 @@ func (t *Tracker) FetchMiddleware(cfg FetchConfig) func(http.Handler) http.Handl
 }
 
 // recordFetch records the fetch and reports whether to serve the request.
+//
+// The caller's address is checked first, before the attempt or the token
+// is looked at: a fetch from an address the system's current attempt does
+// not allow gets 403 and is never served, whatever attempt it names (a
+// stale, malformed or made-up one included), so a bound machine's script
+// or config, which carry its token, is never rendered for another address.
+// The check is repeated inside the compare-and-swap that records the
+// signal, for an attempt that replaces the current one in between.
 func (t *Tracker) recordFetch(w http.ResponseWriter, r *http.Request, cfg FetchConfig, extract Extractor) bool {
 	id, err := extract(r)
 	if err != nil || id.SystemUUID == "" {
@@ -107,6 +118,36 @@ func (t *Tracker) recordFetch(w http.ResponseWriter, r *http.Request, cfg FetchC
 		t.log.V(1).Info("fetch names no valid system; not recorded", "error", err.Error())
 		return true
 	}
+	client := cfg.ClientAddr
+	if client == nil {
+		client = RemoteIP
+	}
+	src := client(r)
+	if src == "" {
+		src = "unknown"
+	}
+	cur, err := t.read(r.Context(), u)
+	known := err == nil
+	switch {
+	case errors.Is(err, ErrUnknownSystem):
+		// No attempt, so no binding and no token: the host decides what to
+		// serve (below, a required token is refused).
+	case err != nil:
+		if cfg.RequireToken && t.AuthEnabled() {
+			// The token cannot be checked: never serve (FailOpen covers
+			// recording, not authentication).
+			t.log.Error(err, "fetch token not checked: boot state record unreadable", "systemUUID", u, "signal", cfg.Signal)
+			status := failureStatus(err)
+			if status == http.StatusServiceUnavailable {
+				w.Header().Set("Retry-After", "1")
+			}
+			writeError(w, status, refusalBody(err, status))
+			return false
+		}
+		return t.fetchFailed(w, cfg, u, err)
+	case !sourceAllowed(cur.AllowedSources, src):
+		return t.fetchFailed(w, cfg, u, fmt.Errorf("bootstate: %w: fetch from %s for system %s", ErrSourceNotAllowed, src, u))
+	}
 	if id.AttemptID != "" {
 		if err := ValidateAttemptID(id.AttemptID); err != nil {
 			t.log.V(1).Info("fetch names a malformed attempt; not recorded", "systemUUID", u, "error", err.Error())
@@ -116,22 +157,13 @@ func (t *Tracker) recordFetch(w http.ResponseWriter, r *http.Request, cfg FetchC
 	if cfg.RequireToken && t.AuthEnabled() {
 		attempt := id.AttemptID
 		if attempt == "" {
-			rec, err := t.Get(r.Context(), u)
-			switch {
-			case errors.Is(err, ErrUnknownSystem):
+			if !known {
 				// No attempt, so no token can be valid: refuse, as with a
 				// named attempt, rather than serve.
 				writeError(w, http.StatusUnauthorized, "no boot attempt is open for this system, so no token is valid")
 				return false
-			case err != nil:
-				// The token cannot be checked: never serve (FailOpen covers
-				// recording, not authentication).
-				t.log.Error(err, "fetch token not checked: boot state store unavailable", "systemUUID", u, "signal", cfg.Signal)
-				w.Header().Set("Retry-After", "1")
-				writeError(w, http.StatusServiceUnavailable, "boot state store unavailable; retry")
-				return false
 			}
-			attempt = rec.AttemptID
+			attempt = cur.AttemptID
 		}
 		if err := t.checkToken(u, attempt, id.Token); err != nil {
 			writeError(w, http.StatusUnauthorized, err.Error())
@@ -142,14 +174,6 @@ func (t *Tracker) recordFetch(w http.ResponseWriter, r *http.Request, cfg FetchC
 	// The path is left out of the message (and the logs): a host's
 	// extractor may carry the token in it, and records never hold tokens.
 	msg := fmt.Sprintf("fetched with %s from %s", r.Method, r.RemoteAddr)
-	client := cfg.ClientAddr
-	if client == nil {
-		client = RemoteIP
-	}
-	src := client(r)
-	if src == "" {
-		src = "unknown"
-	}
 	if _, err := t.recordSignal(r.Context(), u, id.AttemptID, cfg.Signal, msg, src); err != nil {
 		return t.fetchFailed(w, cfg, u, err)
 	}
@@ -160,9 +184,9 @@ func (t *Tracker) recordFetch(w http.ResponseWriter, r *http.Request, cfg FetchC
 func (t *Tracker) fetchFailed(w http.ResponseWriter, cfg FetchConfig, u string, err error) bool {
 	if errors.Is(err, ErrSourceNotAllowed) {
 		// Never serve a bound machine's script or config (which may carry
-		// its token) to another address.
+		// its token) to another address. The body names no policy.
 		t.log.Info("fetch from an address the boot attempt does not allow; refused", "systemUUID", u, "signal", cfg.Signal, "reason", err.Error())
-		writeError(w, http.StatusForbidden, "this address may not fetch for this system")
+		writeError(w, http.StatusForbidden, refusalBody(err, http.StatusForbidden))
 		return false
 	}
 	if errors.Is(err, ErrUnknownSystem) || errors.Is(err, ErrStaleAttempt) || errors.Is(err, ErrAttemptEnded) {
@@ -173,7 +197,10 @@ func (t *Tracker) fetchFailed(w http.ResponseWriter, cfg FetchConfig, u string, 
 	if cfg.FailOpen {
 		return true
 	}
-	w.Header().Set("Retry-After", "1")
-	writeError(w, http.StatusServiceUnavailable, "boot state store unavailable; retry")
+	status := failureStatus(err)
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeError(w, status, refusalBody(err, status))
 	return false
 }

@@ -31,6 +31,9 @@ var (
 	// ErrStore: the store failed; the caller should retry later. Errors
 	// wrapping it also wrap the store's own error.
 	ErrStore = errors.New("boot state store unavailable")
+	// ErrCorruptRecord: a stored boot record does not decode. Retrying
+	// does not help; the handler and the fetch middleware answer 500.
+	ErrCorruptRecord = errors.New("boot record does not decode")
 )
 
 // Clock is the time source the tracker uses for deadlines and waits.
@@ -69,6 +72,12 @@ type Config struct {
 	// attempt ID). At least MinSecretLen bytes. Required unless
 	// InsecureSkipAuth is set. Never logged or stored.
 	Secret []byte
+	// PreviousSecrets are secrets being rotated out: tokens they keyed are
+	// still accepted, new tokens are keyed with Secret only. Rotate by
+	// moving the old Secret here, and drop it once every attempt started
+	// before the rotation has ended (the longest attempt timeout; 30
+	// minutes by default). Each at least MinSecretLen bytes. Never logged.
+	PreviousSecrets [][]byte
 	// InsecureSkipAuth turns token checks off, for labs. Defaults to false
 	// (tokens required). Setting it together with Secret is an error, so a
 	// forgotten flag cannot silently disable auth.
@@ -114,6 +123,7 @@ type Tracker struct {
 	timeout   time.Duration
 	policy    Policy
 	secret    []byte
+	previous  [][]byte // Config.PreviousSecrets: verify only
 	noAuth    bool
 	callback  map[string]bool
 	prefix    string
@@ -170,6 +180,15 @@ func NewTracker(cfg Config) (*Tracker, error) {
 		return nil, fmt.Errorf("bootstate: Config.Secret must be at least %d bytes (got %d); set InsecureSkipAuth to run without tokens in a lab", MinSecretLen, len(cfg.Secret))
 	}
 	t.secret = append([]byte(nil), cfg.Secret...)
+	for i, old := range cfg.PreviousSecrets {
+		if cfg.InsecureSkipAuth {
+			return nil, errors.New("bootstate: Config.PreviousSecrets and Config.InsecureSkipAuth are both set; choose one")
+		}
+		if len(old) < MinSecretLen {
+			return nil, fmt.Errorf("bootstate: Config.PreviousSecrets[%d] must be at least %d bytes (got %d)", i, MinSecretLen, len(old))
+		}
+		t.previous = append(t.previous, append([]byte(nil), old...))
+	}
 	sigs := cfg.CallbackSignals
 	if len(sigs) == 0 {
 		sigs = []string{SignalBootStateReceived}
@@ -228,10 +247,23 @@ func (t *Tracker) checkToken(systemUUID, attemptID, token string) error {
 	if token == "" {
 		return fmt.Errorf("%w: no token presented for system %s", ErrUnauthorized, systemUUID)
 	}
-	if attemptID == "" || !tokenValid(t.secret, systemUUID, attemptID, token) {
+	if attemptID == "" || !t.tokenValid(systemUUID, attemptID, token) {
 		return fmt.Errorf("%w: token does not match system %s attempt %q", ErrUnauthorized, systemUUID, attemptID)
 	}
 	return nil
+}
+
+// tokenValid checks token against Secret, then each of PreviousSecrets.
+func (t *Tracker) tokenValid(systemUUID, attemptID, token string) bool {
+	if tokenValid(t.secret, systemUUID, attemptID, token) {
+		return true
+	}
+	for _, old := range t.previous {
+		if tokenValid(old, systemUUID, attemptID, token) {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *Tracker) key(systemUUID string) string { return t.prefix + systemUUID }
@@ -505,11 +537,13 @@ func (t *Tracker) recordSignal(ctx context.Context, systemUUID, attemptID, signa
 	var timedOut, completed bool
 	rec, wrote, err := t.update(ctx, u, false, func(rec *Record, _ bool) (bool, error) {
 		timedOut, completed = false, false
-		if attemptID != "" && rec.AttemptID != attemptID {
-			return false, fmt.Errorf("bootstate: %w: system %s is on attempt %q, signal %s was for attempt %q", ErrStaleAttempt, u, rec.AttemptID, signal, attemptID)
-		}
+		// The address first: a caller at the wrong address learns nothing
+		// about the attempts (not even that its attempt is stale).
 		if source != "" && !sourceAllowed(rec.AllowedSources, source) {
 			return false, fmt.Errorf("bootstate: %w: %s from %s for system %s attempt %q (allowed: %s)", ErrSourceNotAllowed, signal, source, u, rec.AttemptID, strings.Join(rec.AllowedSources, ", "))
+		}
+		if attemptID != "" && rec.AttemptID != attemptID {
+			return false, fmt.Errorf("bootstate: %w: system %s is on attempt %q, signal %s was for attempt %q", ErrStaleAttempt, u, rec.AttemptID, signal, attemptID)
 		}
 		if rec.Completed() && rec.Result != conditions.ResultSucceeded {
 			return false, fmt.Errorf("bootstate: %w: %s for system %s attempt %q arrived after it ended as %s: %s", ErrAttemptEnded, signal, u, rec.AttemptID, rec.Result, rec.Message())
@@ -622,7 +656,7 @@ func (t *Tracker) read(ctx context.Context, u string) (Record, error) {
 func decode(r storage.Record) (Record, error) {
 	var rec Record
 	if err := json.Unmarshal(r.Value, &rec); err != nil {
-		return Record{}, fmt.Errorf("bootstate: decode record %q: %w", r.Key, err)
+		return Record{}, fmt.Errorf("bootstate: decode record %q: %w: %w", r.Key, ErrCorruptRecord, err)
 	}
 	rec.Revision = r.Revision
 	return rec, nil
