@@ -34,5 +34,9 @@
 // [ErrNotSupported] are permanent; [IsTransient] classifies everything else
 // (timeouts, resets, 5xx are transient; validation errors permanent).
 // Credentials never appear in errors: [Credentials] redacts its password in
-// every printed form, and [ParseEndpoint] refuses URLs carrying user info.
+// every printed form, and [ParseEndpoint] refuses URLs carrying user info
+// or a credential-like option (password, user, token, ...) in the query,
+// so a password typed into a URL is refused before a job stores it.
+// Errors and logs print an address as [Endpoint.Redacted] (no query);
+// [OpError] redacts whatever address it is given ([RedactURL]).
 package bmc

@@ -111,6 +111,9 @@ func ParseEndpoint(raw string) (Endpoint, error) {
 		return fail("empty port after %q", host)
 	}
 	if strings.Contains(s, "?") && !strings.Contains(s, "#") {
+		if name := credentialOption(u.RawQuery); name != "" {
+			return fail("credentials in the URL are not accepted (option %q); supply them as bmc.Credentials (in a job spec: credentialsRef)", name)
+		}
 		opts, err := parseOptions(u.RawQuery)
 		if err != nil {
 			return fail("%v", err)
@@ -165,6 +168,35 @@ func parseOptions(raw string) (string, error) {
 }
 
 func redactedScheme(s string) string { return s + "://" }
+
+// credentialWords are the parts of an option name that mark it as a
+// credential. No driver option contains one, so a URL that has one is
+// refused before it is stored rather than at connect time (where the
+// driver's "unknown option" error came too late: the value was already in
+// the job record).
+var credentialWords = []string{"pass", "pwd", "secret", "token", "user", "login", "auth", "cred", "key"}
+
+// credentialOption returns the name (as written) of the first option in the
+// raw query that looks like a credential, or "". Options that do not parse
+// are left to parseOptions; the value is never looked at or returned.
+func credentialOption(raw string) string {
+	for part := range strings.SplitSeq(raw, "&") {
+		name, _, _ := strings.Cut(part, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		lower := strings.ToLower(name)
+		if lower == "pw" || lower == "p" || lower == "u" {
+			return name
+		}
+		for _, w := range credentialWords {
+			if strings.Contains(lower, w) {
+				return name
+			}
+		}
+	}
+	return ""
+}
 
 // DefaultPort is the port used when Port is 0.
 func (e Endpoint) DefaultPort() int {
@@ -267,6 +299,42 @@ func (e Endpoint) String() string {
 		s += "?" + e.Options
 	}
 	return s
+}
+
+// Redacted is the endpoint as messages and logs print it: String without
+// the options query. Options are not secrets (ParseEndpoint refuses
+// credential names), but a value a user typed where it does not belong
+// should not be repeated in every error, condition and log line.
+func (e Endpoint) Redacted() string {
+	o := e.Options
+	e.Options = ""
+	s := e.String()
+	if o != "" {
+		s += "?…"
+	}
+	return s
+}
+
+// RedactURL returns raw, a BMC URL as a user wrote it, in a form safe to
+// print: without user info, query or fragment (each replaced by "…"). It
+// never fails, and over-redacts rather than under: everything up to the
+// last '@' goes.
+func RedactURL(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		scheme, rest = "", raw
+	}
+	// The last '@': a password may hold '@', '?' or '#' itself.
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		rest = "…@" + rest[i+1:]
+	}
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i] + "…"
+	}
+	if ok {
+		return scheme + "://" + rest
+	}
+	return rest
 }
 
 // BaseURL is the http(s)://host[:port] root for Redfish endpoints.

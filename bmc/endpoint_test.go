@@ -167,3 +167,42 @@ func TestEndpointStringOfHandBuilt(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ep, back)
 }
+
+// Credentials in a URL's query are refused at parse time (so before a job
+// stores the URL), with an error naming the option and where credentials
+// go, never the value; driver options still parse.
+func TestParseEndpointRefusesCredentialOptions(t *testing.T) {
+	const secret = "s3cr3t-value"
+	for _, q := range []string{"password", "Password", "PASSWD", "pass%77ord", "pw", "pwd", "user", "username", "token", "secret", "apiKey", "auth", "credentials", "login"} {
+		for _, base := range []string{"redfish://10.0.0.5/redfish/v1/Systems/1", "ipmi://10.0.0.6"} {
+			_, err := bmc.ParseEndpoint(base + "?cipher=3&" + q + "=" + secret)
+			require.Error(t, err, q)
+			assert.Contains(t, err.Error(), "credentials in the URL are not accepted")
+			assert.Contains(t, err.Error(), "credentialsRef")
+			assert.NotContains(t, err.Error(), secret)
+		}
+	}
+	for _, ok := range []string{"ipmi://h?cipher=17,3&privilege=operator&bootReadBack=none&timeout=2s", "redfish://h?bootOnce=emulate&events=off&timeout=5s"} {
+		_, err := bmc.ParseEndpoint(ok)
+		assert.NoError(t, err, ok)
+	}
+}
+
+func TestRedacted(t *testing.T) {
+	ep, err := bmc.ParseEndpoint("ipmi://10.0.0.6:6230?cipher=3&timeout=2s")
+	require.NoError(t, err)
+	assert.Equal(t, "ipmi://10.0.0.6:6230?…", ep.Redacted())
+	ep, err = bmc.ParseEndpoint("redfish://10.0.0.5/redfish/v1/Systems/1")
+	require.NoError(t, err)
+	assert.Equal(t, "redfish://10.0.0.5/redfish/v1/Systems/1", ep.Redacted())
+	for in, want := range map[string]string{
+		"redfish://u:p?w@ss@h/x?password=y": "redfish://…@h/x…",
+		"ipmi://h?password=y#z":             "ipmi://h…",
+		"not a url @ all":                   "…@ all",
+		"redfish://h/redfish/v1/Systems/1":  "redfish://h/redfish/v1/Systems/1",
+	} {
+		assert.Equal(t, want, bmc.RedactURL(in), in)
+	}
+	e := &bmc.OpError{Op: "dial", Endpoint: "ipmi://h?foo=" + "hunter2", Err: bmc.ErrNotSupported}
+	assert.NotContains(t, e.Error(), "hunter2")
+}

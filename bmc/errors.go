@@ -34,7 +34,7 @@ type OpError struct {
 func (e *OpError) Error() string {
 	s := "bmc " + e.Op
 	if e.Endpoint != "" {
-		s += " on " + e.Endpoint
+		s += " on " + RedactURL(e.Endpoint) // never the query or user info
 	}
 	if e.Err != nil {
 		s += ": " + e.Err.Error()

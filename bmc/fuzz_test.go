@@ -28,6 +28,7 @@ func FuzzParseEndpoint(f *testing.F) {
 		"redfish://h?events=off&events=on", "redfish://h?=x", "redfish://h?a=%zz", "redfish://h?a#b",
 		"redfish://h/redfish/v1/Systems/a%20b?x=a%26b",
 		"ipmi://h/x", "idrac://h", "10.0.0.5", "redfish://::1", "redfish://h?", "",
+		"ipmi://h?password=x", "redfish://h?cipher=3&Token=y",
 	} {
 		f.Add(s)
 	}
@@ -55,6 +56,12 @@ func FuzzParseEndpoint(f *testing.F) {
 		}
 		if back.Key() != ep.Key() {
 			t.Fatalf("key changed")
+		}
+		if r := ep.Redacted(); strings.Contains(r, "?"+ep.Options) && ep.Options != "" {
+			t.Fatalf("Redacted %q repeats the options %q", r, ep.Options)
+		}
+		if r := bmc.RedactURL(in); strings.Contains(r, "@") && !strings.Contains(r, "…@") {
+			t.Fatalf("RedactURL(%q) = %q keeps user info", in, r)
 		}
 		_ = ep.HostPort()
 		_ = ep.BaseURL()

@@ -220,7 +220,7 @@ func (m *Monitor) Add(ctx context.Context, bmcURL, credentialsRef string) (*Mach
 			mc := &Machine{BMC: addr, System: sys, CredentialsRef: credentialsRef, Generation: 1}
 			conditions.Set(&mc.Status.Conditions, conditions.Condition{
 				Type: TypeContactable, Status: conditions.Unknown, Reason: ReasonPending,
-				Message: addr + " has not been read yet", LastTransitionTime: timestamp.New(now),
+				Message: ep.Redacted() + " has not been read yet", LastTransitionTime: timestamp.New(now),
 			})
 			out = mc
 			return encode(mc)
@@ -239,7 +239,7 @@ func (m *Monitor) Add(ctx context.Context, bmcURL, credentialsRef string) (*Mach
 		return encode(mc)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("monitor: adding %s: %w", addr, err)
+		return nil, fmt.Errorf("monitor: adding %s: %w", ep.Redacted(), err)
 	}
 	m.poke()
 	return out, nil
@@ -253,7 +253,7 @@ func (m *Monitor) Remove(ctx context.Context, bmcURL string) error {
 		return fmt.Errorf("monitor: %w", err)
 	}
 	if err := m.cfg.Store.Delete(ctx, recordKey(m.prefix, ep.SystemKey()), 0); err != nil {
-		return fmt.Errorf("monitor: removing %s: %w", ep.String(), err)
+		return fmt.Errorf("monitor: removing %s: %w", ep.Redacted(), err)
 	}
 	m.poke()
 	return nil
@@ -268,7 +268,7 @@ func (m *Monitor) Get(ctx context.Context, bmcURL string) (*Machine, error) {
 	}
 	rec, err := m.cfg.Store.Get(ctx, recordKey(m.prefix, ep.SystemKey()))
 	if err != nil {
-		return nil, fmt.Errorf("monitor: machine %s: %w", ep.String(), err)
+		return nil, fmt.Errorf("monitor: machine %s: %w", ep.Redacted(), err)
 	}
 	return Decode(rec.Value)
 }

@@ -176,7 +176,7 @@ func (m *Monitor) apply(mc *Machine, ep bmc.Endpoint, power bmc.PowerState, err 
 	changed := mc.Status.ObservedGeneration != mc.Generation
 	mc.Status.ObservedGeneration = mc.Generation
 	if err == nil {
-		c.Status, c.Reason, c.Message = conditions.True, ReasonContacted, mc.BMC+" answered"
+		c.Status, c.Reason, c.Message = conditions.True, ReasonContacted, bmc.RedactURL(mc.BMC)+" answered"
 		mc.Status.Power = power
 		mc.Status.LastReadTime = now.UTC()
 		changed = true
@@ -184,9 +184,9 @@ func (m *Monitor) apply(mc *Machine, ep bmc.Endpoint, power bmc.PowerState, err 
 		m.failed.Add(1)
 		var ce *credentialsError
 		if errors.As(err, &ce) {
-			c.Reason, c.Message = ReasonCredentialsUnresolved, "resolving credentials "+fmt.Sprintf("%q", ce.ref)+" for "+mc.BMC+": "+ce.err.Error()
+			c.Reason, c.Message = ReasonCredentialsUnresolved, "resolving credentials "+fmt.Sprintf("%q", ce.ref)+" for "+bmc.RedactURL(mc.BMC)+": "+ce.err.Error()
 		} else {
-			c.Reason, c.Message = classify(ep, mc.BMC, err, timedOut)
+			c.Reason, c.Message = classify(ep, bmc.RedactURL(mc.BMC), err, timedOut)
 		}
 		c.Status, c.Message = conditions.False, scrub(c.Message, password)
 	}

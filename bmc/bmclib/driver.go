@@ -183,7 +183,7 @@ func (d *Driver) callLockedWithin(ctx context.Context, op string, limit time.Dur
 		return nil
 	}
 	elapsed := time.Since(start)
-	d.logger(ctx).V(1).Info("bmclib provider call failed", "op", op, "endpoint", d.opts.Endpoint, "elapsed", elapsed, "error", err.Error())
+	d.logger(ctx).V(1).Info("bmclib provider call failed", "op", op, "endpoint", bmc.RedactURL(d.opts.Endpoint), "elapsed", elapsed, "error", err.Error())
 	switch {
 	case ctx.Err() != nil:
 		return fail(fmt.Errorf("%w (provider: %v)", ctx.Err(), err))

@@ -92,7 +92,7 @@ func (d *Dialer) Open(ctx context.Context, ep bmc.Endpoint, creds bmc.Credential
 	bg, release := d.budgets.Acquire(ep.Key())
 	drv := &Driver{
 		ep:      ep,
-		epStr:   ep.String(),
+		epStr:   ep.Redacted(), // printed in errors and logs: no query
 		creds:   creds,
 		opts:    opts,
 		budget:  bg,

@@ -72,7 +72,7 @@ func newDriver(s *session, ep bmc.Endpoint, owner bool) *Driver {
 		c = new(counts)
 	}
 	return &Driver{
-		s: s, owner: owner, counts: c, log: s.log.WithValues("bmc", ep.String()), ep: ep, epStr: ep.String(),
+		s: s, owner: owner, counts: c, log: s.log.WithValues("bmc", ep.Redacted()), ep: ep, epStr: ep.Redacted(),
 		refused:   map[string]bool{},
 		mediaURIs: map[string]string{},
 	}

@@ -99,13 +99,42 @@ func RunAll(t testing.TB, cfg job.Config, specs map[string]job.Spec, wait time.D
 	if creds, ok := cfg.Credentials.(job.StaticCredentials); ok {
 		for _, rec := range recs {
 			for _, c := range creds {
-				if c.Password != "" && strings.Contains(string(rec.Value), c.Password) {
+				if HoldsSecret(string(rec.Value), c.Password) {
 					t.Fatalf("stored record %s holds a password", rec.Key)
 				}
 			}
 		}
 	}
 	return jobs
+}
+
+// HoldsSecret reports whether text holds secret. A secret of 8 bytes or
+// more counts anywhere in text; a shorter one only where it stands alone
+// (no letter or digit on either side), so a password "p" is not found in
+// "pxe" while a leaked "pw=p" or `"p"` still is. An empty secret is never
+// found.
+func HoldsSecret(text, secret string) bool {
+	if secret == "" {
+		return false
+	}
+	if len(secret) >= 8 {
+		return strings.Contains(text, secret)
+	}
+	word := func(b byte) bool {
+		return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b >= 0x80
+	}
+	for i := 0; ; {
+		k := strings.Index(text[i:], secret)
+		if k < 0 {
+			return false
+		}
+		at := i + k
+		end := at + len(secret)
+		if (at == 0 || !word(text[at-1])) && (end == len(text) || !word(text[end])) {
+			return true
+		}
+		i = at + 1
+	}
 }
 
 // AssertCompleted fails t unless j completed with the result want and its

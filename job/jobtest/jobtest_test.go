@@ -28,3 +28,23 @@ func TestNetbootOnFake(t *testing.T) {
 		t.Fatalf("booted from %q, want pxe", got)
 	}
 }
+
+func TestHoldsSecret(t *testing.T) {
+	cases := []struct {
+		text, secret string
+		want         bool
+	}{
+		{`{"tasks":[{"bootDevice":{"device":"pxe"}}]}`, "p", false},
+		{`{"message":"login with p failed"}`, "p", true},
+		{`{"u":"p"}`, "p", true},
+		{`pw=p&x`, "p", true},
+		{`{"bmc":"redfish://h"}`, "", false},
+		{`{"m":"xxhunter2horsexx"}`, "hunter2horse", true},
+		{`{"m":"pxe pxe p"}`, "p", true},
+	}
+	for _, c := range cases {
+		if got := jobtest.HoldsSecret(c.text, c.secret); got != c.want {
+			t.Errorf("HoldsSecret(%q, %q) = %v, want %v", c.text, c.secret, got, c.want)
+		}
+	}
+}
