@@ -3,6 +3,8 @@ package job
 import (
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
@@ -24,10 +26,13 @@ type Spec struct {
 	// or "ipmi://10.0.0.6" (see bmc.ParseEndpoint).
 	//
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
 	BMC string `json:"bmc"`
 	// CredentialsRef names the credentials; the host's CredentialsResolver
 	// turns it into a username and password at run time. Passwords are never
-	// stored in a job.
+	// stored in a job. At most 253 bytes (a Kubernetes object name).
+	//
+	// +kubebuilder:validation:MaxLength=253
 	CredentialsRef string `json:"credentialsRef,omitempty"`
 	// SystemUUID identifies the server for wait-for-boot tasks.
 	//
@@ -111,17 +116,46 @@ func (j *Job) Completed() bool {
 // ErrInvalidSpec is wrapped by every job validation error.
 var ErrInvalidSpec = errors.New("invalid job spec")
 
+// Limits of a job spec. Validate checks the field lengths; DecodeSpec and
+// ReadSpec check all of them while reading, before anything is allocated
+// for the input's content, so memory is bounded by the limits and not by
+// the input. Every string field has a maximum: bmc MaxBMCLength,
+// credentialsRef MaxCredentialsRefLength, systemUUID 36 (a UUID), and the
+// task fields those of package task (name 253, bootDevice.uri and
+// virtualMedia.imageURL 2048); no string in a spec may exceed 4096 bytes.
+const (
+	// MaxSpecBytes is the largest job spec DecodeSpec and ReadSpec read.
+	MaxSpecBytes = 1 << 20
+	// MaxTasks is the most tasks a job has.
+	MaxTasks = 100
+	// MaxBMCLength is the longest bmc address.
+	MaxBMCLength = 2048
+	// MaxCredentialsRefLength is the longest credentialsRef.
+	MaxCredentialsRefLength = 253
+)
+
+// specLimits are what DecodeSpec checks while reading: no array (tasks,
+// signals, deadlines, allowed sources) longer than MaxTasks, no string
+// longer than 4096 bytes, no nesting deeper than 16.
+var specLimits = strictjson.Limits{Bytes: MaxSpecBytes, String: 4096, Array: MaxTasks, Depth: 16}
+
 // Validate checks the spec; errors wrap ErrInvalidSpec and name the field by
 // its JSON path, e.g. `tasks[1].power.op: "of" is not one of ...`.
 func (s *Spec) Validate() error {
+	if len(s.BMC) > MaxBMCLength {
+		return fmt.Errorf("%w: bmc: %d bytes, at most %d", ErrInvalidSpec, len(s.BMC), MaxBMCLength)
+	}
 	if _, err := parseEndpoint(s.BMC); err != nil {
-		return fmt.Errorf("%w: bmc: %v", ErrInvalidSpec, err)
+		return fmt.Errorf("%w: bmc: %v", ErrInvalidSpec, strings.TrimPrefix(err.Error(), "bmc: "))
+	}
+	if len(s.CredentialsRef) > MaxCredentialsRefLength {
+		return fmt.Errorf("%w: credentialsRef: %d bytes, at most %d", ErrInvalidSpec, len(s.CredentialsRef), MaxCredentialsRefLength)
 	}
 	if len(s.Tasks) == 0 {
 		return fmt.Errorf("%w: tasks: at least one task is required", ErrInvalidSpec)
 	}
-	if len(s.Tasks) > 100 {
-		return fmt.Errorf("%w: tasks: %d tasks, at most 100", ErrInvalidSpec, len(s.Tasks))
+	if len(s.Tasks) > MaxTasks {
+		return fmt.Errorf("%w: tasks: %d tasks, at most %d", ErrInvalidSpec, len(s.Tasks), MaxTasks)
 	}
 	if s.Timeout.Duration < 0 {
 		return fmt.Errorf("%w: timeout: %s is negative", ErrInvalidSpec, s.Timeout.Duration)
@@ -152,16 +186,29 @@ func (s *Spec) Validate() error {
 }
 
 // DecodeSpec parses a JSON job spec strictly (unknown fields are errors) and
-// validates it.
+// validates it. Input over the limits (MaxSpecBytes, MaxTasks elements in
+// any array, 4096 bytes in any string) is refused while it is read, with an
+// error naming the limit and the JSON path.
 func DecodeSpec(data []byte) (Spec, error) {
 	var s Spec
-	if err := strictjson.Decode(data, &s); err != nil {
+	if err := strictjson.DecodeLimited(data, &s, specLimits); err != nil {
 		return Spec{}, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
 	}
 	if err := s.Validate(); err != nil {
 		return Spec{}, err
 	}
 	return s, nil
+}
+
+// ReadSpec reads a JSON job spec from r (a file, stdin, a request body) and
+// decodes it as DecodeSpec does. It reads at most MaxSpecBytes+1 bytes: a
+// larger input is refused with an error naming the limit, not cut short.
+func ReadSpec(r io.Reader) (Spec, error) {
+	data, err := strictjson.ReadAll(r, MaxSpecBytes)
+	if err != nil {
+		return Spec{}, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
+	}
+	return DecodeSpec(data)
 }
 
 func truncate(s string, n int) string {

@@ -392,6 +392,9 @@ func (s *Spec) Validate() error {
 		if !v.Eject && v.ImageURL == "" {
 			return bad("virtualMedia", "set imageURL to insert or eject: true to eject")
 		}
+		if len(v.ImageURL) > maxImageURL {
+			return bad("virtualMedia.imageURL", "%d bytes, at most %d", len(v.ImageURL), maxImageURL)
+		}
 		if v.ImageURL != "" {
 			// Check for credentials first ('@' anywhere, as a password with
 			// '/' or '?' would not parse as userinfo) so that the error below,
@@ -421,9 +424,13 @@ func (s *Spec) Validate() error {
 // Decode parses a JSON task spec strictly (unknown fields are errors) and
 // validates it. Errors are a *[FieldError]; one about the JSON itself has
 // an empty Path.
+//
+// Input over MaxSpecBytes, with an array of more than 100 elements, a string
+// of more than 4096 bytes or nesting deeper than 16 is refused while it is
+// read, before its content is allocated; the error names the limit.
 func Decode(data []byte) (Spec, error) {
 	var s Spec
-	if err := strictjson.Decode(data, &s); err != nil {
+	if err := strictjson.DecodeLimited(data, &s, specLimits); err != nil {
 		return Spec{}, &FieldError{Msg: err.Error()}
 	}
 	if err := s.Validate(); err != nil {
@@ -431,6 +438,15 @@ func Decode(data []byte) (Spec, error) {
 	}
 	return s, nil
 }
+
+// MaxSpecBytes is the largest task spec Decode reads.
+const MaxSpecBytes = 64 << 10
+
+// specLimits are what Decode checks while reading.
+var specLimits = strictjson.Limits{Bytes: MaxSpecBytes, String: 4096, Array: 100, Depth: 16}
+
+// maxImageURL bounds VirtualMediaAction.ImageURL.
+const maxImageURL = 2048
 
 // maxBootURI bounds BootDeviceAction.URI (BMCs store a few hundred bytes
 // at most; Redfish's HttpBootUri has no stated limit).

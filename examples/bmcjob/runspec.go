@@ -29,14 +29,9 @@ func runSpec(ctx context.Context, args []string, password string, out io.Writer)
 	if *specPath == "" {
 		return errors.New("-spec is required")
 	}
-	var raw []byte
-	if *specPath == "-" {
-		raw, err = io.ReadAll(io.LimitReader(os.Stdin, 1<<20))
-	} else {
-		raw, err = os.ReadFile(*specPath)
-	}
+	raw, err := readSpecFile(*specPath)
 	if err != nil {
-		return fmt.Errorf("reading -spec: %w", err)
+		return err
 	}
 	c, err := tf.open(out, password)
 	if err != nil {
@@ -70,4 +65,28 @@ func runSpec(ctx context.Context, args []string, password string, out io.Writer)
 		return fmt.Errorf("job %s: %s", j.Status.Result, j.Status.Message)
 	}
 	return nil
+}
+
+// readSpecFile reads the -spec file ("-": standard input), at most
+// job.MaxSpecBytes: a larger one is refused with the limit named, having
+// read no more than the limit (not cut short into "unexpected end of JSON
+// input").
+func readSpecFile(path string) ([]byte, error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading -spec: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	raw, err := io.ReadAll(io.LimitReader(r, job.MaxSpecBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading -spec %s: %w", path, err)
+	}
+	if len(raw) > job.MaxSpecBytes {
+		return nil, fmt.Errorf("-spec %s: %w: larger than the limit of %d KiB (job.MaxSpecBytes)", path, job.ErrInvalidSpec, job.MaxSpecBytes>>10)
+	}
+	return raw, nil
 }

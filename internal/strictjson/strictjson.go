@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"strings"
 )
 
 // ErrTrailingData reports input after the JSON value.
@@ -20,11 +22,53 @@ func Decode(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("decoding JSON: %v", err)
+		return fmt.Errorf("decoding JSON: %v", operatorError(err))
 	}
 	// dec.More reports false for a trailing '}' or ']', so look for EOF.
 	if _, err := dec.Token(); err != io.EOF {
 		return ErrTrailingData
 	}
 	return nil
+}
+
+// operatorError words encoding/json's type errors for the people who write
+// specs: the field's JSON path and the JSON kind wanted, not a Go type name
+// ("json: cannot unmarshal string into Go struct field Spec.tasks of type
+// []task.Spec" becomes `field "tasks": want an array, got a string`).
+func operatorError(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) || te.Type == nil {
+		if e := err.Error(); strings.HasPrefix(e, "json: unknown field ") {
+			return fmt.Errorf("unknown field %s", strings.TrimPrefix(e, "json: unknown field "))
+		}
+		return err
+	}
+	want := "a value of another kind"
+	switch te.Type.Kind() {
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	case reflect.Slice, reflect.Array:
+		want = "an array"
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want = "an integer"
+	case reflect.Float32, reflect.Float64:
+		want = "a number"
+	}
+	got := te.Value
+	switch got {
+	case "object", "array", "string", "number":
+		got = "a " + got
+		if te.Value == "array" || te.Value == "object" {
+			got = "an " + te.Value
+		}
+	}
+	if te.Field == "" {
+		return fmt.Errorf("want %s, got %s", want, got)
+	}
+	return fmt.Errorf("field %q: want %s, got %s", te.Field, want, got)
 }
