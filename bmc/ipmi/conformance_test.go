@@ -50,6 +50,17 @@ func TestConformanceGoIPMISimulator(t *testing.T) {
 		factory(dialer(t, ipmi.Options{RequestsPerSecond: -1}), sim.Endpoint, sim.Credentials))
 }
 
+// TestConformanceSubstitutingBMC runs the suite with the default Options
+// (suites 17 then 3, the default request budget) against a BMC that answers
+// suite 17 with suite 3's algorithms, as pyghmi's BMC and older firmwares
+// do: the driver reaches it on suite 3.
+func TestConformanceSubstitutingBMC(t *testing.T) {
+	t.Parallel()
+	sim := ipmitest.NewServer(t, ipmitest.Options{DowngradeCipherSuite: true})
+	bmctest.Run(t, bmctest.Options{Unsupported: noHTTPBoot, SettleTimeout: 20 * time.Second},
+		factory(dialer(t, ipmi.Options{}), sim.Endpoint, sim.Credentials))
+}
+
 // TestConformanceGoIPMISimulatorSlowPower runs the suite against a
 // simulator whose power changes land 150ms after the BMC accepted them,
 // under a request budget (shared by the subtests' sessions) that the suite's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -185,8 +186,9 @@ func (d *Driver) send(ctx context.Context) error {
 }
 
 // CipherSuite is the cipher suite ID of the current session: the one the
-// BMC negotiated, which is always the one asked for (a BMC that answers
-// with other algorithms is refused with [ErrCipherSuiteMismatch]).
+// BMC negotiated, which is always one of those allowed (a BMC that answers
+// a suite with other algorithms has that session dropped, and the next
+// allowed suite is tried; see [ErrCipherSuiteMismatch]).
 func (d *Driver) CipherSuite() int {
 	d.sem <- struct{}{}
 	defer func() { <-d.sem }()
@@ -295,9 +297,13 @@ func (d *Driver) login(ctx context.Context, log logr.Logger) error {
 			return err // nothing was sent: no suite was refused
 		}
 		if errors.Is(err, ErrCipherSuiteMismatch) {
-			// Not a refusal to try the next suite on: the BMC broke the
-			// negotiation (or something between us and it did).
-			return bmc.Permanent(fmt.Errorf("open session: %w", err))
+			// The BMC substituted other algorithms (pyghmi, older
+			// firmwares answer 17 with 3's). They are never used: this
+			// session is dropped, and the next suite the user allowed
+			// gets a fresh one, as after a plain refusal.
+			log.V(1).Info("ipmi cipher suite substituted by the BMC, trying the next", "endpoint", d.epStr, "cipherSuite", int(suite), "error", err.Error())
+			errs = append(errs, fmt.Errorf("cipher suite %d: %w", suite, err))
+			continue
 		}
 		cerr, _ := classify(err)
 		if errors.Is(cerr, ErrUnknownUser) {
@@ -310,7 +316,13 @@ func (d *Driver) login(ctx context.Context, log logr.Logger) error {
 		log.V(1).Info("ipmi cipher suite refused", "endpoint", d.epStr, "cipherSuite", int(suite), "error", cerr.Error())
 		errs = append(errs, fmt.Errorf("cipher suite %d: %w", suite, cerr))
 	}
-	return fmt.Errorf("open session: the BMC accepted none of the cipher suites %v (set Options.CipherSuites): %w", d.opts.suites, errors.Join(errs...))
+	err := errors.Join(errs...)
+	if errors.Is(err, ErrCipherSuiteMismatch) {
+		// Refusing substituted algorithms is permanent: asking again
+		// gets the same answer.
+		return bmc.Permanent(fmt.Errorf("open session: no cipher suite of %v could be negotiated as asked for (Options.CipherSuites or ?cipher= lists the suites allowed): %w", suiteList(d.opts.suites), err))
+	}
+	return fmt.Errorf("open session: the BMC accepted none of the cipher suites %v (Options.CipherSuites or ?cipher= lists the suites allowed): %w", suiteList(d.opts.suites), err)
 }
 
 func (d *Driver) handshake(ctx context.Context, c *client.Client, suite types.CipherSuiteID) error {
@@ -607,4 +619,16 @@ func (d *Driver) ResetBMC(ctx context.Context, t bmc.BMCResetType) error {
 		d.c = nil
 		return nil
 	})
+}
+
+// suiteList formats suite IDs as "17, 3".
+func suiteList(ids []types.CipherSuiteID) string {
+	var b strings.Builder
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d", id)
+	}
+	return b.String()
 }

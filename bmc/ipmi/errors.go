@@ -11,13 +11,15 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 )
 
-// ErrCipherSuiteMismatch is wrapped by the (permanent) error of a dial
+// ErrCipherSuiteMismatch is wrapped by the error of a session attempt
 // whose Open Session the BMC answered with algorithms other than those of
 // the cipher suite asked for, e.g. suite 3's HMAC-SHA1 to a request for
-// suite 17: a downgrade, by the BMC or by something on the path. The
-// driver never tries the next configured suite after it; name the suite
-// the BMC offers explicitly (Options.CipherSuites, or ?cipher= in the URL)
-// if that suite is acceptable.
+// suite 17 (pyghmi's BMC and older firmwares do this). The driver never
+// uses substituted algorithms: it drops that session and opens a fresh one
+// with the next suite allowed (Options.CipherSuites or ?cipher=), so with
+// the defaults (17, then 3) such a BMC is reached on suite 3. A dial fails
+// with a permanent error wrapping it only when no allowed suite was
+// negotiated as asked for.
 var ErrCipherSuiteMismatch = errors.New("the BMC answered with other algorithms than the cipher suite asked for")
 
 // ErrUnknownUser is wrapped, together with bmc.ErrUnauthorized, by the
@@ -44,7 +46,7 @@ func checkAlgorithms(suite types.CipherSuiteID, auth, integrity, crypt uint8) er
 			break
 		}
 	}
-	return fmt.Errorf("%w: requested cipher suite %d (%s, %s, %s), the BMC offered %s, %s, %s (%s); refusing the downgrade: if that suite is acceptable, ask for it explicitly",
+	return fmt.Errorf("%w: requested cipher suite %d (%s, %s, %s), the BMC offered %s, %s, %s (%s); substituted algorithms are never used",
 		ErrCipherSuiteMismatch, suite, wa, wi, wc, ga, gi, gc, offered)
 }
 

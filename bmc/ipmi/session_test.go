@@ -15,41 +15,66 @@ import (
 	"github.com/bmckit/bmckit/internal/testbin"
 )
 
-// TestCipherSuiteDowngradeRefused: a BMC that answers a request for suite
-// 17 with suite 3's algorithms is refused at once (no timeouts: Timeout is
-// an hour) with a permanent error naming both, also when 3 is next in the
-// list; asked for 3 explicitly, the same BMC works and CipherSuite reports
-// 3.
-func TestCipherSuiteDowngradeRefused(t *testing.T) {
+// TestCipherSuiteSubstitutionFallsBack: a BMC that answers a request for
+// suite 17 with suite 3's algorithms (pyghmi's BMC, older firmwares) is
+// reached with the default suites (17, then 3) on a fresh suite-3 session,
+// and CipherSuite reports 3; no timeout is involved (Timeout is an hour).
+// Allowed only 17, the dial fails at once with a permanent error naming
+// both algorithm triples.
+func TestCipherSuiteSubstitutionFallsBack(t *testing.T) {
 	t.Parallel()
 	sim := ipmitest.NewServer(t, ipmitest.Options{DowngradeCipherSuite: true})
-	for _, suites := range [][]int{{17}, nil, {17, 3}} {
-		d := dialer(t, ipmi.Options{CipherSuites: suites, Timeout: time.Hour})
-		drv, err := d.Open(t.Context(), sim.Endpoint, sim.Credentials)
-		if err == nil {
-			_ = drv.Close(t.Context())
-			t.Fatalf("suites %v: dial accepted a downgrade to suite %d", suites, drv.CipherSuite())
+	for _, suites := range [][]int{nil, {17, 3}, {3}} {
+		drv, err := dialer(t, ipmi.Options{CipherSuites: suites, Timeout: time.Hour}).Open(t.Context(), sim.Endpoint, sim.Credentials)
+		if err != nil {
+			t.Fatalf("suites %v: %v", suites, err)
 		}
-		requireOpError(t, err)
-		if !errors.Is(err, ipmi.ErrCipherSuiteMismatch) || bmc.IsTransient(err) {
-			t.Fatalf("suites %v: error %v: want a permanent ErrCipherSuiteMismatch", suites, err)
+		if got := drv.CipherSuite(); got != 3 {
+			t.Errorf("suites %v: cipher suite %d, want 3", suites, got)
 		}
-		for _, want := range []string{"requested cipher suite 17", "hmac_sha256", "hmac_sha1", "(cipher suite 3)"} {
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("suites %v: error %q does not name %q", suites, err, want)
-			}
+		if _, err := drv.PowerState(t.Context()); err != nil {
+			t.Fatalf("suites %v: %v", suites, err)
+		}
+		st := drv.Stats()
+		_ = drv.Close(context.Background())
+		if want := int64(1); st.Logins != want {
+			t.Errorf("suites %v: %d logins, want %d", suites, st.Logins, want)
 		}
 	}
-	drv, err := dialer(t, ipmi.Options{CipherSuites: []int{3}}).Open(t.Context(), sim.Endpoint, sim.Credentials)
-	if err != nil {
-		t.Fatal(err)
+	drv, err := dialer(t, ipmi.Options{CipherSuites: []int{17}, Timeout: time.Hour}).Open(t.Context(), sim.Endpoint, sim.Credentials)
+	if err == nil {
+		_ = drv.Close(t.Context())
+		t.Fatalf("suite 17 only: dial accepted the substituted suite %d", drv.CipherSuite())
 	}
-	defer drv.Close(context.Background())
-	if got := drv.CipherSuite(); got != 3 {
-		t.Errorf("cipher suite %d, want 3", got)
+	requireOpError(t, err)
+	if !errors.Is(err, ipmi.ErrCipherSuiteMismatch) || bmc.IsTransient(err) || errors.Is(err, bmc.ErrUnauthorized) {
+		t.Fatalf("suite 17 only: error %v: want a permanent ErrCipherSuiteMismatch", err)
 	}
-	if _, err := drv.PowerState(t.Context()); err != nil {
-		t.Fatal(err)
+	for _, want := range []string{"requested cipher suite 17", "hmac_sha256", "hmac_sha1", "(cipher suite 3)", "never used"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+}
+
+// TestCipherSuiteSubstitutionWrongPassword: on the substituting BMC a
+// wrong password (or user name) is reported as bmc.ErrUnauthorized, not as
+// a cipher mismatch, with the default suites.
+func TestCipherSuiteSubstitutionWrongPassword(t *testing.T) {
+	t.Parallel()
+	sim := ipmitest.NewServer(t, ipmitest.Options{DowngradeCipherSuite: true})
+	d := dialer(t, ipmi.Options{Timeout: time.Hour})
+	for _, c := range []bmc.Credentials{
+		{Username: sim.Credentials.Username, Password: sim.Credentials.Password + "x"},
+		{Username: "nobody", Password: sim.Credentials.Password},
+	} {
+		_, err := d.Open(t.Context(), sim.Endpoint, c)
+		if !errors.Is(err, bmc.ErrUnauthorized) || errors.Is(err, ipmi.ErrCipherSuiteMismatch) || bmc.IsTransient(err) {
+			t.Fatalf("user %q: error %v: want a permanent bmc.ErrUnauthorized", c.Username, err)
+		}
+		if strings.Contains(err.Error(), c.Password) {
+			t.Fatalf("error %q carries the password", err)
+		}
 	}
 }
 

@@ -76,9 +76,11 @@ type Options struct {
 	// Request for cipher suite 17 (HMAC-SHA256, AES-CBC-128) as one for
 	// suite 3 (HMAC-SHA1, AES-CBC-128): the Open Session Response names
 	// suite 3's algorithms and the session, if the client goes on, uses
-	// them. This is what a BMC (or a man in the middle) that downgrades the
-	// negotiation does; a client must refuse it (ipmitool does). Suite 3
-	// must be among CipherSuites (it is by default).
+	// them. This is the substitution of pyghmi's BMC and older firmwares
+	// (and of a man in the middle that downgrades the negotiation): a
+	// client must not run the substituted algorithms (ipmitool refuses;
+	// bmckit's driver opens a fresh session with its next allowed suite).
+	// Suite 3 must be among CipherSuites (it is by default).
 	DowngradeCipherSuite bool
 
 	// ReplayOldReplies makes the BMC re-send the last reply of the previous
