@@ -26,8 +26,15 @@ const (
 	CapabilityVirtualMediaCD Capability = "virtual-media-cd"
 	// CapabilityVirtualMediaUSB: the USB virtual media device is missing.
 	CapabilityVirtualMediaUSB Capability = "virtual-media-usb"
-	// CapabilityBMCReset: ResetBMC fails.
+	// CapabilityBMCReset: ResetBMC fails, whatever the reset type.
 	CapabilityBMCReset Capability = "bmc-reset"
+	// CapabilityBMCResetWarm: ResetBMC(BMCResetWarm) fails, as on BMCs
+	// that offer only a forced restart of themselves (AMI MegaRAC lists
+	// ForceRestart alone). Implied by CapabilityBMCReset.
+	CapabilityBMCResetWarm Capability = "bmc-reset-warm"
+	// CapabilityBMCResetCold: ResetBMC(BMCResetCold) fails. Implied by
+	// CapabilityBMCReset.
+	CapabilityBMCResetCold Capability = "bmc-reset-cold"
 	// CapabilityPowerSoftOff: SetPower(PowerActionSoftOff) fails on a server
 	// that is on.
 	CapabilityPowerSoftOff Capability = "power-soft-off"
@@ -47,6 +54,7 @@ func Capabilities() []Capability {
 	return []Capability{
 		CapabilityBootOverride, CapabilityBootOverrideReadBack, CapabilityBootMode, CapabilityBootHTTP,
 		CapabilityVirtualMediaCD, CapabilityVirtualMediaUSB, CapabilityBMCReset,
+		CapabilityBMCResetWarm, CapabilityBMCResetCold,
 		CapabilityPowerSoftOff, CapabilityPowerCycle, CapabilityPowerReset, CapabilityLastResetTime,
 	}
 }

@@ -65,7 +65,7 @@ func methods(opts Options) []method {
 			_, err := vm.MediaStatus(ctx, bmc.MediaCD)
 			return true, err
 		}},
-		{"ResetBMC", bmc.CapabilityBMCReset, func(ctx context.Context, d bmc.Driver) (bool, error) {
+		{"ResetBMC", bmc.CapabilityBMCResetWarm, func(ctx context.Context, d bmc.Driver) (bool, error) {
 			r, ok := d.(bmc.BMCResetter)
 			if !ok {
 				return false, nil

@@ -112,7 +112,20 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-func (o Options) lacks(c Capability) bool { return slices.Contains(o.Unsupported, c) }
+func (o Options) lacks(c Capability) bool {
+	if (c == bmc.CapabilityBMCResetWarm || c == bmc.CapabilityBMCResetCold) && slices.Contains(o.Unsupported, bmc.CapabilityBMCReset) {
+		return true
+	}
+	return slices.Contains(o.Unsupported, c)
+}
+
+// resetCapability is the capability ResetBMC(t) needs.
+func resetCapability(t bmc.BMCResetType) Capability {
+	if t == bmc.BMCResetCold {
+		return bmc.CapabilityBMCResetCold
+	}
+	return bmc.CapabilityBMCResetWarm
+}
 
 // skipped reports whether the subtest at path (relative to Run) is listed in
 // Skip, itself or through a parent.

@@ -126,8 +126,8 @@ func (s *suite) resetBMC(t *testing.T, path string) {
 			if !ok {
 				tc.Skipf("%T does not implement bmc.BMCResetter", tc.drv)
 			}
-			if tc.opts.lacks(bmc.CapabilityBMCReset) {
-				tc.Skipf("the peer lacks %s (Options.Unsupported); Unsupported/%s checks the error", bmc.CapabilityBMCReset, bmc.CapabilityBMCReset)
+			if c := resetCapability(rt); tc.opts.lacks(c) {
+				tc.Skipf("the peer lacks %s (Options.Unsupported); Unsupported/... checks the error", c)
 			}
 			// A reset of the BMC leaves the server alone: it is on before
 			// and after.

@@ -76,6 +76,17 @@ func (tc *tcase) checkUnsupported(c Capability) {
 			tc.Skipf("%T does not implement bmc.BMCResetter", tc.drv)
 		}
 		tc.requireNotSupported("ResetBMC(warm)", r.ResetBMC(ctx, bmc.BMCResetWarm))
+		tc.requireNotSupported("ResetBMC(cold)", r.ResetBMC(ctx, bmc.BMCResetCold))
+	case bmc.CapabilityBMCResetWarm, bmc.CapabilityBMCResetCold:
+		r, ok := tc.drv.(bmc.BMCResetter)
+		if !ok {
+			tc.Skipf("%T does not implement bmc.BMCResetter", tc.drv)
+		}
+		rt := bmc.BMCResetWarm
+		if c == bmc.CapabilityBMCResetCold {
+			rt = bmc.BMCResetCold
+		}
+		tc.requireNotSupported(fmt.Sprintf("ResetBMC(%s)", rt), r.ResetBMC(ctx, rt))
 	case bmc.CapabilityPowerSoftOff, bmc.CapabilityPowerCycle, bmc.CapabilityPowerReset:
 		action := map[Capability]bmc.PowerAction{
 			bmc.CapabilityPowerSoftOff: bmc.PowerActionSoftOff,

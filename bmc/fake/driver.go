@@ -470,6 +470,9 @@ func (d *Driver) ResetBMC(ctx context.Context, t bmc.BMCResetType) error {
 		if t != bmc.BMCResetWarm && t != bmc.BMCResetCold {
 			return bmc.Permanent(fmt.Errorf("invalid BMC reset type %q: want %q or %q", t, bmc.BMCResetWarm, bmc.BMCResetCold))
 		}
+		if t == bmc.BMCResetWarm && b.lacks[bmc.CapabilityBMCResetWarm] || t == bmc.BMCResetCold && b.lacks[bmc.CapabilityBMCResetCold] {
+			return fmt.Errorf("BMC reset %s: %w", t, bmc.ErrNotSupported)
+		}
 		b.resets++
 		if dt := b.opts.BMCResetDowntime; dt > 0 {
 			b.downUntil = b.clock.Now().Add(dt)

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/internal/budget"
 )
 
 // Privilege is the IPMI session privilege level the driver asks for.
@@ -105,8 +106,13 @@ type Options struct {
 	// unlimited.
 	RequestsPerSecond float64
 	// RequestBurst is how many requests may go out back to back after the
-	// endpoint was quiet (the token bucket's size): at most RequestBurst +
-	// RequestsPerSecond*T requests in any T seconds. Defaults to 1.
+	// endpoint was quiet (the token bucket's size). Whatever the burst, no
+	// one-second span carries more than max(RequestBurst,
+	// RequestsPerSecond) requests (a window caps the bucket), so several
+	// busy sessions never exceed the rate in any second, while a lone job
+	// never waits: its whole sequence (18 requests for a netboot, 22 with a
+	// re-login) fits the default. Defaults to 25, or RequestsPerSecond if
+	// lower (at least 1).
 	RequestBurst int
 
 	// NoBootReadBack makes [Driver.BootOverride] fail with
@@ -209,7 +215,7 @@ func (o Options) resolve() (resolved, error) {
 	case o.RequestBurst < 0:
 		return r, fmt.Errorf("ipmi: invalid Options.RequestBurst %d: must not be negative", o.RequestBurst)
 	case o.RequestBurst == 0:
-		r.burst = 1
+		r.burst = budget.BurstFor(r.rps)
 	default:
 		r.burst = o.RequestBurst
 	}

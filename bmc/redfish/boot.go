@@ -65,7 +65,7 @@ func (d *Driver) SetBootOverrideReadBack(ctx context.Context, o bmc.BootOverride
 // setBootOverride PATCHes o and reads the system back; it returns the
 // override read back, and the document it came from.
 func (d *Driver) setBootOverride(ctx context.Context, o bmc.BootOverride) (bmc.BootOverride, systemDoc, error) {
-	boot, err := bootPatch(o, d.sys.Boot)
+	boot, err := bootPatch(o, d.sys)
 	if err != nil {
 		return bmc.BootOverride{}, systemDoc{}, err
 	}
@@ -149,6 +149,9 @@ func (d *Driver) BootOverride(ctx context.Context) (bmc.BootOverride, error) {
 	doc, err := d.recentSystem(ctx)
 	if err != nil {
 		return bmc.BootOverride{}, d.opErr("read boot override", err)
+	}
+	if !doc.hasOverride() {
+		return bmc.BootOverride{}, d.opErr("read boot override", doc.errNoOverride())
 	}
 	return bootOverride(doc.Boot), nil
 }

@@ -10,8 +10,11 @@ import (
 
 func TestRequestBudgetDefaults(t *testing.T) {
 	o := Options{}.withDefaults()
-	if o.RequestsPerSecond != DefaultRequestsPerSecond || o.RequestBurst != 1 {
-		t.Errorf("defaults: %v/s burst %d, want %v/s burst 1", o.RequestsPerSecond, o.RequestBurst, DefaultRequestsPerSecond)
+	if o.RequestsPerSecond != DefaultRequestsPerSecond || o.RequestBurst != 25 {
+		t.Errorf("defaults: %v/s burst %d, want %v/s burst 25", o.RequestsPerSecond, o.RequestBurst, DefaultRequestsPerSecond)
+	}
+	if o := (Options{RequestsPerSecond: 10}).withDefaults(); o.RequestBurst != 10 {
+		t.Errorf("10/s: default burst %d, want 10 (no more than the rate)", o.RequestBurst)
 	}
 	if o := (Options{RequestsPerSecond: -1}).withDefaults(); o.RequestsPerSecond >= 0 || !unlimited(NewDialer(o)) {
 		t.Errorf("RequestsPerSecond -1 resolved to %v: want unlimited", o.RequestsPerSecond)

@@ -47,6 +47,7 @@ type Driver struct {
 	refused    map[string]bool   // advertised reset types the BMC refused
 	noIfMatch  bool              // the BMC rejects If-Match
 	mediaURIs  map[string]string // MediaKind -> VirtualMedia URI
+	mgr        *managerDoc       // the system's manager, once picked (managers.go)
 }
 
 var (

@@ -64,11 +64,18 @@ func FuzzParseSystem(f *testing.F) {
 		}
 		want := bmc.BootOverride{Device: bmc.BootDevicePXE, Mode: bmc.BootModeUEFI}
 		for _, want := range []bmc.BootOverride{want, {Device: bmc.BootDeviceUEFIHTTP, URI: "http://h/x.efi"}} {
-			b, err := bootPatch(want, doc.Boot)
+			b, err := bootPatch(want, doc)
 			if err == nil {
 				raw, _ := json.Marshal(struct{ Boot *schemas.Boot }{b})
 				if strings.Contains(string(raw), "@Redfish") {
 					t.Fatalf("PATCH body carries an annotation: %s", raw)
+				}
+				var sent struct{ Boot map[string]json.RawMessage }
+				_ = json.Unmarshal(raw, &sent)
+				for k := range sent.Boot {
+					if !doc.BootHas[k] {
+						t.Fatalf("PATCH body names Boot/%s, which the system's Boot lacks: %s", k, raw)
+					}
 				}
 			} else if want.Device == bmc.BootDeviceUEFIHTTP && !errors.Is(err, bmc.ErrNotSupported) {
 				t.Fatalf("bootPatch(%+v): %v, want ErrNotSupported", want, err)

@@ -25,6 +25,48 @@ type systemDoc struct {
 	ResetAllowed    []string
 	VirtualMediaURI string
 	ManagedBy       []string
+	// BootHas says which properties the system's Boot has (vendors omit
+	// some: iLO 5 on Apollo has no BootSourceOverrideMode, a Cray EX node
+	// no override at all); the driver sends only these.
+	BootHas map[string]bool
+	// Type is the @odata.type read, e.g. #ComputerSystem.v1_10_0.ComputerSystem.
+	Type string
+}
+
+// Boot properties the driver writes.
+const (
+	propTarget  = "BootSourceOverrideTarget"
+	propEnabled = "BootSourceOverrideEnabled"
+	propMode    = "BootSourceOverrideMode"
+	propHTTPURI = "HttpBootUri"
+)
+
+// hasOverride reports whether the Boot has a boot override at all (a
+// target and its enablement).
+func (doc systemDoc) hasOverride() bool { return doc.BootHas[propTarget] && doc.BootHas[propEnabled] }
+
+// errNoOverride is the NotSupported error of a system whose Boot has no
+// override properties.
+func (doc systemDoc) errNoOverride() error {
+	var missing []string
+	for _, p := range []string{propTarget, propEnabled} {
+		if !doc.BootHas[p] {
+			missing = append(missing, p)
+		}
+	}
+	return fmt.Errorf("the system's Boot has no %s (%s): this BMC offers no boot override: %w", strings.Join(missing, " or "), doc.typeName(), bmc.ErrNotSupported)
+}
+
+// typeName is the schema version read, for messages: "ComputerSystem.v1_10_0".
+func (doc systemDoc) typeName() string {
+	t := strings.TrimPrefix(doc.Type, "#")
+	if i := strings.LastIndex(t, "."); i > 0 {
+		t = t[:i]
+	}
+	if t == "" {
+		return "no @odata.type"
+	}
+	return t
 }
 
 // parseSystem decodes a ComputerSystem document.
@@ -42,6 +84,8 @@ func parseSystem(b []byte, etagHeader string) (systemDoc, error) {
 		}
 		VirtualMedia schemas.Link
 		Links        struct{ ManagedBy schemas.Links }
+		Boot         map[string]json.RawMessage
+		Type         string `json:"@odata.type"`
 	}
 	if err := json.Unmarshal(b, &extra); err != nil {
 		return doc, fmt.Errorf("ComputerSystem: %w", err)
@@ -51,6 +95,13 @@ func parseSystem(b []byte, etagHeader string) (systemDoc, error) {
 	doc.ResetAllowed = extra.Actions.Reset.Allowed
 	doc.VirtualMediaURI = string(extra.VirtualMedia)
 	doc.ManagedBy = extra.Links.ManagedBy.ToStrings()
+	doc.Type = extra.Type
+	doc.BootHas = map[string]bool{}
+	for _, p := range []string{propTarget, propEnabled, propMode, propHTTPURI} {
+		if _, ok := extra.Boot[p]; ok {
+			doc.BootHas[p] = true
+		}
+	}
 	doc.etag = etagHeader
 	if doc.etag == "" {
 		doc.etag = doc.ODataEtag
@@ -171,12 +222,14 @@ var bootTargets = map[bmc.BootDevice]schemas.BootSource{
 // bootPatch builds the Boot object for a PATCH: a fresh schemas.Boot with
 // only the fields being set (a Boot read from the BMC would carry
 // read-only annotations such as @Redfish.AllowableValues, which BMCs refuse).
-// cur is the Boot last read: its allowed targets, and whether it has
-// HttpBootUri at all. UEFI HTTP boot needs UefiHttp among the allowed
-// targets (when the BMC lists them) and, with a URI, the HttpBootUri
-// property (ComputerSystem v1_9 and later); otherwise the error wraps
-// bmc.ErrNotSupported. An empty URI leaves HttpBootUri as it is.
-func bootPatch(o bmc.BootOverride, cur schemas.Boot) (*schemas.Boot, error) {
+// cur is the system last read: its allowed targets, and which Boot
+// properties it has. The PATCH names only properties the Boot has: an
+// override needs BootSourceOverrideTarget and BootSourceOverrideEnabled,
+// a mode other than unchanged BootSourceOverrideMode, a URI HttpBootUri;
+// UEFI HTTP boot needs UefiHttp among the allowed targets (when the BMC
+// lists them). Otherwise the error wraps bmc.ErrNotSupported and nothing
+// is sent. An empty URI leaves HttpBootUri as it is.
+func bootPatch(o bmc.BootOverride, cur systemDoc) (*schemas.Boot, error) {
 	target, ok := bootTargets[o.Device]
 	if !ok {
 		return nil, bmc.Permanent(fmt.Errorf("boot device %q: want none, pxe, disk, cdrom, bios or uefi-http", o.Device))
@@ -184,12 +237,20 @@ func bootPatch(o bmc.BootOverride, cur schemas.Boot) (*schemas.Boot, error) {
 	if o.URI != "" && o.Device != bmc.BootDeviceUEFIHTTP {
 		return nil, bmc.Permanent(fmt.Errorf("boot device %s with a URI: only %s boots from a URI", o.Device, bmc.BootDeviceUEFIHTTP))
 	}
+	switch o.Mode {
+	case bmc.BootModeUnchanged, bmc.BootModeUEFI, bmc.BootModeLegacy:
+	default:
+		return nil, bmc.Permanent(fmt.Errorf("boot mode %q: want uefi, legacy or empty (unchanged)", o.Mode))
+	}
+	if !cur.hasOverride() {
+		return nil, cur.errNoOverride()
+	}
 	b := &schemas.Boot{}
 	if o.Device == bmc.BootDeviceNone {
 		b.BootSourceOverrideEnabled = schemas.DisabledBootSourceOverrideEnabled
 		return b, nil
 	}
-	if allowed := cur.AllowableBootSourceOverrideTargetValues; len(allowed) > 0 && !slices.Contains(allowed, target) {
+	if allowed := cur.Boot.AllowableBootSourceOverrideTargetValues; len(allowed) > 0 && !slices.Contains(allowed, target) {
 		names := make([]string, len(allowed))
 		for i, a := range allowed {
 			names[i] = string(a)
@@ -201,8 +262,8 @@ func bootPatch(o bmc.BootOverride, cur schemas.Boot) (*schemas.Boot, error) {
 			return nil, bmc.Permanent(fmt.Errorf("boot device %s in legacy mode: UEFI HTTP boot needs mode uefi (or unchanged)", o.Device))
 		}
 		if o.URI != "" {
-			if cur.HTTPBootURI == nil {
-				return nil, fmt.Errorf("boot device %s from %s: the BMC's Boot has no HttpBootUri (ComputerSystem before v1_9), so it cannot boot a given URI: %w", o.Device, o.URI, bmc.ErrNotSupported)
+			if !cur.BootHas[propHTTPURI] {
+				return nil, fmt.Errorf("boot device %s from %s: the system's Boot has no HttpBootUri (%s), so it cannot boot a given URI: %w", o.Device, o.URI, cur.typeName(), bmc.ErrNotSupported)
 			}
 			uri := o.URI
 			b.HTTPBootURI = &uri
@@ -213,14 +274,14 @@ func bootPatch(o bmc.BootOverride, cur schemas.Boot) (*schemas.Boot, error) {
 	if o.Persistent {
 		b.BootSourceOverrideEnabled = schemas.ContinuousBootSourceOverrideEnabled
 	}
+	if o.Mode != bmc.BootModeUnchanged && !cur.BootHas[propMode] {
+		return nil, fmt.Errorf("boot mode %s: the system's Boot has no BootSourceOverrideMode (%s), so the mode cannot be set; ask for mode unchanged: %w", o.Mode, cur.typeName(), bmc.ErrNotSupported)
+	}
 	switch o.Mode {
-	case bmc.BootModeUnchanged:
 	case bmc.BootModeUEFI:
 		b.BootSourceOverrideMode = schemas.UEFIBootSourceOverrideMode
 	case bmc.BootModeLegacy:
 		b.BootSourceOverrideMode = schemas.LegacyBootSourceOverrideMode
-	default:
-		return nil, bmc.Permanent(fmt.Errorf("boot mode %q: want uefi, legacy or empty (unchanged)", o.Mode))
 	}
 	return b, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/stmcginnis/gofish"
 	"github.com/stmcginnis/gofish/schemas"
@@ -77,12 +78,18 @@ func (d *Driver) readMedia(ctx context.Context, uri string) (*schemas.VirtualMed
 	return &vm, nil
 }
 
+// mediaStatus maps a VirtualMedia. An Image of "None" (AMI MegaRAC's
+// empty media) reads as no image.
 func mediaStatus(vm *schemas.VirtualMedia) bmc.MediaStatus {
-	inserted := vm.Image != ""
+	image := vm.Image
+	if strings.EqualFold(image, "None") {
+		image = ""
+	}
+	inserted := image != ""
 	if vm.Inserted != nil {
 		inserted = *vm.Inserted
 	}
-	return bmc.MediaStatus{Inserted: inserted, Image: vm.Image}
+	return bmc.MediaStatus{Inserted: inserted, Image: image}
 }
 
 // InsertMedia ejects whatever is inserted (unless it is already imageURL),
@@ -220,32 +227,20 @@ func (d *Driver) ResetBMC(ctx context.Context, t bmc.BMCResetType) error {
 		return d.opErr(op, err)
 	}
 	defer done()
-	managers := d.sys.ManagedBy
-	if len(managers) == 0 {
-		if managers, err = d.collection(ctx, "/redfish/v1/Managers"); err != nil {
-			return d.opErr(op, err)
-		}
-	}
-	if len(managers) == 0 {
-		return d.opErr(op, fmt.Errorf("the BMC lists no manager: %w", bmc.ErrNotSupported))
-	}
-	var mgr struct {
-		Actions struct {
-			Reset struct {
-				schemas.ActionTarget
-				Allowed []string `json:"ResetType@Redfish.AllowableValues"`
-			} `json:"#Manager.Reset"`
-		}
-	}
-	if _, err := d.getJSON(ctx, managers[0], &mgr); err != nil {
+	mgr, err := d.manager(ctx)
+	if err != nil {
 		return d.opErr(op, err)
 	}
 	target := mgr.Actions.Reset.Target
 	if target == "" {
-		return d.opErr(op, fmt.Errorf("manager %s offers no Manager.Reset: %w", managers[0], bmc.ErrNotSupported))
+		return d.opErr(op, fmt.Errorf("manager %s offers no Manager.Reset: %w", mgr.uri, bmc.ErrNotSupported))
 	}
-	if a := mgr.Actions.Reset.Allowed; a != nil && !slices.Contains(a, rt) {
-		return d.opErr(op, fmt.Errorf("manager does not offer ResetType %s (advertised: %s): %w", rt, list(a), bmc.ErrNotSupported))
+	allowed, err := d.allowedValues(ctx, mgr.Actions.Reset.Allowed, mgr.Actions.Reset.ActionInfoTarget, "ResetType")
+	if err != nil {
+		return d.opErr(op, err)
+	}
+	if allowed != nil && !slices.Contains(allowed, rt) {
+		return d.opErr(op, fmt.Errorf("manager %s does not offer ResetType %s (advertised: %s): %w", mgr.uri, rt, list(allowed), bmc.ErrNotSupported))
 	}
 	err = d.do(ctx, false, func(c *gofish.APIClient) error {
 		resp, err := c.Post(target, map[string]string{"ResetType": rt})

@@ -81,14 +81,13 @@ type Options struct {
 	// unlimited.
 	RequestsPerSecond float64
 	// RequestBurst is how many requests may go out back to back after the
-	// endpoint was quiet (the token bucket's size): at most RequestBurst +
-	// RequestsPerSecond*T requests go out in any T seconds. Defaults to 1,
-	// so that RequestsPerSecond holds over every second, as a BMC that
-	// counts per second sees it; requests are then spaced at least
-	// 1/RequestsPerSecond apart (20 ms at the default), less than a real
-	// BMC takes to answer one, so a lone driver hardly ever waits. A larger
-	// burst lets a quiet endpoint take that many more requests in its
-	// first second.
+	// endpoint was quiet (the token bucket's size). Whatever the burst, no
+	// one-second span carries more than max(RequestBurst,
+	// RequestsPerSecond) requests: a window caps what the bucket alone
+	// would let out (burst + rate), so a crowd of systems never exceeds the
+	// rate in any second, as a BMC that counts per second sees it, while a
+	// lone job on a quiet endpoint never waits. Defaults to 25 (one job's
+	// whole request sequence), or RequestsPerSecond if lower (at least 1).
 	RequestBurst int
 
 	// Retries is how many times an idempotent request (GET, login) is retried
@@ -156,7 +155,7 @@ func (o Options) withDefaults() Options {
 		o.RequestsPerSecond = DefaultRequestsPerSecond
 	}
 	if o.RequestBurst <= 0 {
-		o.RequestBurst = 1
+		o.RequestBurst = budget.BurstFor(o.RequestsPerSecond)
 	}
 	if o.Retries == 0 {
 		o.Retries = 2

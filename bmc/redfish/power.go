@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stmcginnis/gofish"
-	"github.com/stmcginnis/gofish/schemas"
 
 	"github.com/bmckit/bmckit/bmc"
 )
@@ -80,15 +79,11 @@ func (d *Driver) loadResetTypes(ctx context.Context, doc systemDoc) error {
 	if d.resetTypes != nil || doc.ResetInfo == "" {
 		return nil
 	}
-	var info schemas.ActionInfo
-	if _, err := d.getJSON(ctx, doc.ResetInfo, &info); err != nil {
-		return fmt.Errorf("read reset ActionInfo: %w", err)
+	types, err := d.allowedValues(ctx, nil, doc.ResetInfo, "ResetType")
+	if err != nil {
+		return fmt.Errorf("read reset types: %w", err)
 	}
-	for _, p := range info.Parameters {
-		if p.Name == "ResetType" {
-			d.resetTypes = append([]string{}, p.AllowableValues...)
-		}
-	}
+	d.resetTypes = types
 	return nil
 }
 

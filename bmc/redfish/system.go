@@ -108,6 +108,9 @@ func (d *Driver) selectSystem(ctx context.Context) error {
 		if cerr != nil {
 			return cerr
 		}
+		if len(members) == 0 {
+			return d.noSystems(err)
+		}
 		for _, m := range members {
 			doc, _, err := d.fetchSystem(ctx, m)
 			if err != nil {
@@ -127,7 +130,7 @@ func (d *Driver) selectSystem(ctx context.Context) error {
 	}
 	switch len(members) {
 	case 0:
-		return bmc.Permanent(errors.New("the BMC lists no systems"))
+		return d.noSystems(nil)
 	case 1:
 		doc, canonical, err := d.fetchSystem(ctx, members[0])
 		if err != nil {
@@ -140,6 +143,16 @@ func (d *Driver) selectSystem(ctx context.Context) error {
 	}
 	return bmc.Permanent(fmt.Errorf("the BMC manages %d systems (%s): name one in the address, e.g. %s%s",
 		len(members), strings.Join(members, ", "), d.ep.String(), members[0]))
+}
+
+// noSystems is the error of a service whose Systems collection is empty:
+// a chassis or enclosure controller, which manages no computer system.
+func (d *Driver) noSystems(cause error) error {
+	err := fmt.Errorf("the Redfish service lists no computer systems (%s is empty): it manages none, as a chassis or enclosure controller does; address the BMC that manages the server", d.systemsURI())
+	if cause != nil {
+		err = fmt.Errorf("%w (reading %s: %w)", err, d.ep.Path, cause)
+	}
+	return bmc.Permanent(err)
 }
 
 func (d *Driver) adopt(ctx context.Context, doc systemDoc) {

@@ -178,3 +178,86 @@ func TestCounter(t *testing.T) {
 		t.Errorf("no budget: %v, %d throttled; want nil, still 2", err, c.Throttled())
 	}
 }
+
+// admit reserves n requests on b, the i-th arriving at arrive(i), and
+// returns their admission times (no waiting: reserve only computes them).
+func admit(t *testing.T, b *Budget, n int, arrive func(i int) time.Time) []time.Time {
+	t.Helper()
+	out := make([]time.Time, n)
+	for i := range n {
+		at, _, err := b.reserve(arrive(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = at
+	}
+	return out
+}
+
+// busiest is the largest number of admissions in any Window.
+func busiest(ats []time.Time) int {
+	best, lo := 0, 0
+	for hi := range ats {
+		for ats[hi].Sub(ats[lo]) >= Window {
+			lo++
+		}
+		best = max(best, hi-lo+1)
+	}
+	return best
+}
+
+// A lone job's request sequence on an idle endpoint (22 requests, 2 ms
+// apart: an IPMI netboot with a re-login) is never delayed by the default
+// shape (50/s, burst 25); after a quiet second the next job's is not
+// either.
+func TestLoneSequenceNotThrottled(t *testing.T) {
+	b := newBudget("a:623", 50, 25)
+	t0 := time.Unix(1_000_000, 0)
+	for job := range 3 {
+		start := t0.Add(time.Duration(job) * 2 * time.Second)
+		arrive := func(i int) time.Time { return start.Add(time.Duration(i) * 2 * time.Millisecond) }
+		for i, at := range admit(t, b, 22, arrive) {
+			if !at.Equal(arrive(i)) {
+				t.Fatalf("job %d request %d delayed by %s on an idle endpoint", job, i, at.Sub(arrive(i)))
+			}
+		}
+	}
+}
+
+// A crowd (2000 requests arriving at once, and 2000 arriving 1 ms apart)
+// never gets more than the rate out in any second, whatever the burst,
+// and is served at about the rate (the first burst is served at once).
+func TestCrowdHoldsRate(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	for _, burst := range []int{1, 25, 50} {
+		for _, gap := range []time.Duration{0, time.Millisecond} {
+			b := newBudget("a:443", 50, burst)
+			ats := admit(t, b, 2000, func(i int) time.Time { return t0.Add(time.Duration(i) * gap) })
+			if got := busiest(ats); got > 50 {
+				t.Errorf("burst %d, arrivals %s apart: %d requests in the busiest second, want <= 50", burst, gap, got)
+			}
+			span := ats[len(ats)-1].Sub(ats[0]).Seconds()
+			if rate := float64(len(ats)-1) / span; rate < 45 || rate > 52 {
+				t.Errorf("burst %d, arrivals %s apart: served at %.1f/s, want about 50", burst, gap, rate)
+			}
+		}
+	}
+	// Without the window a burst of 25 would let 75 out in the first second.
+	b := newBudget("a:443", 50, 25)
+	b.ring = nil
+	if got := busiest(admit(t, b, 2000, func(int) time.Time { return t0 })); got <= 50 {
+		t.Errorf("bucket alone: busiest second %d; the check cannot tell the window from the bucket", got)
+	}
+}
+
+func TestWindowCap(t *testing.T) {
+	for _, c := range []struct {
+		rps   float64
+		burst int
+		want  int
+	}{{50, 25, 50}, {50, 1, 50}, {10, 25, 25}, {0.5, 2, 2}, {1e9, 1, 0}} {
+		if got := WindowCap(c.rps, c.burst); got != c.want {
+			t.Errorf("WindowCap(%g, %d) = %d, want %d", c.rps, c.burst, got, c.want)
+		}
+	}
+}

@@ -213,6 +213,41 @@ type Config struct {
 	// Faults injects failures. Defaults to none.
 	Faults Faults
 
+	// Vendor shapes (see [VendorConfig] for the vendors that show them).
+
+	// BootOverrideProperties are the override properties the system's
+	// Boot has, among BootSourceOverrideTarget, BootSourceOverrideEnabled
+	// and BootSourceOverrideMode (HttpBootUri is NoHTTPBootURI's). A PATCH
+	// naming one it lacks is answered 400 PropertyUnknown, as a strict BMC
+	// does. Defaults to nil: all three; an empty non-nil list: none (the
+	// Boot of an HPE Cray EX node, which has no override).
+	BootOverrideProperties []string
+	// SchemaVersion is the ComputerSystem schema version in @odata.type,
+	// e.g. "v1_10_0". Defaults to v1_20_0.
+	SchemaVersion string
+	// NoManagedBy leaves Links.ManagedBy out of every system, as on HPE
+	// Cray EX nodes: only the managers' ManagerForServers say which one
+	// manages it. Defaults to false.
+	NoManagedBy bool
+	// AuxiliaryManager lists a second manager first in the Managers
+	// collection (/redfish/v1/Managers/AUX, ManagerType
+	// AuxiliaryController): it manages no server and has no Manager.Reset.
+	// Defaults to false: one manager, Managers/BMC.
+	AuxiliaryManager bool
+	// ManagerResetTypes are the ResetType values Managers/BMC's
+	// Manager.Reset accepts (others: 400). Defaults to GracefulRestart and
+	// ForceRestart.
+	ManagerResetTypes []string
+	// ManagerResetTypesInActionInfo advertises them only behind the
+	// action's @Redfish.ActionInfo link (AMI MegaRAC), not inline.
+	ManagerResetTypesInActionInfo bool
+	// EmptyMediaImageNone reports empty virtual media with "Image": "None"
+	// (AMI MegaRAC) instead of an empty string. Defaults to false.
+	EmptyMediaImageNone bool
+	// NoSystems serves an empty Systems collection: a chassis or enclosure
+	// controller that manages no computer system. Systems is ignored.
+	NoSystems bool
+
 	// RequestLimit is the request rate, in requests per second, the
 	// simulated endpoint serves, over all its systems and sessions (a
 	// chassis manager or emulator that a flood of polls would overwhelm).
@@ -270,6 +305,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ResetTypes == nil {
 		c.ResetTypes = []string{"On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "PowerCycle", "PushPowerButton", "Nmi"}
+	}
+	if c.ManagerResetTypes == nil {
+		c.ManagerResetTypes = []string{"GracefulRestart", "ForceRestart"}
+	}
+	if c.SchemaVersion == "" {
+		c.SchemaVersion = "v1_20_0"
+	}
+	if c.BootOverrideProperties == nil {
+		c.BootOverrideProperties = bootFields
 	}
 	if c.BootTargets == nil {
 		c.BootTargets = []string{"None", "Pxe", "Hdd", "Cd", "BiosSetup", "UefiHttp"}

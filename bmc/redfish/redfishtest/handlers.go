@@ -18,6 +18,8 @@ const (
 	sessionsURI = root + "/SessionService/Sessions"
 	managerURI  = root + "/Managers/BMC"
 	chassisURI  = root + "/Chassis/1"
+	// auxManagerURI is Config.AuxiliaryManager's controller.
+	auxManagerURI = root + "/Managers/AUX"
 )
 
 type ctxKey struct{}
@@ -90,6 +92,8 @@ func (s *Server) routes() http.Handler {
 	handle("GET", sseURI, s.auth(s.eventStream))
 	handle("GET", root+"/Managers", s.auth(s.listManagers))
 	handle("GET", managerURI, s.auth(s.getManager))
+	handle("GET", auxManagerURI, s.auth(s.getAuxManager))
+	handle("GET", managerURI+"/ResetActionInfo", s.auth(s.managerResetActionInfo))
 	handle("POST", managerURI+"/Actions/Manager.Reset", s.auth(s.resetManager))
 	handle("GET", managerURI+"/VirtualMedia", s.auth(s.listMedia))
 	handle("GET", managerURI+"/VirtualMedia/{dev}", s.auth(s.getMedia))
@@ -479,18 +483,24 @@ func (s *Server) getSystem(w http.ResponseWriter, r *http.Request) {
 		reset["ResetType@Redfish.AllowableValues"] = s.cfg.ResetTypes
 	}
 	etag := fmt.Sprintf(`W/"%d"`, sys.etag)
-	boot := map[string]any{
-		"BootSourceOverrideTarget":                         sys.bootTarget,
-		"BootSourceOverrideEnabled":                        sys.bootEnabled,
-		"BootSourceOverrideMode":                           sys.bootMode,
-		"BootSourceOverrideTarget@Redfish.AllowableValues": s.cfg.BootTargets,
+	boot := map[string]any{"BootOrder": []string{"Boot0001", "Boot0002"}}
+	values := map[string]string{
+		"BootSourceOverrideTarget":  sys.bootTarget,
+		"BootSourceOverrideEnabled": sys.bootEnabled,
+		"BootSourceOverrideMode":    sys.bootMode,
+	}
+	for _, k := range s.cfg.BootOverrideProperties {
+		boot[k] = values[k]
+	}
+	if slices.Contains(s.cfg.BootOverrideProperties, "BootSourceOverrideTarget") {
+		boot["BootSourceOverrideTarget@Redfish.AllowableValues"] = s.cfg.BootTargets
 	}
 	if !s.cfg.NoHTTPBootURI {
 		boot["HttpBootUri"] = sys.httpBootURI
 	}
 	doc := map[string]any{
 		"@odata.id":   uri,
-		"@odata.type": "#ComputerSystem.v1_20_0.ComputerSystem",
+		"@odata.type": "#ComputerSystem." + s.cfg.SchemaVersion + ".ComputerSystem",
 		"@odata.etag": etag,
 		"Id":          sys.id,
 		"Name":        "System " + sys.id,
@@ -499,6 +509,9 @@ func (s *Server) getSystem(w http.ResponseWriter, r *http.Request) {
 		"Boot":        boot,
 		"Actions":     map[string]any{"#ComputerSystem.Reset": reset},
 		"Links":       map[string]any{"ManagedBy": []any{link(managerURI)}, "Chassis": []any{link(chassisURI)}},
+	}
+	if s.cfg.NoManagedBy {
+		doc["Links"] = map[string]any{"Chassis": []any{link(chassisURI)}}
 	}
 	if s.cfg.Media == MediaUnderSystem {
 		doc["VirtualMedia"] = link(uri + "/VirtualMedia")
@@ -573,6 +586,10 @@ func (s *Server) patchSystem(w http.ResponseWriter, r *http.Request) {
 	for k := range boot {
 		if k == "HttpBootUri" && s.cfg.NoHTTPBootURI {
 			redfishError(w, http.StatusBadRequest, "Base.1.8.PropertyUnknown", "property Boot/HttpBootUri is not known")
+			return
+		}
+		if slices.Contains(bootFields, k) && !slices.Contains(s.cfg.BootOverrideProperties, k) {
+			redfishError(w, http.StatusBadRequest, "Base.1.8.PropertyUnknown", "property Boot/"+k+" is not known")
 			return
 		}
 		if !slices.Contains(bootFields, k) && k != "HttpBootUri" {
@@ -685,18 +702,25 @@ func (s *Server) resetSystem(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listManagers(w http.ResponseWriter, _ *http.Request) {
-	writeCollection(w, root+"/Managers", "ManagerCollection", "Manager Collection", []any{link(managerURI)})
+	members := []any{link(managerURI)}
+	if s.cfg.AuxiliaryManager {
+		members = []any{link(auxManagerURI), link(managerURI)}
+	}
+	writeCollection(w, root+"/Managers", "ManagerCollection", "Manager Collection", members)
 }
 
 func (s *Server) getManager(w http.ResponseWriter, _ *http.Request) {
+	reset := map[string]any{"target": managerURI + "/Actions/Manager.Reset"}
+	if s.cfg.ManagerResetTypesInActionInfo {
+		reset["@Redfish.ActionInfo"] = managerURI + "/ResetActionInfo"
+	} else {
+		reset["ResetType@Redfish.AllowableValues"] = s.cfg.ManagerResetTypes
+	}
 	doc := map[string]any{
 		"@odata.id": managerURI, "@odata.type": "#Manager.v1_15_0.Manager", "Id": "BMC", "Name": "Manager",
 		"ManagerType": "BMC",
 		"Links":       map[string]any{"ManagerForServers": s.systemLinks(), "ManagerForChassis": []any{link(chassisURI)}},
-		"Actions": map[string]any{"#Manager.Reset": map[string]any{
-			"target":                            managerURI + "/Actions/Manager.Reset",
-			"ResetType@Redfish.AllowableValues": []string{"GracefulRestart", "ForceRestart"},
-		}},
+		"Actions":     map[string]any{"#Manager.Reset": reset},
 	}
 	if s.cfg.Media == MediaUnderManager {
 		doc["VirtualMedia"] = link(managerURI + "/VirtualMedia")
@@ -704,10 +728,36 @@ func (s *Server) getManager(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, "", doc)
 }
 
+// getAuxManager answers Config.AuxiliaryManager's controller: it manages
+// no server and cannot be reset.
+func (s *Server) getAuxManager(w http.ResponseWriter, _ *http.Request) {
+	if !s.cfg.AuxiliaryManager {
+		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no manager AUX")
+		return
+	}
+	writeJSON(w, http.StatusOK, "", map[string]any{
+		"@odata.id": auxManagerURI, "@odata.type": "#Manager.v1_15_0.Manager", "Id": "AUX", "Name": "Auxiliary controller",
+		"ManagerType": "AuxiliaryController",
+		"Links":       map[string]any{"ManagerForChassis": []any{link(chassisURI)}},
+	})
+}
+
+func (s *Server) managerResetActionInfo(w http.ResponseWriter, _ *http.Request) {
+	if !s.cfg.ManagerResetTypesInActionInfo {
+		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no ResetActionInfo")
+		return
+	}
+	writeJSON(w, http.StatusOK, "", map[string]any{
+		"@odata.id": managerURI + "/ResetActionInfo", "@odata.type": "#ActionInfo.v1_3_0.ActionInfo",
+		"Id": "ResetActionInfo", "Name": "Reset Action Info",
+		"Parameters": []any{map[string]any{"Name": "ResetType", "Required": true, "DataType": "String", "AllowableValues": s.cfg.ManagerResetTypes}},
+	})
+}
+
 func (s *Server) resetManager(w http.ResponseWriter, r *http.Request) {
 	var body struct{ ResetType string }
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || (body.ResetType != "GracefulRestart" && body.ResetType != "ForceRestart") {
-		redfishError(w, http.StatusBadRequest, "Base.1.8.ActionParameterValueNotInList", "ResetType must be GracefulRestart or ForceRestart")
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || !slices.Contains(s.cfg.ManagerResetTypes, body.ResetType) {
+		redfishError(w, http.StatusBadRequest, "Base.1.8.ActionParameterValueNotInList", "ResetType must be one of "+strings.Join(s.cfg.ManagerResetTypes, ", "))
 		return
 	}
 	s.mu.Lock()
@@ -779,7 +829,7 @@ func (s *Server) getMedia(w http.ResponseWriter, r *http.Request) {
 	uri := base + "/" + m.id
 	writeJSON(w, http.StatusOK, "", map[string]any{
 		"@odata.id": uri, "@odata.type": "#VirtualMedia.v1_6_0.VirtualMedia", "Id": m.id, "Name": "Virtual " + m.id,
-		"MediaTypes": m.types, "Image": m.image, "Inserted": m.inserted, "WriteProtected": true,
+		"MediaTypes": m.types, "Image": s.mediaImage(m), "Inserted": m.inserted, "WriteProtected": true,
 		"ConnectedVia": map[bool]string{true: "URI", false: "NotConnected"}[m.inserted],
 		"Actions": map[string]any{
 			"#VirtualMedia.InsertMedia": map[string]any{"target": uri + "/Actions/VirtualMedia.InsertMedia"},
@@ -871,4 +921,13 @@ func noteOf(r *http.Request, note string) {
 	if e, ok := r.Context().Value(ctxKey{}).(*entry); ok {
 		e.req.Note = note
 	}
+}
+
+// mediaImage is what the Image property reads: "None" for empty media on
+// a Config.EmptyMediaImageNone BMC (AMI).
+func (s *Server) mediaImage(m *media) string {
+	if m.image == "" && s.cfg.EmptyMediaImageNone {
+		return "None"
+	}
+	return m.image
 }

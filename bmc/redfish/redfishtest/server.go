@@ -170,7 +170,7 @@ func start(cfg Config, useTLS bool) *Server {
 		faultRate: cfg.Faults.Rate,
 	}
 	s.rate.setLimit(cfg.RequestLimit)
-	for i := 1; i <= cfg.Systems; i++ {
+	for i := 1; i <= cfg.Systems && !cfg.NoSystems; i++ {
 		sys := &system{id: strconv.Itoa(i), uuid: SystemUUID(i), power: "Off", etag: 1, lastReset: cfg.Clock.Now(),
 			bootTarget: "None", bootEnabled: "Disabled", bootMode: "UEFI", resets: map[string]int{}}
 		if cfg.Media == MediaUnderSystem {

@@ -1,0 +1,239 @@
+// Command budget measures the per-endpoint request budget's two promises
+// (internal/budget, the drivers' Options.RequestsPerSecond and
+// RequestBurst) and prints a Markdown report for docs/benchmarks.md:
+//
+//  1. A lone job is not taxed: IPMI netboot jobs (power off, one-time PXE,
+//     power on, each verified) through job.Runner against go-ipmi's
+//     simulator, one at a time on an idle endpoint, alternating the default
+//     budget and no budget (A B A B ...), in the same run. It reports the
+//     median wall time and CPU time per job of each, their ratio, and the
+//     requests that waited. The order alternates too (on off, off on, ...).
+//
+//  2. A crowd does not exceed the rate: -crowd netboot jobs at once on one
+//     Redfish endpoint with that many systems (EndpointConcurrency = the
+//     crowd), power changes landing 1-11 s after the request, default
+//     budget (50/s); it reports the busiest one-second window of requests
+//     the simulator received.
+//
+//     go run ./bench/budget -rounds 40 -crowd 200
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/ipmi"
+	"github.com/bmckit/bmckit/bmc/ipmi/ipmitest"
+	"github.com/bmckit/bmckit/bmc/redfish"
+	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
+	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/task"
+)
+
+func main() {
+	rounds := flag.Int("rounds", 40, "lone IPMI netboot jobs per mode (alternating budget on / off)")
+	crowd := flag.Int("crowd", 200, "netboot jobs at once on one budgeted Redfish endpoint")
+	flag.Parse()
+	if err := run(*rounds, *crowd); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/budget:", err)
+		os.Exit(1)
+	}
+}
+
+func netboot(addr string) job.Spec {
+	return job.Spec{BMC: addr, CredentialsRef: "lab", Tasks: []task.Spec{
+		{Power: &task.PowerAction{Op: task.PowerOff}},
+		{BootDevice: &task.BootDeviceAction{Device: task.BootPXE, Mode: task.BootModeUEFI}},
+		{Power: &task.PowerAction{Op: task.PowerOn}},
+	}}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// lone is one mode of part 1: a Runner whose IPMI Dialer has opts.
+type lone struct {
+	name     string
+	r        *job.Runner
+	sim      *ipmitest.Server
+	wall     []time.Duration
+	cpu      []time.Duration
+	requests int64
+	waited   int64
+}
+
+func newLone(ctx context.Context, name string, opts ipmi.Options) (*lone, error) {
+	sim, err := ipmitest.Start(ipmitest.Options{PoweredOn: true})
+	if err != nil {
+		return nil, err
+	}
+	d, err := ipmi.NewDialer(opts)
+	if err != nil {
+		return nil, err
+	}
+	var sd bmc.SchemeDialer
+	sd.Register("ipmi", d)
+	r, err := job.NewRunner(job.Config{
+		Store: memstore.New(), Dialer: &sd, Workers: 1,
+		Credentials:  job.StaticCredentials{"lab": sim.Credentials},
+		ScanInterval: 10 * time.Millisecond,
+		// Close the session after each job: every job starts with a
+		// handshake on an idle endpoint, a fresh budget.
+		IdleTimeout: time.Millisecond,
+	})
+	if err != nil {
+		return nil, err
+	}
+	go func() { _ = r.Start(ctx) }()
+	return &lone{name: name, r: r, sim: sim}, nil
+}
+
+func (l *lone) once(ctx context.Context, i int) error {
+	name := fmt.Sprintf("%s-%d", l.name, i)
+	c0, t0 := cpuTime(), time.Now()
+	if _, err := l.r.Submit(ctx, name, netboot(l.sim.URL())); err != nil {
+		return err
+	}
+	j, err := l.r.Wait(ctx, name)
+	if err != nil {
+		return err
+	}
+	l.wall = append(l.wall, time.Since(t0))
+	l.cpu = append(l.cpu, cpuTime()-c0)
+	if j.Status.Result != "Succeeded" {
+		return fmt.Errorf("job %s: %s: %s", name, j.Status.Result, j.Status.Message)
+	}
+	if w := j.Status.Wire; w != nil {
+		l.requests += w.Requests
+		l.waited += w.Throttled
+	}
+	return nil
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func run(rounds, crowd int) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	on, err := newLone(ctx, "on", ipmi.Options{})
+	if err != nil {
+		return err
+	}
+	off, err := newLone(ctx, "off", ipmi.Options{RequestsPerSecond: -1})
+	if err != nil {
+		return err
+	}
+	for i := range rounds + 2 {
+		order := []*lone{on, off}
+		if i%2 == 1 {
+			order = []*lone{off, on}
+		}
+		for _, l := range order {
+			if err := l.once(ctx, i); err != nil {
+				return err
+			}
+		}
+		if i == 1 { // warm-up rounds left out
+			on.wall, on.cpu, on.requests, on.waited = nil, nil, 0, 0
+			off.wall, off.cpu, off.requests, off.waited = nil, nil, 0, 0
+		}
+		time.Sleep(1100 * time.Millisecond / 2) // the endpoint goes quiet between jobs
+	}
+	fmt.Printf("## Lone IPMI netboot, budget on vs off (%d jobs each, alternating)\n\n", rounds)
+	fmt.Println("| budget | wall median | CPU median / job | requests / job | requests that waited |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, l := range []*lone{on, off} {
+		label := "default (50/s, burst 25)"
+		if l == off {
+			label = "off"
+		}
+		fmt.Printf("| %s | %s | %s | %.1f | %d |\n", label, median(l.wall).Round(100*time.Microsecond),
+			median(l.cpu).Round(100*time.Microsecond), float64(l.requests)/float64(rounds), l.waited)
+	}
+	fmt.Printf("\nratio on/off of the wall medians: %.2f\n\n", float64(median(on.wall))/float64(median(off.wall)))
+	on.sim.Close()
+	off.sim.Close()
+
+	return runCrowd(ctx, crowd)
+}
+
+func runCrowd(ctx context.Context, n int) error {
+	rng := rand.New(rand.NewSource(1))
+	var mu sync.Mutex
+	delay := func() time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return time.Second + time.Duration(rng.Int63n(int64(10*time.Second)+1))
+	}
+	srv := redfishtest.NewServer(redfishtest.Config{Systems: n, PowerDelayFunc: delay, DropDuringTransition: true})
+	defer srv.Close()
+	var sd bmc.SchemeDialer
+	sd.Register("redfish", redfish.NewDialer(redfish.Options{}))
+	r, err := job.NewRunner(job.Config{
+		Store: memstore.New(), Dialer: &sd, EndpointConcurrency: n,
+		Credentials:  job.StaticCredentials{"lab": srv.Credentials()},
+		ScanInterval: 50 * time.Millisecond,
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _ = r.Start(ctx) }()
+	names := make([]string, n)
+	for i := range n {
+		id := fmt.Sprint(i + 1)
+		srv.SetPower(id, "On")
+		names[i] = "crowd-" + id
+		if _, err := r.Submit(ctx, names[i], netboot(srv.Endpoint(id).String())); err != nil {
+			return err
+		}
+	}
+	t0 := time.Now()
+	var failed int
+	for _, name := range names {
+		j, err := r.Wait(ctx, name)
+		if err != nil {
+			return err
+		}
+		if j.Status.Result != "Succeeded" {
+			failed++
+		}
+	}
+	elapsed := time.Since(t0)
+	reqs := srv.Requests()
+	times := make([]time.Time, len(reqs))
+	for i, q := range reqs {
+		times[i] = q.Time
+	}
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	best, lo := 0, 0
+	for hi := range times {
+		for times[hi].Sub(times[lo]) >= time.Second {
+			lo++
+		}
+		best = max(best, hi-lo+1)
+	}
+	fmt.Printf("## %d netboot jobs on one Redfish endpoint, default budget (50/s)\n\n", n)
+	fmt.Println("| jobs | failed | requests | wall | mean requests/s | busiest 1 s window |")
+	fmt.Println("|---|---|---|---|---|---|")
+	fmt.Printf("| %d | %d | %d | %s | %.1f | %d |\n", n, failed, len(times), elapsed.Round(time.Second),
+		float64(len(times))/elapsed.Seconds(), best)
+	return nil
+}
