@@ -130,8 +130,11 @@ func (k bootDeviceKind) notYet(ctx context.Context, r *stepRun, i int, observed 
 	ts := &r.j.Status.Tasks[i]
 	if ts.Attempts > r.s.cfg.MaxVerifyResends {
 		hint := ""
+		const emulate = "emulate one-time boot with the task's emulateOnce, the Redfish address option ?bootOnce=emulate, or the driver's EmulateBootOnce"
 		if w := k.want(r); !w.Persistent && strings.HasPrefix(observed, string(w.Device)+" (persistent") {
-			hint = " (it stores the one-time override as persistent: set the task's emulateOnce, or the driver's EmulateBootOnce, to emulate one-time boot)"
+			hint = " (it stores the one-time override as persistent: " + emulate + ")"
+		} else if !w.Persistent && w.Device != bmc.BootDeviceNone {
+			hint = " (it ignores or reverts one-time overrides: " + emulate + ")"
 		}
 		return r.failTask(ctx, i, conditions.ReasonVerificationFailed,
 			fmt.Sprintf("the BMC did not keep the boot override after %d attempts: it reports %s%s", ts.Attempts, observed, hint))

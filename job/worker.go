@@ -56,7 +56,9 @@ func (r *Runner) step(ctx context.Context, h *held, j *Job, rev int64, tc *timeC
 		return o
 	}
 	h.spec.times = tc
-	res, err := r.stepper.Step(logr.NewContext(ctx, h.log), j, r.persister(h.job, &rev, &h.spec))
+	// The step adds the job's name itself: its logger here names the
+	// system only, so no line carries "job" twice.
+	res, err := r.stepper.Step(logr.NewContext(ctx, r.log.WithValues("system", h.sys)), j, r.persister(h.job, &rev, &h.spec))
 	o.res, o.err = res, err
 	switch {
 	case err == nil:

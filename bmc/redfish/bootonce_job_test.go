@@ -396,3 +396,28 @@ func TestBootOnceEmulatedCrashResumeThroughStepper(t *testing.T) {
 		})
 	}
 }
+
+// A BMC that ignores one-time overrides: the job fails VerificationFailed
+// with a hint naming every way to emulate one-time boot, the address
+// option ?bootOnce=emulate included.
+func TestBootOnceIgnoredJobHint(t *testing.T) {
+	srv := redfishtest.NewServer(redfishtest.Config{BootOnce: redfishtest.BootOnceIgnored})
+	t.Cleanup(srv.Close)
+	srv.SetPower("1", "On")
+	j := runJob(t, netbootSpec(srv.Address("1")), srv.Credentials(), testOptions())
+	if j.Status.Result != conditions.ResultFailed || j.Status.Reason != conditions.ReasonVerificationFailed {
+		t.Fatalf("job %s %s: %s; want Failed VerificationFailed", j.Status.Result, j.Status.Reason, j.Status.Message)
+	}
+	msg := j.Status.Tasks[1].Message
+	for _, want := range []string{"ignores or reverts one-time overrides", "?bootOnce=emulate", "emulateOnce", "EmulateBootOnce"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("boot task message %q does not mention %q", msg, want)
+		}
+	}
+	// With the address option the same BMC runs the job.
+	srv.SetPower("1", "On")
+	j = runJob(t, netbootSpec(srv.Address("1")+"?bootOnce=emulate"), srv.Credentials(), testOptions())
+	if j.Status.Result != conditions.ResultSucceeded {
+		t.Fatalf("with ?bootOnce=emulate: job %s %s: %s", j.Status.Result, j.Status.Reason, j.Status.Message)
+	}
+}

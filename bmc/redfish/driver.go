@@ -79,8 +79,9 @@ func newDriver(s *session, ep bmc.Endpoint, owner bool) *Driver {
 	}
 }
 
-func dial(ctx context.Context, opts Options, tlsCfg *tls.Config, budgets *budget.Set, log logr.Logger, ep bmc.Endpoint, creds bmc.Credentials) (*Driver, error) {
+func dial(ctx context.Context, opts Options, tlsCfg *tls.Config, budgets *budget.Set, noSSE *sseMemo, log logr.Logger, ep bmc.Endpoint, creds bmc.Credentials) (*Driver, error) {
 	s := newSession(opts, tlsCfg, budgets, log, ep, creds)
+	s.events.memo = noSSE
 	d := newDriver(s, ep, true)
 	ctx = withCounts(ctx, d.counts)
 	if err := s.connect(ctx, d.logger(ctx)); err != nil {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/bmckit/bmckit/bmc"
 )
@@ -29,8 +30,9 @@ import (
 // session closes or the BMC ends it; when it ends, every watch gets a last
 // event with the error, and the next WatchPower opens a new stream. A BMC
 // without the EventService or without ServerSentEventUri is remembered for
-// the session: WatchPower then answers bmc.ErrNotSupported without a
-// request. The opening GETs count in Stats like any request.
+// the session and, for an hour, by the Dialer for the endpoint, so later
+// sessions (a job each) skip the EventService GET: WatchPower then answers
+// bmc.ErrNotSupported without a request. The opening GETs count in Stats like any request.
 
 var _ bmc.PowerWatcher = (*Driver)(nil)
 
@@ -45,6 +47,51 @@ type eventHub struct {
 	cancel      context.CancelFunc
 	closed      bool
 	watches     map[*powerWatch]struct{}
+	memo        *sseMemo // the Dialer's; nil: none
+}
+
+// sseMemoTTL is how long a Dialer remembers that an endpoint has no SSE
+// stream (a firmware update may add one).
+const sseMemoTTL = time.Hour
+
+// sseMemo is a Dialer's memory of the endpoints (bmc.Endpoint.Key) found
+// without an SSE stream, so that the next session to one (a job each) does
+// not GET its EventService again. Safe for concurrent use; a nil memo
+// remembers nothing.
+type sseMemo struct {
+	mu sync.Mutex
+	m  map[string]sseMiss
+}
+
+type sseMiss struct {
+	err error
+	at  time.Time
+}
+
+func (m *sseMemo) get(key string) error {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	miss, ok := m.m[key]
+	if !ok || time.Since(miss.at) > sseMemoTTL {
+		delete(m.m, key)
+		return nil
+	}
+	return miss.err
+}
+
+func (m *sseMemo) set(key string, err error) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = map[string]sseMiss{}
+	}
+	m.m[key] = sseMiss{err: err, at: time.Now()}
 }
 
 type powerWatch struct {
@@ -97,6 +144,9 @@ func (d *Driver) openStream(ctx context.Context) error {
 	h := &d.s.events
 	for {
 		h.mu.Lock()
+		if h.unsupported == nil {
+			h.unsupported = h.memo.get(d.s.ep.Key())
+		}
 		switch {
 		case h.closed:
 			h.mu.Unlock()
@@ -134,6 +184,7 @@ func (d *Driver) openStream(ctx context.Context) error {
 			h.open = false
 			if errors.Is(err, bmc.ErrNotSupported) {
 				h.unsupported = err
+				h.memo.set(d.s.ep.Key(), err)
 			}
 		}
 		h.mu.Unlock()

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr/funcr"
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/redfish"
@@ -350,5 +353,75 @@ func TestPowerJobsShareOneStream(t *testing.T) {
 	<-sampled
 	if got := most.Load(); got != 1 {
 		t.Fatalf("at most %d event streams were open while %d jobs waited; want 1", got, n)
+	}
+}
+
+// A Dialer remembers an endpoint without SSE across sessions: a second
+// session (the next job's) does not GET the EventService again, so a job
+// with a session costs 8 non-poll requests there, not 9.
+func TestNoSSERememberedAcrossSessions(t *testing.T) {
+	srv := redfishtest.NewServer(redfishtest.Config{EventStream: true})
+	t.Cleanup(srv.Close)
+	srv.SetEventStream(false)
+	dialer := redfish.NewDialer(testOptions())
+	for i := range 3 {
+		drv, err := dialer.DialDriver(t.Context(), srv.Endpoint("1"), srv.Credentials())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := drv.WatchPower(t.Context(), func(bmc.PowerEvent) {}); !errors.Is(err, bmc.ErrNotSupported) {
+			t.Fatalf("session %d: WatchPower %v; want ErrNotSupported", i, err)
+		}
+		_ = drv.Close(t.Context())
+	}
+	if n := strings.Count(trace(srv.Requests()), "GET /redfish/v1/EventService 200"); n != 1 {
+		t.Fatalf("%d GETs of the EventService over 3 sessions; want 1", n)
+	}
+	// Another Dialer has its own memory.
+	drv, err := redfish.NewDialer(testOptions()).DialDriver(t.Context(), srv.Endpoint("1"), srv.Credentials())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drv.Close(t.Context())
+	_, _ = drv.WatchPower(t.Context(), func(bmc.PowerEvent) {})
+	if n := strings.Count(trace(srv.Requests()), "GET /redfish/v1/EventService 200"); n != 2 {
+		t.Fatalf("%d GETs of the EventService; want 2 (a new Dialer asks once)", n)
+	}
+}
+
+// A job's log lines name the job once (the Runner's logger and the step's
+// both used to add "job").
+func TestJobLogLinesNameJobOnce(t *testing.T) {
+	srv := redfishtest.NewServer(redfishtest.Config{EventStream: true, PowerDelay: 20 * time.Millisecond})
+	t.Cleanup(srv.Close)
+	srv.SetEventStream(false) // WatchPower: not supported, logged at V(1) from the step
+	var mu sync.Mutex
+	var lines []string
+	opts := testOptions()
+	opts.Logger = funcr.New(func(prefix, args string) {
+		mu.Lock()
+		lines = append(lines, args)
+		mu.Unlock()
+	}, funcr.Options{Verbosity: 1})
+	j := runJob(t, job.Spec{BMC: srv.Address("1"), CredentialsRef: "lab", Tasks: []task.Spec{{Power: &task.PowerAction{Op: task.PowerOn}}}}, srv.Credentials(), opts)
+	if j.Status.Result != conditions.ResultSucceeded {
+		t.Fatalf("job %s: %s", j.Status.Result, j.Status.Message)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	seen := 0
+	for _, l := range lines {
+		if n := strings.Count(l, `"job"=`); n > 1 {
+			t.Errorf("log line names the job %d times: %s", n, l)
+		}
+		if strings.Contains(l, "no power event stream") {
+			seen++
+			if !strings.Contains(l, `"job"="netboot"`) || !strings.Contains(l, `"system"=`) {
+				t.Errorf("step log line %s: want the job and the system", l)
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatalf("no step log line among %d lines: the check saw nothing", len(lines))
 	}
 }

@@ -203,6 +203,7 @@ type Dialer struct {
 	tls     *tls.Config
 	err     error
 	budgets *budget.Set // one request budget per endpoint Key
+	noSSE   *sseMemo    // endpoints found without an SSE stream (events.go)
 }
 
 var _ bmc.Dialer = (*Dialer)(nil)
@@ -212,7 +213,7 @@ var _ bmc.Dialer = (*Dialer)(nil)
 func NewDialer(opts Options) *Dialer {
 	opts = opts.withDefaults()
 	cfg, err := opts.tlsConfig()
-	return &Dialer{opts: opts, tls: cfg, err: err, budgets: budget.NewSet(opts.RequestsPerSecond, opts.RequestBurst)}
+	return &Dialer{opts: opts, tls: cfg, err: err, budgets: budget.NewSet(opts.RequestsPerSecond, opts.RequestBurst), noSSE: &sseMemo{}}
 }
 
 // Dial connects to the BMC, logs in (one session, reused until Close) and
@@ -262,5 +263,5 @@ func (d *Dialer) DialDriver(ctx context.Context, ep bmc.Endpoint, creds bmc.Cred
 	if l, err := logr.FromContext(ctx); err == nil {
 		log = l
 	}
-	return dial(ctx, opts, d.tls, d.budgets, log, ep, creds)
+	return dial(ctx, opts, d.tls, d.budgets, d.noSSE, log, ep, creds)
 }
