@@ -166,3 +166,34 @@ func FuzzVirtualMedia(f *testing.F) {
 		_ = mediaMatches(bmc.MediaUSB, &vm)
 	})
 }
+
+// FuzzManagerDoc feeds Manager documents through the decoding ResetBMC
+// uses: the reset target, inline allowed types, the ActionInfo link and
+// ManagerForServers never panic, and an inline list is what is read.
+func FuzzManagerDoc(f *testing.F) {
+	f.Add([]byte(`{"ManagerType":"BMC","Links":{"ManagerForServers":[{"@odata.id":"/redfish/v1/Systems/1/"}]},"Actions":{"#Manager.Reset":{"target":"/x","ResetType@Redfish.AllowableValues":["ForceRestart"]}}}`))
+	f.Add([]byte(`{"Actions":{"#Manager.Reset":{"target":"/x","@Redfish.ActionInfo":"/redfish/v1/Managers/Self/ResetActionInfo"}}}`))
+	f.Add([]byte(`{"ManagerType":"AuxiliaryController","Links":{}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var m managerDoc
+		if err := json.Unmarshal(b, &m); err != nil {
+			return
+		}
+		for _, s := range m.Links.ManagerForServers.ToStrings() {
+			if !sameURI(s, s+"/") {
+				t.Fatalf("sameURI(%q, %q) = false", s, s+"/")
+			}
+		}
+		var raw struct {
+			Actions struct {
+				Reset struct {
+					Allowed []string `json:"ResetType@Redfish.AllowableValues"`
+				} `json:"#Manager.Reset"`
+			}
+		}
+		_ = json.Unmarshal(b, &raw)
+		if len(raw.Actions.Reset.Allowed) != len(m.Actions.Reset.Allowed) {
+			t.Fatalf("allowed types %v, decoded %v", raw.Actions.Reset.Allowed, m.Actions.Reset.Allowed)
+		}
+	})
+}
