@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -9,12 +8,22 @@ import (
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
 )
 
-// runOut runs bmcjob with args and returns its error and output.
+// runOut runs bmcjob with args and returns its error and output: standard
+// output and standard error together, in the order written.
 func runOut(t *testing.T, password string, args ...string) (string, error) {
 	t.Helper()
-	var out bytes.Buffer
-	err := run(context.Background(), args, password, &out)
+	out := &lockedBuffer{}
+	err := run(context.Background(), &env{password: password, stdout: out, stderr: out}, args)
 	return out.String(), err
+}
+
+// runIO runs bmcjob with args and returns standard output and standard
+// error apart.
+func runIO(t *testing.T, password string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var o, e lockedBuffer
+	err = run(context.Background(), &env{password: password, stdout: &o, stderr: &e}, args)
+	return o.String(), e.String(), err
 }
 
 func TestHelpExitsZeroWithUsage(t *testing.T) {
@@ -60,7 +69,7 @@ func TestUnknownCommandAndArguments(t *testing.T) {
 	if _, err := runOut(t, "", "boot", "pxe", "-mode", "dos", "-bmc", "redfish://10.0.0.1"); err == nil || !strings.Contains(err.Error(), `bootDevice.mode: "dos"`) {
 		t.Errorf("boot -mode dos: %v", err)
 	}
-	if _, err := runOut(t, "", "power", "on", "-bmc", "ftp://10.0.0.1"); err == nil || !strings.Contains(err.Error(), "-bmc: invalid job spec: bmc:") {
+	if _, err := runOut(t, "", "power", "on", "-bmc", "ftp://10.0.0.1"); err == nil || err.Error() != `-bmc: invalid BMC address: unsupported scheme "ftp"; supported: redfish, redfish+https, redfish+http, ipmi` {
 		t.Errorf("power on -bmc ftp://: %v", err)
 	}
 }

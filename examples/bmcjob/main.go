@@ -5,6 +5,7 @@
 //	bmcjob run -spec job.json [-bmc URL] [-user NAME] [-insecure] [-simulate]
 //	bmcjob power status|on|off|soft-off|cycle|reset -bmc URL [-user NAME]
 //	bmcjob boot pxe|disk|cd|bios|http [-uri URL] [-persistent] [-mode uefi|legacy] -bmc URL
+//	bmcjob version                (also --version)
 //	bmcjob -spec job.json ...     (the flags alone, as before: same as run)
 //	bmcjob -h                     (usage; also "bmcjob COMMAND -h")
 //
@@ -32,6 +33,22 @@
 // -insecure skips TLS verification for BMCs with self-signed certificates.
 // Flags may come before or after a command's arguments. Jobs are kept in
 // memory; the exit code is 0 only when the job succeeded (and for -h).
+//
+// # Output
+//
+// Results go to standard output: the job's final status as JSON (run, and
+// the one-shot commands with -json: one JSON document, nothing else), or a
+// one-shot command's result line. Progress goes to standard error: a line
+// for every task that moves on, and while a task waits a line every
+// -progress (default 3s) naming the task and what it waits for, so a BMC
+// that does not answer shows as retries, not silence. When -timeout ends the
+// wait, the message names the task and what it was waiting for. Help asked
+// for with -h goes to standard output; usage printed for a mistake goes to
+// standard error.
+//
+// With -simulate, a job with wait-for-boot tasks runs too: the simulated
+// server "boots" (reports SignalBootStateReceived to an in-process boot
+// tracker) once it is powered on while a boot attempt is open.
 package main
 
 import (
@@ -43,25 +60,56 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"time"
+
+	"github.com/bmckit/bmckit/clock"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv("BMC_PASSWORD"), os.Stdout); err != nil {
+	e := &env{password: os.Getenv("BMC_PASSWORD"), stdout: os.Stdout, stderr: os.Stderr}
+	if err := run(ctx, e, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "bmcjob:", err)
 		os.Exit(1)
 	}
 }
 
-// command is one subcommand. Its run gets the arguments after its name, the
-// password from the environment and where to print; -h must make it return
-// flag.ErrHelp (a FlagSet from newFlagSet does).
+// env is what a command gets from its process.
+type env struct {
+	// password is $BMC_PASSWORD.
+	password string
+	// stdout gets results only (with -json exactly one JSON document);
+	// stderr gets progress, usage after mistakes and messages.
+	stdout, stderr io.Writer
+	// clock times the progress lines and -timeout. Defaults to the wall
+	// clock; tests advance a fake one.
+	clock clock.Clock
+	// version overrides the build's module version (tests).
+	version string
+}
+
+func (e *env) now() time.Time {
+	if e.clock == nil {
+		return time.Now()
+	}
+	return e.clock.Now()
+}
+
+func (e *env) after(d time.Duration) <-chan time.Time {
+	if e.clock == nil {
+		return time.After(d)
+	}
+	return e.clock.After(d)
+}
+
+// command is one subcommand. Its run gets the arguments after its name;
+// -h must make it return flag.ErrHelp (parseInterspersed does).
 type command struct {
 	name    string
 	args    string // the synopsis after the name, for the usage text
 	summary string
-	run     func(ctx context.Context, args []string, password string, out io.Writer) error
+	run     func(ctx context.Context, e *env, args []string) error
 }
 
 // commands is the dispatch table: a new subcommand is one entry here (and
@@ -71,34 +119,37 @@ var commands = []command{
 	{"power", "status|on|off|soft-off|cycle|reset [flags]", "read (status) or change the power state", powerCmd},
 	{"boot", "pxe|disk|cd|bios|http [-uri URL] [flags]", "set the boot device override (http: UEFI HTTP boot from -uri)", bootCmd},
 	{"monitor", "[BMC URL ...] [-simulate N] [flags]", "live table of machines: Contactable and power (Ctrl-C quits)", monitorCmd},
+	{"version", "", "print the version of bmcjob (also --version)", versionCmd},
 }
 
 // run dispatches to a command; it returns nil for -h.
-func run(ctx context.Context, args []string, password string, out io.Writer) error {
-	err := dispatch(ctx, args, password, out)
+func run(ctx context.Context, e *env, args []string) error {
+	err := dispatch(ctx, e, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
 	return err
 }
 
-func dispatch(ctx context.Context, args []string, password string, out io.Writer) error {
+func dispatch(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
-		usage(out)
+		usage(e.stderr)
 		return errors.New("a command is required: " + commandNames() + " (-h for help)")
 	}
 	name := args[0]
 	switch {
 	case name == "-h" || name == "-help" || name == "--help" || name == "help":
-		usage(out)
+		usage(e.stdout)
 		return flag.ErrHelp
+	case name == "-version" || name == "--version":
+		return versionCmd(ctx, e, args[1:])
 	case strings.HasPrefix(name, "-"):
 		// The flags alone, as before commands existed: bmcjob -spec f.json.
-		return runSpec(ctx, args, password, out)
+		return runSpec(ctx, e, args)
 	}
 	for _, c := range commands {
 		if c.name == name {
-			return c.run(ctx, args[1:], password, out)
+			return c.run(ctx, e, args[1:])
 		}
 	}
 	return fmt.Errorf("unknown command %q: want one of %s (-h for help)", name, commandNames())
@@ -122,6 +173,7 @@ func usage(out io.Writer) {
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "The password comes from $BMC_PASSWORD. \"bmcjob COMMAND -h\" lists a command's flags;")
 	fmt.Fprintln(out, "\"bmcjob -spec FILE\" (flags only) is the same as \"bmcjob run -spec FILE\".")
+	fmt.Fprintln(out, "Results go to standard output (-json: one JSON document), progress to standard error.")
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "A job spec (more in examples/bmcjob/specs; -bmc replaces \"bmc\"):")
 	fmt.Fprintln(out, specExample)
@@ -141,13 +193,14 @@ const specExample = `{
   ]
 }`
 
-// newFlagSet is a command's FlagSet: errors and -h print to out, and Parse
-// returns flag.ErrHelp for -h.
-func newFlagSet(name, synopsis string, out io.Writer) *flag.FlagSet {
+// newFlagSet is a command's FlagSet: flag errors and its Usage print to
+// e.stderr, and parseInterspersed prints the usage asked for with -h to
+// e.stdout.
+func newFlagSet(e *env, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet("bmcjob "+name, flag.ContinueOnError)
-	fs.SetOutput(out)
+	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(out, "usage: bmcjob %s %s\n\nflags:\n", name, synopsis)
+		fmt.Fprintf(fs.Output(), "usage: bmcjob %s %s\n\nflags:\n", name, synopsis)
 		fs.PrintDefaults()
 	}
 	return fs
@@ -155,11 +208,23 @@ func newFlagSet(name, synopsis string, out io.Writer) *flag.FlagSet {
 
 // parseInterspersed parses flags that may come before, between or after
 // the positional arguments (bmcjob boot http -uri URL -bmc ...), which
-// flag.Parse alone stops at, and returns the positional ones.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+// flag.Parse alone stops at, and returns the positional ones. For -h it
+// prints the usage to e.stdout and returns flag.ErrHelp; after a flag
+// mistake the usage goes to e.stderr.
+func parseInterspersed(e *env, fs *flag.FlagSet, args []string) ([]string, error) {
+	usage := fs.Usage
+	fs.Usage = func() {} // printed below, once we know whether it was asked for
+	defer func() { fs.Usage = usage }()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(e.stdout)
+				usage()
+				fs.SetOutput(e.stderr)
+			} else {
+				usage()
+			}
 			return nil, err
 		}
 		rest := fs.Args()

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,11 +24,10 @@ const netbootSpec = `{"bmc": "redfish://placeholder.invalid", "tasks": [
   {"power": {"op": "on"}}]}`
 
 func TestBMCJobSimulated(t *testing.T) {
-	var out bytes.Buffer
-	if err := run(context.Background(), []string{"-simulate", "-spec", writeSpec(t, netbootSpec)}, "", &out); err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
+	s, err := runOut(t, "", "-simulate", "-spec", writeSpec(t, netbootSpec))
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, s)
 	}
-	s := out.String()
 	for _, want := range []string{`"result": "Succeeded"`, "task 3/3 power on: verifying", `"type": "Completed"`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q:\n%s", want, s)
@@ -39,20 +36,19 @@ func TestBMCJobSimulated(t *testing.T) {
 }
 
 func TestBMCJobBadSpecNamesTheField(t *testing.T) {
-	var out bytes.Buffer
 	spec := writeSpec(t, `{"bmc": "redfish://10.0.0.1", "tasks": [{"power": {"op": "sideways"}}]}`)
-	err := run(context.Background(), []string{"-spec", spec}, "", &out)
+	_, err := runOut(t, "", "-spec", spec)
 	if err == nil || !strings.Contains(err.Error(), `tasks[0].power.op: "sideways"`) {
 		t.Fatalf("want an error naming tasks[0].power.op, got %v", err)
 	}
-	err = run(context.Background(), []string{"-spec", writeSpec(t, `{"bmc": "redfish://10.0.0.1", "tasks": [], "extra": 1}`)}, "", &out)
+	_, err = runOut(t, "", "-spec", writeSpec(t, `{"bmc": "redfish://10.0.0.1", "tasks": [], "extra": 1}`))
 	if err == nil || !strings.Contains(err.Error(), `unknown field "extra"`) {
 		t.Fatalf("want an unknown-field error, got %v", err)
 	}
-	if err := run(context.Background(), []string{"run"}, "", &out); err == nil || !strings.Contains(err.Error(), "-spec is required") {
+	if _, err := runOut(t, "", "run"); err == nil || !strings.Contains(err.Error(), "-spec is required") {
 		t.Fatalf("want -spec required, got %v", err)
 	}
-	if err := run(context.Background(), nil, "", &out); err == nil || !strings.Contains(err.Error(), "a command is required") {
+	if _, err := runOut(t, ""); err == nil || !strings.Contains(err.Error(), "a command is required") {
 		t.Fatalf("want a command required, got %v", err)
 	}
 }
@@ -61,15 +57,14 @@ func TestBMCJobWrongPasswordFailsWithoutLeakingIt(t *testing.T) {
 	srv := redfishtest.NewTLSServer(redfishtest.Config{})
 	defer srv.Close()
 	const pw = "Tr0ub4dor-and-3"
-	var out bytes.Buffer
-	err := run(context.Background(), []string{"-spec", writeSpec(t, netbootSpec), "-bmc", srv.Address("1"), "-user", srv.Credentials().Username, "-insecure"}, pw, &out)
+	out, err := runOut(t, pw, "-spec", writeSpec(t, netbootSpec), "-bmc", srv.Address("1"), "-user", srv.Credentials().Username, "-insecure")
 	if err == nil {
-		t.Fatalf("job with a wrong password succeeded:\n%s", out.String())
+		t.Fatalf("job with a wrong password succeeded:\n%s", out)
 	}
-	if !strings.Contains(err.Error(), "Failed") || !strings.Contains(out.String(), `"reason": "Unauthorized"`) {
-		t.Errorf("want a failed job with reason Unauthorized, got %v\n%s", err, out.String())
+	if !strings.Contains(err.Error(), "Failed") || !strings.Contains(out, `"reason": "Unauthorized"`) {
+		t.Errorf("want a failed job with reason Unauthorized, got %v\n%s", err, out)
 	}
-	if strings.Contains(err.Error()+out.String(), pw) {
-		t.Fatalf("the password leaked:\n%v\n%s", err, out.String())
+	if strings.Contains(err.Error()+out, pw) {
+		t.Fatalf("the password leaked:\n%v\n%s", err, out)
 	}
 }

@@ -28,15 +28,16 @@ import (
 // and power until Ctrl-C. With -simulate N it watches a simulated fleet of N
 // Redfish machines (10 per simulated endpoint) in which one endpoint answers
 // only to other credentials, one goes away, and power changes now and then.
-func monitorCmd(ctx context.Context, args []string, password string, out io.Writer) error {
+func monitorCmd(ctx context.Context, e *env, args []string) error {
 	const synopsis = "[BMC URL ...] [-simulate N] [-user NAME] [-interval D] [flags]"
-	fs := newFlagSet("monitor", synopsis, out)
+	password, out := e.password, e.stdout
+	fs := newFlagSet(e, "monitor", synopsis)
 	simulate := fs.Int("simulate", 0, "watch a simulated fleet of N Redfish machines instead of the URLs given")
 	user := fs.String("user", "", "BMC user name (password from $BMC_PASSWORD)")
 	insecure := fs.Bool("insecure", false, "skip TLS certificate verification (self-signed BMCs)")
 	interval := fs.Duration("interval", 0, "how often each machine is read (default 3m; 5s with -simulate)")
 	every := fs.Duration("every", time.Second, "how often the table is redrawn")
-	urls, err := parseInterspersed(fs, args)
+	urls, err := parseInterspersed(e, fs, args)
 	if err != nil {
 		return err
 	}
@@ -47,12 +48,18 @@ func monitorCmd(ctx context.Context, args []string, password string, out io.Writ
 	if *simulate > 0 && len(urls) > 0 {
 		return errors.New("monitor: give BMC URLs or -simulate N, not both")
 	}
+	for i, u := range urls {
+		if _, err := bmc.ParseEndpoint(u); err != nil {
+			// Not the URL itself: a mistyped one may carry a password.
+			return fmt.Errorf("monitor: BMC address %d: %s", i+1, strings.TrimPrefix(err.Error(), "bmc: "))
+		}
+	}
 	creds := job.StaticCredentials{"cli": {Username: *user, Password: password}}
 	var dialer bmc.Dialer
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if *simulate > 0 {
-		sim := startFleet(*simulate, out)
+		sim := startFleet(*simulate, e.stderr)
 		defer sim.close() // after cancel (deferred later, run earlier)
 		defer cancel()
 		urls, dialer = sim.urls, redfish.NewDialer(redfish.Options{Retries: -1, RequestTimeout: 2 * time.Second})

@@ -38,7 +38,7 @@ func TestMonitorSimulatedFleet(t *testing.T) {
 	out := &lockedBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"monitor", "-simulate", "12", "-interval", "200ms", "-every", "50ms"}, "", out)
+		done <- run(ctx, &env{stdout: out, stderr: out}, []string{"monitor", "-simulate", "12", "-interval", "200ms", "-every", "50ms"})
 	}()
 	// The last table printed once the endpoint went away (after four
 	// intervals): 10 unreachable, 2 unauthorized.
@@ -75,7 +75,7 @@ func TestMonitorNeedsMachines(t *testing.T) {
 	if _, err := runOut(t, "", "monitor"); err == nil || !strings.Contains(err.Error(), "give BMC URLs or -simulate N") {
 		t.Errorf("monitor without machines: %v", err)
 	}
-	if _, err := runOut(t, "", "monitor", "ftp://10.0.0.1"); err == nil || !strings.Contains(err.Error(), "invalid BMC address") {
+	if _, err := runOut(t, "", "monitor", "ftp://10.0.0.1"); err == nil || err.Error() != `monitor: BMC address 1: invalid BMC address: unsupported scheme "ftp"; supported: redfish, redfish+https, redfish+http, ipmi` {
 		t.Errorf("monitor ftp://: %v", err)
 	}
 }

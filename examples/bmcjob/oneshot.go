@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
+	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/task"
@@ -23,12 +23,12 @@ var powerOps = map[string]task.PowerOp{
 // powerCmd is "bmcjob power status|on|off|soft-off|cycle|reset": a
 // one-task job. status reads the power state (one session, one read) and
 // changes nothing.
-func powerCmd(ctx context.Context, args []string, password string, out io.Writer) error {
+func powerCmd(ctx context.Context, e *env, args []string) error {
 	const synopsis = "status|on|off|soft-off|cycle|reset -bmc URL [flags]"
-	fs := newFlagSet("power", synopsis, out)
+	fs := newFlagSet(e, "power", synopsis)
 	tf := addTargetFlags(fs, 10*time.Minute)
 	asJSON := fs.Bool("json", false, "print the job's final status as JSON")
-	pos, err := parseInterspersed(fs, args)
+	pos, err := parseInterspersed(e, fs, args)
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func powerCmd(ctx context.Context, args []string, password string, out io.Writer
 	} else {
 		return fmt.Errorf("power: %q is not one of status, on, off, soft-off, cycle, reset", pos[0])
 	}
-	return oneShot(ctx, tf, ts, password, *asJSON, out)
+	return oneShot(ctx, e, tf, ts, *asJSON)
 }
 
 // bootDevices are the arguments of "bmcjob boot".
@@ -57,15 +57,15 @@ var bootDevices = map[string]task.BootDevice{
 // the boot override (once unless -persistent), read back where the BMC
 // can. http is UEFI HTTP boot from -uri (Redfish BMCs that offer it; others
 // fail with reason NotSupported).
-func bootCmd(ctx context.Context, args []string, password string, out io.Writer) error {
+func bootCmd(ctx context.Context, e *env, args []string) error {
 	const synopsis = "pxe|disk|cd|bios|http -bmc URL [-uri URL] [-persistent] [-mode uefi|legacy] [flags]"
-	fs := newFlagSet("boot", synopsis, out)
+	fs := newFlagSet(e, "boot", synopsis)
 	tf := addTargetFlags(fs, 10*time.Minute)
 	persistent := fs.Bool("persistent", false, "keep the override for every boot (default: next boot only)")
 	mode := fs.String("mode", "", "firmware boot mode: uefi or legacy (default: leave it)")
 	uri := fs.String("uri", "", "with http: the http:// or https:// URL of the EFI program to boot (required)")
 	asJSON := fs.Bool("json", false, "print the job's final status as JSON")
-	pos, err := parseInterspersed(fs, args)
+	pos, err := parseInterspersed(e, fs, args)
 	if err != nil {
 		return err
 	}
@@ -81,31 +81,39 @@ func bootCmd(ctx context.Context, args []string, password string, out io.Writer)
 		return errors.New("boot http: -uri is required (the URL of the EFI program to boot)")
 	}
 	ts := task.Spec{BootDevice: &task.BootDeviceAction{Device: dev, Persistent: *persistent, Mode: task.BootMode(*mode), URI: *uri}}
-	return oneShot(ctx, tf, ts, password, *asJSON, out)
+	return oneShot(ctx, e, tf, ts, *asJSON)
 }
 
-// oneShot runs a job of the one task ts and prints its outcome: a line
-// "<task>: <result>: <message>", or the status as JSON.
-func oneShot(ctx context.Context, tf *targetFlags, ts task.Spec, password string, asJSON bool, out io.Writer) error {
+// oneShot runs a job of the one task ts and prints its outcome on
+// e.stdout: a line "<task>: <result>: <message>", or the status as JSON.
+func oneShot(ctx context.Context, e *env, tf *targetFlags, ts task.Spec, asJSON bool) error {
 	if err := ts.Validate(); err != nil {
 		return err
 	}
-	c, err := tf.open(out, password)
+	if !tf.simulate {
+		if tf.bmcURL == "" {
+			return errors.New("-bmc is required (or -simulate)")
+		}
+		if _, err := bmc.ParseEndpoint(tf.bmcURL); err != nil {
+			// "-bmc: invalid BMC address: ...", without the package's
+			// own "bmc: " in front.
+			return fmt.Errorf("-bmc: %s", strings.TrimPrefix(err.Error(), "bmc: "))
+		}
+	}
+	c, err := tf.open(e)
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	if c.addr == "" {
-		return errors.New("-bmc is required (or -simulate)")
-	}
 	spec := job.Spec{BMC: c.addr, Tasks: []task.Spec{ts}}
 	if err := spec.Validate(); err != nil {
-		return fmt.Errorf("-bmc: %w", err)
+		return err
 	}
-	j, err := runJob(ctx, c, spec, tf.timeout, out)
+	j, err := runJob(ctx, e, c, spec, tf)
 	if err != nil {
 		return err
 	}
+	out := e.stdout
 	if asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")

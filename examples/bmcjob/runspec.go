@@ -14,12 +14,14 @@ import (
 )
 
 // runSpec is "bmcjob run": one job from a JSON spec file; it prints the
-// job's final status as JSON.
-func runSpec(ctx context.Context, args []string, password string, out io.Writer) error {
-	fs := newFlagSet("run", "-spec FILE [flags]", out)
+// job's final status as JSON on e.stdout (with or without -json: the
+// status is run's result) and the progress on e.stderr.
+func runSpec(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "run", "-spec FILE [flags]")
 	specPath := fs.String("spec", "", "JSON job spec file (- for standard input); required")
+	fs.Bool("json", true, "print the job's final status as JSON (always so for run; accepted for symmetry with power and boot)")
 	tf := addTargetFlags(fs, 30*time.Minute)
-	pos, err := parseInterspersed(fs, args)
+	pos, err := parseInterspersed(e, fs, args)
 	if err != nil {
 		return err
 	}
@@ -33,7 +35,7 @@ func runSpec(ctx context.Context, args []string, password string, out io.Writer)
 	if err != nil {
 		return err
 	}
-	c, err := tf.open(out, password)
+	c, err := tf.open(e)
 	if err != nil {
 		return err
 	}
@@ -43,7 +45,13 @@ func runSpec(ctx context.Context, args []string, password string, out io.Writer)
 		// decoding and validation.
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &fields); err != nil {
-			return fmt.Errorf("-spec %s: %w: decoding JSON: %v", *specPath, job.ErrInvalidSpec, err)
+			// Not a JSON object: the strict decoder says so in the
+			// operator's terms (encoding/json would name Go types).
+			_, err = job.DecodeSpec(raw)
+			if err == nil {
+				err = fmt.Errorf("%w: decoding JSON: want an object", job.ErrInvalidSpec)
+			}
+			return fmt.Errorf("-spec %s: %w", *specPath, err)
 		}
 		fields["bmc"], _ = json.Marshal(c.addr)
 		raw, _ = json.Marshal(fields)
@@ -52,11 +60,11 @@ func runSpec(ctx context.Context, args []string, password string, out io.Writer)
 	if err != nil {
 		return fmt.Errorf("-spec %s: %w", *specPath, err)
 	}
-	j, err := runJob(ctx, c, spec, tf.timeout, out)
+	j, err := runJob(ctx, e, c, spec, tf)
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(out)
+	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(j.Status); err != nil {
 		return err

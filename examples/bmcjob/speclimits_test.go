@@ -32,7 +32,7 @@ func TestRunRefusesHugeSpecWithBoundedMemory(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	var out bytes.Buffer
-	err := run(context.Background(), []string{"run", "-simulate", "-spec", p}, "", &out)
+	err := run(context.Background(), &env{stdout: &out, stderr: &out}, []string{"run", "-simulate", "-spec", p})
 	runtime.ReadMemStats(&after)
 	n := after.TotalAlloc - before.TotalAlloc
 	t.Logf("allocated %d KiB: %v", n>>10, err)
