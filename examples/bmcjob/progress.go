@@ -84,7 +84,7 @@ func runJob(ctx context.Context, e *env, c *conn, spec job.Spec, tf *targetFlags
 		case w := <-waitc:
 			if w.err != nil {
 				if ctx.Err() != nil {
-					return job.Job{}, fmt.Errorf("interrupted after %s: %s", e.now().Sub(start).Round(time.Second), waitingFor(current()))
+					return job.Job{}, fmt.Errorf("interrupted after %s: %s", e.now().Sub(start).Round(time.Second), waitingFor(current(), e.now(), "was waiting"))
 				}
 				return job.Job{}, fmt.Errorf("waiting for the job: %w", w.err)
 			}
@@ -93,9 +93,9 @@ func runJob(ctx context.Context, e *env, c *conn, spec job.Spec, tf *targetFlags
 			p.waiting(e.now().Sub(start), current())
 			tick = e.after(tf.progress)
 		case <-deadline:
-			return job.Job{}, fmt.Errorf("gave up after %s (-timeout): %s", tf.timeout, waitingFor(current()))
+			return job.Job{}, fmt.Errorf("gave up after %s (-timeout): %s", tf.timeout, waitingFor(current(), e.now(), "was waiting"))
 		case <-ctx.Done():
-			return job.Job{}, fmt.Errorf("interrupted after %s: %s", e.now().Sub(start).Round(time.Second), waitingFor(current()))
+			return job.Job{}, fmt.Errorf("interrupted after %s: %s", e.now().Sub(start).Round(time.Second), waitingFor(current(), e.now(), "was waiting"))
 		}
 	}
 }
@@ -133,12 +133,14 @@ func (p *progress) update(j job.Job) {
 func (p *progress) waiting(elapsed time.Duration, j *job.Job) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(p.e.stderr, "%s %s elapsed: %s\n", p.e.now().Format("15:04:05"), elapsed.Round(time.Second), waitingFor(j))
+	now := p.e.now()
+	fmt.Fprintf(p.e.stderr, "%s %s elapsed: %s\n", now.Format("15:04:05"), elapsed.Round(time.Second), waitingFor(j, now, "waits"))
 }
 
-// waitingFor says which task of j waits, and for what, e.g. "task 1/3
-// power off waits for the BMC to answer (attempt 3; last error: ...)".
-func waitingFor(j *job.Job) string {
+// waitingFor says which task of j waits (verb: "waits" or "was waiting"),
+// and for what, e.g. "task 1/3 power off waits for the BMC to answer
+// (attempt 3 failed: ...)".
+func waitingFor(j *job.Job, now time.Time, verb string) string {
 	if j == nil {
 		return "the job was not stored yet"
 	}
@@ -150,14 +152,14 @@ func waitingFor(j *job.Job) string {
 		return "the job waits to complete"
 	}
 	spec, st := j.Spec.Tasks[i], j.Status.Tasks[i]
-	return fmt.Sprintf("task %d/%d %s waits for %s", i+1, len(j.Spec.Tasks), spec.Describe(), waitsFor(spec, st))
+	return fmt.Sprintf("task %d/%d %s %s for %s", i+1, len(j.Spec.Tasks), spec.Describe(), verb, waitsFor(spec, st, now))
 }
 
 // waitsFor is what a running task waits for, by its phase and kind.
-func waitsFor(spec task.Spec, st task.Status) string {
+func waitsFor(spec task.Spec, st task.Status, now time.Time) string {
 	if st.LastError != "" {
 		s := fmt.Sprintf("the BMC to answer (attempt %d failed: %s", max(st.Attempts, 1), st.LastError)
-		if st.NextAttemptTime != nil {
+		if st.NextAttemptTime != nil && st.NextAttemptTime.After(now) {
 			s += "; next try at " + st.NextAttemptTime.Local().Format("15:04:05")
 		}
 		return s + ")"
