@@ -19,6 +19,19 @@
 //	-target fake       the in-memory fake BMC (bmc/fake), no network
 //	-db PATH           boltstore file (default: a temporary file)
 //	-workers N         concurrent jobs (default 16)
+//
+// # Running again with the same -db
+//
+// A run's jobs belong to the fleet it started, and every run starts a new
+// simulated fleet (new ports), so the jobs an earlier run left in -db target
+// BMCs that are gone. A re-run therefore replaces them: before the runner
+// starts, it deletes the earlier run's jobs (netboot-01, ...; finished or,
+// after an interrupted run, not), says how many, and submits its own under
+// the same names. Running the same command again gives the same result and
+// leaves the store holding one run's jobs. (Rejected: resuming the earlier
+// jobs, which would retry BMCs that no longer exist until their timeouts;
+// naming each run's jobs apart, which grows the store by a fleet per run
+// for history nobody reads.)
 package main
 
 import (
@@ -29,6 +42,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,6 +132,13 @@ func run(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// A re-run with the same -db: replace the earlier run's jobs (see the
+	// package doc), before the runner could resume them.
+	if n, err := replaceEarlierRun(ctx, runner); err != nil {
+		return err
+	} else if n > 0 {
+		fmt.Fprintf(out, "replaced %d jobs of an earlier run (their simulated BMCs are gone)\n", n)
+	}
 	done := make(chan error, 1)
 	go func() { done <- runner.Start(ctx) }()
 
@@ -125,7 +146,7 @@ func run(args []string, out io.Writer) error {
 	start := time.Now()
 	names := make([]string, len(fleet.addrs))
 	for i, addr := range fleet.addrs {
-		names[i] = fmt.Sprintf("netboot-%02d", i+1)
+		names[i] = fmt.Sprintf("%s%02d", jobPrefix, i+1)
 		spec := job.Spec{
 			BMC:            addr,
 			CredentialsRef: "fleet",
@@ -180,6 +201,29 @@ func run(args []string, out io.Writer) error {
 		return fmt.Errorf("%d jobs did not succeed", failed)
 	}
 	return nil
+}
+
+// jobPrefix starts the name of every job the quickstart submits.
+const jobPrefix = "netboot-"
+
+// replaceEarlierRun deletes the jobs an earlier run left in the store and
+// returns how many.
+func replaceEarlierRun(ctx context.Context, runner *job.Runner) (int, error) {
+	jobs, err := runner.List(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("listing the jobs of earlier runs: %w", err)
+	}
+	n := 0
+	for _, j := range jobs {
+		if !strings.HasPrefix(j.Name, jobPrefix) {
+			continue
+		}
+		if err := runner.Delete(ctx, j.Name); err != nil {
+			return n, fmt.Errorf("deleting job %s of an earlier run: %w", j.Name, err)
+		}
+		n++
+	}
+	return n, nil
 }
 
 type fleet struct {

@@ -2,9 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/bmckit/bmckit/bmc/fake"
+	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/storage/boltstore"
+	"github.com/bmckit/bmckit/task"
 )
 
 // syncBuffer is written by the runner's workers (progress) and the test.
@@ -65,5 +72,69 @@ func TestHelpIsNotAnError(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "usage: go run ./examples/quickstart") || !strings.Contains(out.String(), "-servers") {
 		t.Errorf("-h output lacks the usage:\n%s", out.String())
+	}
+}
+
+// Running again with the same -db replaces the earlier run's jobs, finished
+// or left unfinished by an interrupted run, and succeeds each time; the
+// store then holds one run's jobs.
+func TestQuickstartRerunWithTheSameDB(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "bmckit.db")
+	args := []string{"-servers", "3", "-target", "fake", "-power-delay", "10ms", "-latency", "0s", "-db", db}
+	for i := 1; i <= 2; i++ {
+		var out syncBuffer
+		if err := run(args, &out); err != nil {
+			t.Fatalf("run %d: %v\n%s", i, err, out.String())
+		}
+		replaced := strings.Contains(out.String(), "replaced 3 jobs of an earlier run")
+		if replaced != (i > 1) || !strings.Contains(out.String(), "3 of 3 jobs succeeded") {
+			t.Fatalf("run %d (replaced: %v):\n%s", i, replaced, out.String())
+		}
+	}
+	// An interrupted earlier run: a job submitted and never run, against
+	// a BMC that is gone.
+	store, err := boltstore.Open(db, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := job.NewRunner(job.Config{Store: store, Dialer: fake.NewFleet(), Credentials: job.StaticCredentials{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	spec := job.Spec{BMC: "redfish://192.0.2.1/redfish/v1/Systems/1", CredentialsRef: "fleet", Tasks: []task.Spec{{Power: &task.PowerAction{Op: task.PowerOff}}}}
+	if err := r.Delete(ctx, "netboot-02"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Submit(ctx, "netboot-02", spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	if err := run(args, &out); err != nil || !strings.Contains(out.String(), "replaced 3 jobs of an earlier run") {
+		t.Fatalf("run after an interrupted one: %v\n%s", err, out.String())
+	}
+	store, err = boltstore.Open(db, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close(ctx)
+	r, err = job.NewRunner(job.Config{Store: store, Dialer: fake.NewFleet(), Credentials: job.StaticCredentials{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := r.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 3 {
+		t.Fatalf("the store holds %d jobs after three runs, want 3", len(jobs))
+	}
+	for _, j := range jobs {
+		if j.Status.Result != "Succeeded" || strings.Contains(j.Spec.BMC, "192.0.2.1") {
+			t.Errorf("job %s on %s: %s", j.Name, j.Spec.BMC, j.Status.Result)
+		}
 	}
 }
