@@ -1,4 +1,4 @@
-// Package backoff computes retry delays: exponential with full-range jitter
+// Package retry computes retry delays: exponential with full-range jitter
 // around the nominal value. It is a few lines, so it is written here rather
 // than pulling in a retry library whose loop would own the waiting (callers
 // here persist state between attempts and wait on an injected clock).
