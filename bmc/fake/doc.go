@@ -13,8 +13,15 @@
 // BMC at once.
 //
 //	f := fake.NewFleet()
-//	srv, _ := f.AddNew("redfish://10.0.0.1/redfish/v1/Systems/1", fake.Options{})
-//	runner := job.NewRunner(job.Config{Dialer: f, ...})
+//	srv, err := f.AddNew("redfish://10.0.0.1/redfish/v1/Systems/1", fake.Options{Username: "admin", Password: "pw"})
+//	...
+//	runner, err := job.NewRunner(job.Config{
+//		Store:       memstore.New(),
+//		Dialer:      f,
+//		Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "pw"}},
+//	})
+//
+// (ExampleFleet_runner runs this, compiled and checked by go test.)
 //
 // Several fakes registered at one host and port model the systems behind one
 // Redfish service: a driver from [Fleet.Dial] implements [bmc.SystemOpener],
