@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	bmclibv2 "github.com/bmc-toolbox/bmclib/v2"
@@ -62,6 +63,23 @@ func (p clientProvider) Close(ctx context.Context) error { return p.c.Close(ctx)
 
 var _ bmckitbmclib.PowerProvider = clientProvider{}
 
+// bmclibDialer dials BMCs through bmclib's root client, wrapped by bmckit's
+// adapter: each Dial builds a client for the job's address and credentials
+// and opens it (bmckitbmclib.New calls Open). Register it on a
+// bmc.SchemeDialer ("redfish") and a Runner drives Redfish BMCs through
+// bmclib, next to bmckit's IPMI driver, in one module. docs/modules.md
+// points here; bmc/bmclib's ExampleNew_dialer runs the same wiring.
+func bmclibDialer(opts ...bmclibv2.Option) bmc.Dialer {
+	return bmc.DialerFunc(func(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (bmc.Driver, error) {
+		o := append([]bmclibv2.Option{}, opts...)
+		if ep.Port != 0 {
+			o = append(o, bmclibv2.WithRedfishPort(strconv.Itoa(ep.Port)))
+		}
+		c := bmclibv2.NewClient(ep.Host, creds.Username, creds.Password, o...)
+		return bmckitbmclib.New(ctx, clientProvider{c}, bmckitbmclib.Options{Endpoint: ep.Redacted()})
+	})
+}
+
 func main() {
 	dir, err := os.MkdirTemp("", "bmclibconsumer")
 	if err != nil {
@@ -87,11 +105,6 @@ func run(ctx context.Context, path string) (conditions.Result, error) {
 		return "", err
 	}
 	defer store.Close(context.Background())
-
-	// A bmclib client, wrapped by bmckit's adapter, as a module that already
-	// uses bmclib would do. Nothing is dialled here: New only builds it.
-	client := clientProvider{bmclibv2.NewClient("127.0.0.1", "admin", "consumer-Pw-5521")}
-	_ = client
 
 	fleet := fake.NewFleet()
 	const addr = "redfish://10.1.2.3/redfish/v1/Systems/1"
