@@ -2,7 +2,7 @@
 // or one-shot power and boot commands that need no spec, and prints their
 // progress and result.
 //
-//	bmcjob run -spec job.json [-bmc URL] [-user NAME] [-insecure] [-simulate]
+//	bmcjob run -spec job.json [-bmc URL] [-user NAME] [-insecure] [-simulate] [-json=false]
 //	bmcjob power status|on|off|soft-off|cycle|reset -bmc URL [-user NAME]
 //	bmcjob boot pxe|disk|cd|bios|http [-uri URL] [-persistent] [-mode uefi|legacy] -bmc URL
 //	bmcjob version                (also --version)
@@ -46,9 +46,22 @@
 // for with -h goes to standard output; usage printed for a mistake goes to
 // standard error.
 //
+// Why this shape: scripts read results and people read progress, so they
+// cannot share a stream. Rejected: -json silencing progress (a 20-minute
+// install would show nothing), and progress as JSON lines on standard
+// output (a stream is not one document: jq works, json.tool and most
+// parsers do not). The waiting lines run on an injected clock, so tests
+// advance it instead of sleeping.
+//
 // With -simulate, a job with wait-for-boot tasks runs too: the simulated
 // server "boots" (reports SignalBootStateReceived to an in-process boot
-// tracker) once it is powered on while a boot attempt is open.
+// tracker) once it is powered on while a boot attempt is open. Rejected: an
+// HTTP boot server and callback inside bmcjob (examples/bootserver shows
+// that path; here it would add ports and tokens for nothing the job sees).
+//
+// "bmcjob version" prints the module version Go stamped into the binary
+// (runtime/debug.ReadBuildInfo): the tag for "go install ...@v0.1.0",
+// "(devel)" or a VCS pseudo-version for a build from a checkout.
 package main
 
 import (

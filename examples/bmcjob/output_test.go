@@ -269,3 +269,15 @@ func TestErrorsAreWordedForOperators(t *testing.T) {
 		t.Errorf("password in -bmc: %v", err)
 	}
 }
+
+// run -json=false prints the outcome as lines instead of the status.
+func TestRunWithoutJSONPrintsLines(t *testing.T) {
+	stdout, stderr, err := runIO(t, "", "run", "-json=false", "-simulate", "-simulate-power-delay", "0", "-spec", "specs/power-cycle.json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	want := regexp.MustCompile(`^job Succeeded: .*\n  task 1/2 power status: Succeeded: On\n  task 2/2 power cycle: Succeeded: .*\n$`)
+	if !want.MatchString(stdout) {
+		t.Errorf("standard output:\n%s", stdout)
+	}
+}

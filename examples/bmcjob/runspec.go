@@ -14,12 +14,12 @@ import (
 )
 
 // runSpec is "bmcjob run": one job from a JSON spec file; it prints the
-// job's final status as JSON on e.stdout (with or without -json: the
-// status is run's result) and the progress on e.stderr.
+// job's final status on e.stdout, as JSON by default (-json=false: a line
+// per task), and the progress on e.stderr.
 func runSpec(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "run", "-spec FILE [flags]")
 	specPath := fs.String("spec", "", "JSON job spec file (- for standard input); required")
-	fs.Bool("json", true, "print the job's final status as JSON (always so for run; accepted for symmetry with power and boot)")
+	asJSON := fs.Bool("json", true, "print the job's final status as JSON; -json=false prints a line per task instead")
 	tf := addTargetFlags(fs, 30*time.Minute)
 	pos, err := parseInterspersed(e, fs, args)
 	if err != nil {
@@ -64,10 +64,19 @@ func runSpec(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(e.stdout)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(j.Status); err != nil {
-		return err
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(j.Status); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "job %s: %s\n", j.Status.Result, j.Status.Message)
+		for i, ts := range j.Status.Tasks {
+			if i < len(j.Spec.Tasks) {
+				fmt.Fprintf(e.stdout, "  task %d/%d %s: %s: %s\n", i+1, len(j.Spec.Tasks), j.Spec.Tasks[i].Describe(), ts.Result, ts.Message)
+			}
+		}
 	}
 	if j.Status.Result != conditions.ResultSucceeded {
 		return fmt.Errorf("job %s: %s", j.Status.Result, j.Status.Message)
