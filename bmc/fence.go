@@ -41,16 +41,47 @@ func FenceFrom(ctx context.Context) Fence {
 	return f
 }
 
+// SendHook is told about every request written under a ctx that carries it
+// ([WithSendHook]), through [Admit], immediately before the request is
+// written and after the ctx's Fence (if any) admitted it. Package stagger
+// puts one on each power request it grants a slot to: the slot is held open
+// for a bounded time, and a request that would leave after that is not sent
+// (docs/stagger.md).
+type SendHook interface {
+	// Sending is called immediately before a request is written. A non-nil
+	// error stops the request: nothing is written, and the driver returns
+	// the error wrapped with %w (mark it [Transient] or [Permanent] as the
+	// caller should treat it). Called from any goroutine; it must be cheap,
+	// must not block and must be safe for concurrent use.
+	Sending() error
+}
+
+type sendHookKey struct{}
+
+// WithSendHook returns a ctx that carries h; every request a driver makes
+// under it is shown to h first (after the Fence). A hook already in ctx is
+// replaced.
+func WithSendHook(ctx context.Context, h SendHook) context.Context {
+	return context.WithValue(ctx, sendHookKey{}, h)
+}
+
 // Admit asks the Fence in ctx (see [WithFence]) whether a request may be
-// written now: nil when it may or when ctx carries no fence, otherwise an
-// error wrapping ErrFenced. Every driver calls it immediately before it
-// writes each request (the Redfish driver in its HTTP transport, the IPMI
-// driver before each datagram exchange, bmclib before each ipmitool run, the
-// fake before each call); a driver of your own must do the same, and must
-// return the error (wrapped with %w) without sending anything.
+// written now, then tells the SendHook in ctx (see [WithSendHook]) that it
+// is being written: nil when it may, or when ctx carries neither; otherwise
+// the Fence's error (wrapping ErrFenced) or the hook's. Every driver calls
+// it immediately before it writes each request (the Redfish driver in its
+// HTTP transport, the IPMI driver before each datagram exchange, bmclib
+// before each ipmitool run, the fake before each call); a driver of your own
+// must do the same, and must return the error (wrapped with %w) without
+// sending anything.
 func Admit(ctx context.Context) error {
 	if f, ok := ctx.Value(fenceKey{}).(Fence); ok {
-		return f.Admit()
+		if err := f.Admit(); err != nil {
+			return err
+		}
+	}
+	if h, ok := ctx.Value(sendHookKey{}).(SendHook); ok {
+		return h.Sending()
 	}
 	return nil
 }

@@ -71,13 +71,16 @@ func (k powerKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) error {
 	}
 	if gate := r.s.cfg.PowerGate; gate != nil && k.a.Op != task.PowerOff && k.a.Op != task.PowerSoftOff {
 		// Only actions that can power a server on draw inrush current.
-		wait, err := gate.Admit(ctx, r.ep.SystemKey(), r.j.Name, r.j.Status.CurrentTask)
+		send, release, wait, err := admitPower(ctx, gate, r.ep.SystemKey(), r.j.Name, r.j.Status.CurrentTask)
 		if err != nil {
 			return bmc.Transient(fmt.Errorf("asking the power gate: %w", err))
 		}
 		if wait > 0 {
 			return &gated{wait: wait}
 		}
+		err = drv.SetPower(send, k.action())
+		release(ctx)
+		return err
 	}
 	return drv.SetPower(ctx, k.action())
 }

@@ -267,20 +267,23 @@ func (k waitForBootKind) notYet(ctx context.Context, r *stepRun, i int, _ string
 		}
 		return k.notYet(ctx, r, i, "")
 	case task.BootTryPowerCycling:
+		cctx := r.callCtx(ctx, i)
+		send := cctx
 		if gate := r.s.cfg.PowerGate; gate != nil {
-			wait, err := gate.Admit(ctx, r.ep.SystemKey(), r.j.Name, i)
+			s, release, wait, err := admitPower(cctx, gate, r.ep.SystemKey(), r.j.Name, i)
 			if err != nil {
 				return r.handleErr(ctx, i, bmc.Transient(fmt.Errorf("asking the power gate: %w", err)), false)
 			}
 			if wait > 0 {
 				return StepResult{RequeueAfter: wait}, nil
 			}
+			send = s
+			defer release(ctx) // after the request's call, whichever way this step ends
 		}
 		drv, err := r.driver(ctx)
 		if err != nil {
 			return r.handleErr(ctx, i, err, true)
 		}
-		cctx := r.callCtx(ctx, i)
 		landed, err := k.cycleLanded(cctx, r, drv, i)
 		if err != nil {
 			return r.handleErr(ctx, i, err, false)
@@ -290,7 +293,7 @@ func (k waitForBootKind) notYet(ctx context.Context, r *stepRun, i int, _ string
 			if st, err := drv.PowerState(cctx); err == nil && st == bmc.PowerOff {
 				act = bmc.PowerActionOn
 			}
-			if err := drv.SetPower(cctx, act); err != nil {
+			if err := drv.SetPower(send, act); err != nil {
 				return r.handleErr(ctx, i, err, false)
 			}
 		}

@@ -23,3 +23,27 @@ type PowerGate interface {
 	// tasks a Timeout that covers the wait a group's queue can cause.
 	Admit(ctx context.Context, system, job string, taskIndex int) (wait time.Duration, err error)
 }
+
+// HeldPowerGate is a PowerGate whose slots count from the power request
+// instead of the grant (package stagger's Limiter is one): the Stepper uses
+// AdmitHeld instead of Admit when its PowerGate has it.
+type HeldPowerGate interface {
+	PowerGate
+	// AdmitHeld is Admit for a power request about to be sent. When it
+	// grants a slot (wait 0), the request is made under send (a ctx derived
+	// from ctx, which drivers' bmc.Admit consults before each request), and
+	// release is called once that call returned, whatever it returned.
+	// Without a slot, send is ctx and release does nothing.
+	AdmitHeld(ctx context.Context, system, job string, taskIndex int) (send context.Context, release func(context.Context), wait time.Duration, err error)
+}
+
+// admitPower asks gate for the slot of the power request of task taskIndex:
+// through AdmitHeld when gate has it, otherwise Admit (send is then ctx and
+// release does nothing).
+func admitPower(ctx context.Context, gate PowerGate, system, job string, taskIndex int) (send context.Context, release func(context.Context), wait time.Duration, err error) {
+	if hg, ok := gate.(HeldPowerGate); ok {
+		return hg.AdmitHeld(ctx, system, job, taskIndex)
+	}
+	wait, err = gate.Admit(ctx, system, job, taskIndex)
+	return ctx, func(context.Context) {}, wait, err
+}

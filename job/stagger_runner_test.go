@@ -24,7 +24,10 @@ import (
 	"github.com/bmckit/bmckit/task"
 )
 
-var _ job.PowerGate = (*stagger.Limiter)(nil)
+var (
+	_ job.PowerGate     = (*stagger.Limiter)(nil)
+	_ job.HeldPowerGate = (*stagger.Limiter)(nil)
+)
 
 // Staggering: 100 servers in one group, at most 10 power-ons per 5 s, through
 // real Runners on a fake clock: one runner, a runner restarted mid-way on a
@@ -110,6 +113,23 @@ func (g heldGate) Admit(ctx context.Context, system, jobName string, taskIndex i
 	}
 	return w, err
 }
+
+// AdmitHeld is the path the Stepper takes with a *stagger.Limiter (slots
+// held open until the request's call returned), counted like Admit.
+func (g heldGate) AdmitHeld(ctx context.Context, system, jobName string, taskIndex int) (context.Context, func(context.Context), time.Duration, error) {
+	g.h.mu.Lock()
+	g.h.inflight++
+	g.h.mu.Unlock()
+	send, release, w, err := g.lim.AdmitHeld(ctx, system, jobName, taskIndex)
+	if err != nil || w > 0 { // nothing will be sent
+		g.h.mu.Lock()
+		g.h.inflight--
+		g.h.mu.Unlock()
+	}
+	return send, release, w, err
+}
+
+var _ job.HeldPowerGate = heldGate{}
 
 // Dial wraps the fleet's drivers to record power-ons.
 func (h *staggerHarness) Dial(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (bmc.Driver, error) {
