@@ -65,6 +65,13 @@ func WithSendHook(ctx context.Context, h SendHook) context.Context {
 	return context.WithValue(ctx, sendHookKey{}, h)
 }
 
+// SendHookFrom returns the SendHook in ctx, or nil: a hook of your own can
+// wrap it, calling it first.
+func SendHookFrom(ctx context.Context) SendHook {
+	h, _ := ctx.Value(sendHookKey{}).(SendHook)
+	return h
+}
+
 // Admit asks the Fence in ctx (see [WithFence]) whether a request may be
 // written now, then tells the SendHook in ctx (see [WithSendHook]) that it
 // is being written: nil when it may, or when ctx carries neither; otherwise

@@ -36,7 +36,7 @@ const (
 	realRuns     = 20
 	// realAtOnce is how many runs of a scenario go at once (each has its own
 	// store, fleet and group); the others wait for a free place.
-	realAtOnce = 10
+	realAtOnce = 20
 )
 
 type realScenario struct {
