@@ -8,7 +8,8 @@ import (
 // PowerGate limits power-on inrush: the Stepper asks it before it sends a
 // power on, cycle or reset, and holds the action back while the gate says to
 // wait (package stagger implements it over a storage.Store, per group of
-// systems such as a rack or a PDU, shared by replicas).
+// systems such as a rack or a PDU, shared by replicas). A gate that also
+// implements HeldPowerGate is asked through AdmitHeld instead.
 type PowerGate interface {
 	// Admit reserves a slot for the power action of task taskIndex of job on
 	// system (a bmc.Endpoint.SystemKey), or returns how long to wait before

@@ -1,7 +1,9 @@
-// Package stagger limits power-on inrush: at most Limit power-on, cycle and
-// reset actions per Interval in each group of systems (a rack, a PDU, a
-// circuit), across runner restarts and across replicas sharing a
-// storage.Store.
+// Package stagger limits power-on inrush: at most Limit power requests (on,
+// cycle, reset) reach the BMCs of a group of systems (a rack, a PDU, a
+// circuit) in any window of Interval, across runner restarts and across
+// replicas sharing a storage.Store. docs/stagger.md states what the bound
+// rests on (replicas' clocks, BMCs that act after they answer) and measures
+// it.
 //
 // # Use
 //
@@ -37,6 +39,21 @@
 // Denials write nothing, so waiters do not contend with each other. A record
 // holds at most Limit entries. Waiters are not queued: whoever asks first
 // after a slot frees gets it.
+//
+// # Held slots
+//
+// Admit stamps a slot when it is granted, but the request goes out later
+// (after a dial, a retry) and reaches the BMC later still. [Limiter.AdmitHeld],
+// which the job.Stepper uses, stores the slot held open instead: it counts as
+// made now until the caller releases it once the request's call has
+// returned, and is then stamped with that time. The request is made under
+// the ctx AdmitHeld returns, which carries a bmc.SendHook: drivers call
+// bmc.Admit before every request, and from grant + Config.Hold on the slot
+// refuses it (a transient error wrapping [ErrHoldExpired]); the ctx ends
+// then too. A slot whose process died before releasing it counts until
+// grant + Hold, then ages out from there. So every request's whole
+// exchange, from grant to return, lies within its slot's time in the
+// window.
 //
 // # Clocks
 //
