@@ -39,7 +39,7 @@ require (
 	github.com/olekukonko/tablewriter v1.0.9 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/rivo/uniseg v0.2.0 // indirect
-	github.com/rogpeppe/go-internal v1.6.1 // indirect
+	github.com/rogpeppe/go-internal v1.14.1 // indirect
 	github.com/stmcginnis/gofish v0.26.0 // indirect
 	go.etcd.io/bbolt v1.4.3 // indirect
 	golang.org/x/net v0.57.0 // indirect

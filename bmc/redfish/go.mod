@@ -17,6 +17,5 @@ require (
 	github.com/goccy/go-json v0.12.0 // indirect
 	github.com/kr/text v0.2.0 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
-	github.com/rogpeppe/go-internal v1.6.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

@@ -1,0 +1,5 @@
+module github.com/bmckit/bmckit/scripts/releasesim
+
+go 1.26.0
+
+require golang.org/x/mod v0.41.0
