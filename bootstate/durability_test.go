@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/bmckit/bmckit/bootstate"
-	"github.com/bmckit/bmckit/internal/childtest"
 	"github.com/bmckit/bmckit/storage/boltstore"
 	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/storage/storagetest/childtest"
 )
 
 const envBootDB = "BMCKIT_BOOTSTATE_TEST_DB"

@@ -21,10 +21,10 @@ import (
 	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/internal/childtest"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/boltstore"
 	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/storage/storagetest/childtest"
 	"github.com/bmckit/bmckit/task"
 )
 

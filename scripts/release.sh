@@ -36,7 +36,7 @@ for m in "${mods[@]}"; do paths+=("$(cd "$m" && GOWORK=off go list -m)"); done
 
 # Every module of the repository (published or not) that requires a
 # published one gets it at VERSION.
-for gm in $(git ls-files '*go.mod' 'go.mod'); do
+for gm in $(find . -name go.mod -not -path './.git/*' | sort); do
   dir=$(dirname "$gm")
   reqs=$(cd "$dir" && GOWORK=off go mod edit -json | python3 -c 'import json,sys; print("\n".join(r["Path"] for r in json.load(sys.stdin).get("Require") or []))')
   edits=()

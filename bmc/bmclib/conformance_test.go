@@ -9,14 +9,13 @@ import (
 	"github.com/bmckit/bmckit/bmc/bmclib"
 	"github.com/bmckit/bmckit/bmc/bmctest"
 	"github.com/bmckit/bmckit/bmc/ipmi/ipmitest"
-	"github.com/bmckit/bmckit/internal/testbin"
 )
 
 // ipmitoolDialer returns a dialer for the real ipmitool, skipping (failing
 // under CI=true) when it is missing.
 func ipmitoolDialer(t testing.TB, opts bmclib.IPMIToolOptions) *bmclib.IPMIToolDialer {
 	t.Helper()
-	opts.Path = testbin.Require(t, "ipmitool", "ipmitool")
+	opts.Path = ipmitest.RequireProgram(t, "ipmitool", "ipmitool")
 	d, err := bmclib.NewIPMIToolDialer(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@
 // is on", "on", "On", "PoweringOff", ...); [NormalizePowerState] maps them to
 // [bmc.PowerState]. Power actions keep bmckit's semantics whatever the
 // provider calls them: the adapter reads the state first and decides the
-// one bmclib action to request (package internal/powerplan), so "off" on a
+// one bmclib action to request (package bmc/powerplan), so "off" on a
 // server that is off and "on" on one that is on send nothing, and cycle or
 // reset on a server that is off send "on" (bmclib's providers differ there:
 // ipmitool's "cycle" on an off server is refused by some BMCs, Redfish's

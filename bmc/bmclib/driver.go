@@ -10,7 +10,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bmckit/bmckit/bmc"
-	"github.com/bmckit/bmckit/internal/powerplan"
+	"github.com/bmckit/bmckit/bmc/powerplan"
 )
 
 // PowerProvider is the part of a bmclib provider the adapter requires: the

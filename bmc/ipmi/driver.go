@@ -16,8 +16,8 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bmckit/bmckit/bmc"
-	"github.com/bmckit/bmckit/internal/budget"
-	"github.com/bmckit/bmckit/internal/powerplan"
+	"github.com/bmckit/bmckit/bmc/budget"
+	"github.com/bmckit/bmckit/bmc/powerplan"
 )
 
 // Compile-time checks: the capabilities the driver offers.

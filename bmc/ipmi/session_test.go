@@ -12,7 +12,6 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/ipmi"
 	"github.com/bmckit/bmckit/bmc/ipmi/ipmitest"
-	"github.com/bmckit/bmckit/internal/testbin"
 )
 
 // TestCipherSuiteSubstitutionFallsBack: a BMC that answers a request for
@@ -82,7 +81,7 @@ func TestCipherSuiteSubstitutionWrongPassword(t *testing.T) {
 // independent client: ipmitool refuses suite 17 on it and works with 3.
 func TestCipherSuiteDowngradeIpmitool(t *testing.T) {
 	t.Parallel()
-	tool := testbin.Require(t, "ipmitool", "ipmitool")
+	tool := ipmitest.RequireProgram(t, "ipmitool", "ipmitool")
 	sim := ipmitest.NewServer(t, ipmitest.Options{DowngradeCipherSuite: true})
 	run := func(suite int) error {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

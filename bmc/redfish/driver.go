@@ -15,7 +15,7 @@ import (
 	"github.com/stmcginnis/gofish/schemas"
 
 	"github.com/bmckit/bmckit/bmc"
-	"github.com/bmckit/bmckit/internal/budget"
+	"github.com/bmckit/bmckit/bmc/budget"
 )
 
 // Driver is an open Redfish connection to one system: a session (or basic

@@ -9,7 +9,7 @@ import (
 	"github.com/stmcginnis/gofish/schemas"
 
 	"github.com/bmckit/bmckit/bmc"
-	"github.com/bmckit/bmckit/internal/powerplan"
+	"github.com/bmckit/bmckit/bmc/powerplan"
 )
 
 // systemDoc is what bmckit reads from a ComputerSystem: gofish's typed
@@ -140,7 +140,7 @@ type powerPlan struct {
 // the advertised reset types (nil when the BMC does not say: assume the
 // standard ones) and those it refused before. The protocol-independent
 // semantics (no-ops, cycle/reset of an off server means on) come from
-// internal/powerplan; this adds Redfish's reset types and fallbacks.
+// bmc/powerplan; this adds Redfish's reset types and fallbacks.
 func planPower(action bmc.PowerAction, cur bmc.PowerState, advertised []string, refused map[string]bool) (powerPlan, error) {
 	step, err := powerplan.Plan(cur, action)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bmckit/bmckit/bmc"
-	"github.com/bmckit/bmckit/internal/budget"
+	"github.com/bmckit/bmckit/bmc/budget"
 )
 
 // Clock is the time source for retry back-off and settle polling. Any value

@@ -17,7 +17,7 @@ import (
 	"github.com/stmcginnis/gofish/schemas"
 
 	"github.com/bmckit/bmckit/bmc"
-	"github.com/bmckit/bmckit/internal/budget"
+	"github.com/bmckit/bmckit/bmc/budget"
 )
 
 // session is one login on one Redfish service over one set of kept-alive

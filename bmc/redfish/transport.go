@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
-	"github.com/bmckit/bmckit/internal/budget"
+	"github.com/bmckit/bmckit/bmc/budget"
 )
 
 // wire is the http.RoundTripper under the gofish client. gofish gives no

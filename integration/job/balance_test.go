@@ -19,12 +19,12 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
-	"github.com/bmckit/bmckit/internal/childtest"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/sqlstore"
 	"github.com/bmckit/bmckit/storage/sqlstore/postgres"
 	"github.com/bmckit/bmckit/storage/sqlstore/postgres/pgtest"
+	"github.com/bmckit/bmckit/storage/storagetest/childtest"
 	"github.com/bmckit/bmckit/task"
 )
 

@@ -21,10 +21,10 @@ import (
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/internal/childtest"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/boltstore"
+	"github.com/bmckit/bmckit/storage/storagetest/childtest"
 	"github.com/bmckit/bmckit/task"
 )
 

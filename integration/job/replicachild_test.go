@@ -19,10 +19,10 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/redfish"
-	"github.com/bmckit/bmckit/internal/childtest"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/sqlstore"
 	"github.com/bmckit/bmckit/storage/sqlstore/postgres"
+	"github.com/bmckit/bmckit/storage/storagetest/childtest"
 )
 
 // The replica child of the replica tests (sigstop_test.go): one process that

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bmckit/bmckit/internal/childtest"
+	"github.com/bmckit/bmckit/storage/storagetest/childtest"
 )
 
 // The end-to-end tests of "no stale BMC request after a lost lease" (issue

@@ -19,9 +19,9 @@ import (
 	"github.com/bmckit/bmckit/bootstate"
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/internal/childtest"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/boltstore"
+	"github.com/bmckit/bmckit/storage/storagetest/childtest"
 	"github.com/bmckit/bmckit/task"
 )
 

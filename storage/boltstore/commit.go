@@ -3,7 +3,7 @@ package boltstore
 import (
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/bmckit/bmckit/internal/groupcommit"
+	"github.com/bmckit/bmckit/storage/groupcommit"
 )
 
 // writeFn is one write's work inside a transaction. It returns reject when

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bmckit/bmckit/internal/childtest"
 	"github.com/bmckit/bmckit/storage/boltstore"
+	"github.com/bmckit/bmckit/storage/storagetest/childtest"
 )
 
 const envPath = "BMCKIT_BOLTSTORE_TEST_PATH"

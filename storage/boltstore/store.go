@@ -13,9 +13,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
-	"github.com/bmckit/bmckit/internal/autocompact"
-	"github.com/bmckit/bmckit/internal/groupcommit"
 	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/storage/autocompact"
+	"github.com/bmckit/bmckit/storage/groupcommit"
 )
 
 var (
@@ -202,7 +202,7 @@ func (s *Store) Get(ctx context.Context, key string) (storage.Record, error) {
 
 // write stores value (or a tombstone) under key at the next revision after
 // check approves the current state, in a transaction shared with concurrent
-// writes (internal/groupcommit). bbolt fsyncs before the commit returns.
+// writes (storage/groupcommit). bbolt fsyncs before the commit returns.
 func (s *Store) write(ctx context.Context, op, key string, value []byte, deleted bool, check func(cur []byte) error) (int64, error) {
 	var rev int64
 	err := s.commits.Do(ctx, func(tx *bolt.Tx) (reject, fatal error) {

@@ -6,8 +6,8 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/bmckit/bmckit/internal/groupcommit"
 	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/storage/groupcommit"
 )
 
 // querier runs a statement on the pool or in a transaction.

@@ -11,9 +11,9 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/bmckit/bmckit/internal/autocompact"
-	"github.com/bmckit/bmckit/internal/groupcommit"
 	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/storage/autocompact"
+	"github.com/bmckit/bmckit/storage/groupcommit"
 )
 
 var (

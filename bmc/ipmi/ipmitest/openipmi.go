@@ -15,7 +15,6 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/ipmi"
-	"github.com/bmckit/bmckit/internal/testbin"
 )
 
 // OpenIPMIOptions configure [StartOpenIPMI]. The zero value is ready to use.
@@ -62,7 +61,7 @@ func (s *OpenIPMI) DialOptions() ipmi.Options {
 // skips, or fails when the environment variable CI is "true".
 func StartOpenIPMI(t testing.TB, opts OpenIPMIOptions) *OpenIPMI {
 	t.Helper()
-	bin := testbin.Require(t, "ipmi_sim", "openipmi")
+	bin := RequireProgram(t, "ipmi_sim", "openipmi")
 	var errs []error
 	// The port is picked by binding :0 and releasing it, so another
 	// process may take it before ipmi_sim binds; retry with a new port.

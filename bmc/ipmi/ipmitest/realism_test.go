@@ -18,7 +18,6 @@ import (
 	"github.com/bmckit/bmckit/bmc/ipmi"
 	"github.com/bmckit/bmckit/bmc/ipmi/ipmitest"
 	"github.com/bmckit/bmckit/clock"
-	"github.com/bmckit/bmckit/internal/testbin"
 )
 
 // peer is one IPMI implementation under test: the in-process simulator or
@@ -63,7 +62,7 @@ func open(t *testing.T, p peer, opts ipmi.Options) *ipmi.Driver {
 // environment.
 func ipmitool(t *testing.T, p peer, user, password string, args ...string) (string, error) {
 	t.Helper()
-	bin := testbin.Require(t, "ipmitool", "ipmitool")
+	bin := ipmitest.RequireProgram(t, "ipmitool", "ipmitool")
 	base := []string{"-I", "lanplus", "-H", p.ep.Host, "-p", strconv.Itoa(p.ep.Port), "-U", user, "-E", "-C", "3", "-N", "2", "-R", "3"}
 	cmd := exec.CommandContext(t.Context(), bin, append(base, args...)...)
 	cmd.Env = append(os.Environ(), "IPMITOOL_PASSWORD="+password)

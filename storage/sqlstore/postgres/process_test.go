@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bmckit/bmckit/internal/childtest"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/sqlstore"
 	"github.com/bmckit/bmckit/storage/sqlstore/postgres"
+	"github.com/bmckit/bmckit/storage/storagetest/childtest"
 )
 
 const (

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bmckit/bmckit/internal/groupcommit"
+	"github.com/bmckit/bmckit/storage/groupcommit"
 )
 
 // TestBatchesAndOrder blocks the first commit until many writers have
