@@ -18,7 +18,13 @@ cd "$(dirname "$0")/.."
 root=$PWD
 version=v0.99.0
 tmp=$(mktemp -d)
-trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+# The module cache keeps what it downloaded forever, so a fake version of
+# our own modules from an earlier run would be used instead of this tree's:
+# forget our modules (only ours) before and after.
+modcache=$(go env GOMODCACHE)
+forget() { chmod -R u+w "$modcache/github.com/bmckit" "$modcache/cache/download/github.com/bmckit" 2>/dev/null || true; rm -rf "$modcache/github.com/bmckit" "$modcache/cache/download/github.com/bmckit"; }
+forget
+trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"; forget' EXIT
 mapfile -t mods < <(grep -v '^#' scripts/published-modules.txt | sed '/^$/d')
 
 # No published module imports another module's internal packages.
