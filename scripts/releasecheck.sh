@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Simulates a release before any tag exists, as a user would meet it:
 #   1. a copy of the committed tree (git archive HEAD) gets the release's
-#      requirements (scripts/release.sh -prepare v0.99.0: every module
-#      requires the others at that version);
+#      requirements (scripts/release.sh -prepare v0.99.0-check.N: every
+#      module requires the others at that version);
 #   2. scripts/releasesim writes every published module
-#      (scripts/published-modules.txt) at v0.99.0 into a file-based GOPROXY;
+#      (scripts/published-modules.txt) at that version into a file-based GOPROXY;
 #   3. for each module, a clean consumer (no replace, no workspace), on the
 #      oldest Go that module promises (its go directive: a real older
 #      toolchain, fetched through the module proxy like any module), runs
-#      `go get MODULE@v0.99.0`, imports every public package of the module
+#      `go get MODULE@v0.99.0-check.N`, imports every public package of the module
 #      (test kits included) in a test, and passes `go mod tidy`, `go vet`
 #      and `go test`.
 # It also checks that no published module imports another module's
@@ -16,7 +16,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-version=v0.99.0
+# A version of its own per run: the go command caches what it learned about
+# a module version (its module index) as if the version were immutable.
+version=v0.99.0-check.$(date +%s)
 tmp=$(mktemp -d)
 # The module cache keeps what it downloaded forever, so a fake version of
 # our own modules from an earlier run would be used instead of this tree's:
