@@ -5,7 +5,9 @@
 # OpenIPMI's ipmi_sim) when it runs as root with apt-get available, starts a
 # PostgreSQL server on 127.0.0.1:5432 with a bmckit role and database (and a
 # second cluster on 5433 for the restart test), checks the module graph
-# (scripts/modcheck.sh) and the generated Kubernetes code (scripts/crdcheck.sh),
+# (scripts/modcheck.sh), simulates a release (scripts/releasecheck.sh: every
+# published module fetched at a fake tag from a clean consumer on its oldest
+# Go) and the generated Kubernetes code (scripts/crdcheck.sh),
 # runs `go vet` and `go test -race ./...` in every
 # module of the repository, then scripts/simulators-clients.sh (the Redfish
 # simulator against redfishtool and sushy) when those are installed or CI=true.
@@ -84,6 +86,9 @@ fi
 # would build it: its own go.mod and go.sum, no workspace. A failing module
 # does not stop the others; the script fails at the end if any did.
 bash scripts/modcheck.sh
+# A release simulated with a file-based GOPROXY: every published module
+# fetched at a fake tag and built from a clean consumer on its oldest Go.
+bash scripts/releasecheck.sh
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
   echo "== gofmt: these files need gofmt -w:" >&2
