@@ -1,5 +1,5 @@
 // Command budget measures the per-endpoint request budget's two promises
-// (internal/budget, the drivers' Options.RequestsPerSecond and
+// (bmc/budget, the drivers' Options.RequestsPerSecond and
 // RequestBurst) and prints a Markdown report for docs/benchmarks.md:
 //
 //  1. A lone job is not taxed: IPMI netboot jobs (power off, one-time PXE,

@@ -11,7 +11,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bmckit/bmckit/bmc"
-	"github.com/bmckit/bmckit/internal/budget"
+	"github.com/bmckit/bmckit/bmc/budget"
 )
 
 // Privilege is the IPMI session privilege level the driver asks for.
