@@ -140,13 +140,18 @@ func TestHandOverRefusedFallsBackToClaim(t *testing.T) {
 	b, jobs := runQueued(t, store, 3)
 	inOrder(t, b, jobs)
 	store.mu.Lock()
-	defer store.mu.Unlock()
 	assert.Equal(t, 1, store.refused, "refused handovers")
-	// q1's lock was claimed anew over the record q0 left (holder q0,
-	// completed), then handed to q2.
-	assert.Equal(t, 1, store.creates, "lock creates")
-	assert.Equal(t, 1, store.deletes, "lock deletes")
-	assert.GreaterOrEqual(t, store.updates, 2, "lock updates: the claim of q1 and the handover to q2")
+	// q1's lock was claimed anew: over the record q0 left (an update), or,
+	// when the lock sweep removed that record first (a machine under load),
+	// as a new record; either way at least one more lock write than the
+	// first create, and every lock released at the end.
+	assert.GreaterOrEqual(t, store.creates+store.updates, 3, "lock writes: the first claim, the claim of q1, the handover to q2")
+	store.mu.Unlock()
+	recs, err := store.List(context.Background(), "")
+	require.NoError(t, err)
+	for _, rec := range recs {
+		assert.NotContains(t, rec.Key, "/systems/", "lock record left behind: %s", rec.Value)
+	}
 }
 
 // renewalFirst rewrites a lock record (as a renewal in flight would) just

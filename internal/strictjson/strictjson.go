@@ -22,7 +22,7 @@ func Decode(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("decoding JSON: %v", operatorError(err))
+		return fmt.Errorf("decoding JSON: %v", operatorError(err, data))
 	}
 	// dec.More reports false for a trailing '}' or ']', so look for EOF.
 	if _, err := dec.Token(); err != io.EOF {
@@ -35,7 +35,16 @@ func Decode(data []byte, v any) error {
 // specs: the field's JSON path and the JSON kind wanted, not a Go type name
 // ("json: cannot unmarshal string into Go struct field Spec.tasks of type
 // []task.Spec" becomes `field "tasks": want an array, got a string`).
-func operatorError(err error) error {
+func operatorError(err error, data []byte) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line, col := position(data, se.Offset)
+		return fmt.Errorf("line %d, column %d: %v", line, col, se)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		line, col := position(data, int64(len(data)))
+		return fmt.Errorf("line %d, column %d: the input ends inside a value", line, col)
+	}
 	var te *json.UnmarshalTypeError
 	if !errors.As(err, &te) || te.Type == nil {
 		if e := err.Error(); strings.HasPrefix(e, "json: unknown field ") {
@@ -71,4 +80,13 @@ func operatorError(err error) error {
 		return fmt.Errorf("want %s, got %s", want, got)
 	}
 	return fmt.Errorf("field %q: want %s, got %s", te.Field, want, got)
+}
+
+// position is the 1-based line and column (in bytes) of offset in data.
+func position(data []byte, offset int64) (line, col int) {
+	offset = min(max(offset, 0), int64(len(data)))
+	before := data[:offset]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = int(offset) - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return line, col
 }
