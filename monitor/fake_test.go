@@ -189,6 +189,7 @@ func TestFakeUnreachableAndBack(t *testing.T) {
 		assert.Equal(t, firstFail, c.LastTransitionTime.Time, "moves only on flips")
 		assert.Equal(t, bmc.PowerOn, mc.Status.Power, "the last known power state stays")
 		assert.Equal(t, monitortest.T0, mc.Status.LastReadTime, "the last successful read")
+		assert.Equal(t, e.clk.Now(), mc.Status.LastAttemptTime, "the failed read was attempted now")
 	}
 
 	down.Store(false)
@@ -204,6 +205,7 @@ func TestFakeUnreachableAndBack(t *testing.T) {
 	assert.Equal(t, e.clk.Now(), c.LastTransitionTime.Time)
 	assert.Equal(t, bmc.PowerOff, mc.Status.Power)
 	assert.Equal(t, e.clk.Now(), mc.Status.LastReadTime)
+	assert.Equal(t, e.clk.Now(), mc.Status.LastAttemptTime)
 	st := e.m.Stats()
 	assert.Equal(t, int64(3), st.Failed)
 	assert.NotContains(t, e.logs.Text(), monitortest.Secret)

@@ -82,7 +82,8 @@ type Status struct {
 	// LastReadTime is when the BMC last answered a read (by the clock of
 	// the replica that read it).
 	LastReadTime time.Time `json:"lastReadTime,omitzero"`
-	// LastAttemptTime is when the last read was made, answered or not.
+	// LastAttemptTime is when the last read was made, answered or not (the
+	// time of the claim the read follows, by the reading replica's clock).
 	LastAttemptTime time.Time `json:"lastAttemptTime,omitzero"`
 }
 

@@ -64,6 +64,10 @@ func (m *Monitor) refresh(ctx context.Context, j refreshJob) outcome {
 		next = m.spread()
 	}
 	claimed.Refresh = Refresh{Owner: m.cfg.Owner, Seq: j.rec.Refresh.Seq + 1, Claimed: now.UTC(), Next: now.Add(next).UTC()}
+	// The read is made right after this claim is stored: its time is the
+	// attempt's, written with the claim (a failed read that changes
+	// nothing then writes nothing more).
+	claimed.Status.LastAttemptTime = now.UTC()
 	data, err := encode(&claimed)
 	if err != nil {
 		return m.storeFailed(ctx, o, "encoding the claim", err)
