@@ -54,3 +54,9 @@ type BMCJobList struct {
 func init() {
 	SchemeBuilder.Register(&BMCJob{}, &BMCJobList{})
 }
+
+// JobSpec gives contrib/kubernetes/controller the embedded job.Spec.
+func (o *BMCJob) JobSpec() *job.Spec { return &o.Spec.Spec }
+
+// JobStatus gives contrib/kubernetes/controller the embedded job.Status.
+func (o *BMCJob) JobStatus() *job.Status { return &o.Status.Status }

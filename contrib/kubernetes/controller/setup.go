@@ -1,9 +1,10 @@
-package controllers
+package controller
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,13 +14,21 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/contrib/kubernetes/leaselock"
+	"github.com/bmckit/bmckit/contrib/kubernetes/secretcreds"
 	bmcprom "github.com/bmckit/bmckit/contrib/prometheus"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage"
 )
 
-// Options configures [Setup]. Only Dialer is required.
-type Options struct {
+// Options configures [Setup]. NewObject and Dialer are required.
+type Options[O Object] struct {
+	// NewObject returns an empty O: the kind the controller reconciles.
+	// Required.
+	NewObject func() O
+	// Name names the controller (logs, metrics). Defaults to the lower-case
+	// kind of O.
+	Name string
 	// Dialer opens BMC connections (a bmc.Registry with the drivers you
 	// import, or a fake.Fleet in tests). Required.
 	Dialer bmc.Dialer
@@ -31,13 +40,13 @@ type Options struct {
 	// Locks keeps one job per system on the BMCJob path. Defaults to
 	// job.NewStoreLocker over Store when Store is set (so BMCJobs and the
 	// Runner's jobs exclude each other: they share the lock records), and
-	// otherwise to a [LeaseLocker] in Namespace.
+	// otherwise to a leaselock.Locker in Namespace.
 	Locks job.SystemLocker
-	// Namespace holds the LeaseLocker's Leases. Required when Locks and
+	// Namespace holds the lease locker's Leases. Required when Locks and
 	// Store are nil.
 	Namespace string
 	// Credentials resolves the "namespace/name" references [JobFor] makes.
-	// Defaults to [SecretCredentials] over the manager's (cached) client.
+	// Defaults to secretcreds.Resolver over the manager's (cached) client.
 	Credentials job.CredentialsResolver
 	// Registerer receives the Prometheus adapter's metrics. Defaults to
 	// controller-runtime's registry, which the manager serves on /metrics.
@@ -52,22 +61,33 @@ type Options struct {
 }
 
 // Controller is what [Setup] built and added to the manager.
-type Controller struct {
-	Reconciler *Reconciler
+type Controller[O Object] struct {
+	Reconciler *Reconciler[O]
 	Stepper    *job.Stepper
 	// Runner is nil unless Options.Store was set.
 	Runner  *job.Runner
 	Metrics *bmcprom.Metrics
 }
 
-// Setup builds the BMCJob controller and adds it to mgr: the Reconciler
+// Setup builds the controller of O's objects and adds it to mgr: the Reconciler
 // (woken by BMC power events through [WakeFunc]), the Stepper's
 // idle-connection sweeper, the Runner (when Options.Store is
 // set) as a Runnable with the healthz check "bmckit-runner", and the
 // Prometheus adapter's metrics on the manager's /metrics.
-func Setup(mgr ctrl.Manager, opts Options) (*Controller, error) {
+func Setup[O Object](mgr ctrl.Manager, opts Options[O]) (*Controller[O], error) {
+	if opts.NewObject == nil {
+		return nil, errors.New("controller: Options.NewObject is required")
+	}
 	if opts.Dialer == nil {
-		return nil, errors.New("controllers: Options.Dialer is required")
+		return nil, errors.New("controller: Options.Dialer is required")
+	}
+	name := opts.Name
+	if name == "" {
+		gvk, err := mgr.GetClient().GroupVersionKindFor(opts.NewObject())
+		if err != nil {
+			return nil, fmt.Errorf("controller: the manager's scheme does not know %T: %w", opts.NewObject(), err)
+		}
+		name = strings.ToLower(gvk.Kind)
 	}
 	log := mgr.GetLogger().WithName("bmckit")
 	metrics := bmcprom.New(bmcprom.Options{})
@@ -80,7 +100,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Controller, error) {
 	}
 	creds := opts.Credentials
 	if creds == nil {
-		creds = SecretCredentials{Reader: mgr.GetClient()}
+		creds = secretcreds.Resolver{Reader: mgr.GetClient()}
 	}
 	locks := opts.Locks
 	switch {
@@ -88,7 +108,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Controller, error) {
 	case opts.Store != nil:
 		locks = job.NewStoreLocker(opts.Store, job.StoreLockerConfig{KeyPrefix: opts.Runner.KeyPrefix, Clock: opts.Runner.Clock})
 	default:
-		ll, err := NewLeaseLocker(mgr.GetClient(), LeaseLockerConfig{Namespace: opts.Namespace, Clock: opts.Stepper.Clock, Reader: mgr.GetAPIReader()})
+		ll, err := leaselock.New(mgr.GetClient(), leaselock.Config{Namespace: opts.Namespace, Clock: opts.Stepper.Clock, Reader: mgr.GetAPIReader()})
 		if err != nil {
 			return nil, err
 		}
@@ -98,12 +118,15 @@ func Setup(mgr ctrl.Manager, opts Options) (*Controller, error) {
 	sc.Dialer, sc.Credentials, sc.Locks, sc.Observer, sc.Logger = opts.Dialer, creds, locks, metrics.JobObserver(), log.WithName("stepper")
 	// BMC events (bmc.PowerWatcher drivers) wake a waiting job at once.
 	wakes := make(chan event.GenericEvent, 1024)
-	sc.Wake = WakeFunc(wakes)
+	sc.Wake = WakeFunc(opts.NewObject, wakes)
 	stepper, err := job.NewStepper(sc)
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{Stepper: stepper, Metrics: metrics, Reconciler: &Reconciler{Client: mgr.GetClient(), Stepper: stepper, Wakes: wakes}}
+	c := &Controller[O]{Stepper: stepper, Metrics: metrics, Reconciler: &Reconciler[O]{
+		Client: mgr.GetClient(), Stepper: stepper, NewObject: opts.NewObject, Wakes: wakes,
+		Events: mgr.GetEventRecorder("bmckit-" + name),
+	}}
 	if err := mgr.Add(&poolSweeper{stepper: stepper, every: sweepInterval(sc.IdleTimeout)}); err != nil {
 		return nil, err
 	}
@@ -124,7 +147,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Controller, error) {
 		}
 		c.Runner = runner
 	}
-	if err := c.Reconciler.SetupWithManager(mgr); err != nil {
+	if err := c.Reconciler.SetupWithManager(mgr, name); err != nil {
 		return nil, err
 	}
 	return c, nil

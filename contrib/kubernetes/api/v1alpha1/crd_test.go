@@ -31,7 +31,7 @@ import (
 	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/task"
 
-	"github.com/bmckit/bmckit/examples/controller/api/v1alpha1"
+	"github.com/bmckit/bmckit/contrib/kubernetes/api/v1alpha1"
 )
 
 // loadCRD reads the committed CRD (config/crd), as kubectl apply would send

@@ -1,4 +1,4 @@
-package controllers_test
+package controller_test
 
 import (
 	"fmt"
@@ -6,8 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/bmckit/bmckit/examples/controller/api/v1alpha1"
-	"github.com/bmckit/bmckit/examples/controller/controllers"
+	"github.com/bmckit/bmckit/contrib/kubernetes/api/v1alpha1"
+	"github.com/bmckit/bmckit/contrib/kubernetes/controller"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/task"
 )
@@ -24,7 +24,7 @@ func ExampleJobFor() {
 			Tasks:          []task.Spec{{Power: &task.PowerAction{Op: task.PowerOn}}},
 		}},
 	}
-	j := controllers.JobFor(obj)
+	j := controller.JobFor(obj)
 	fmt.Println(j.Name, j.Spec.CredentialsRef)
 	// Output:
 	// rack1/netboot rack1/bmc-secret
@@ -32,8 +32,8 @@ func ExampleJobFor() {
 
 // Requeue turns a job step's answer into the reconciler's result.
 func ExampleRequeue() {
-	fmt.Println(controllers.Requeue(job.StepResult{Done: true}).RequeueAfter)
-	fmt.Println(controllers.Requeue(job.StepResult{RequeueAfter: 2 * time.Second}).RequeueAfter)
+	fmt.Println(controller.Requeue(job.StepResult{Done: true}).RequeueAfter)
+	fmt.Println(controller.Requeue(job.StepResult{RequeueAfter: 2 * time.Second}).RequeueAfter)
 	// Output:
 	// 0s
 	// 2s

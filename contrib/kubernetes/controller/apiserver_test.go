@@ -1,4 +1,4 @@
-package controllers_test
+package controller_test
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"github.com/bmckit/bmckit/storage/memstore"
 	"github.com/bmckit/bmckit/task"
 
-	"github.com/bmckit/bmckit/examples/controller/api/v1alpha1"
+	"github.com/bmckit/bmckit/contrib/kubernetes/api/v1alpha1"
 )
 
 // TestStatusPatchesOnARealAPIServer steps a BMCJob created without a status

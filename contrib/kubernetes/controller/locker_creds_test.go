@@ -1,4 +1,4 @@
-package controllers_test
+package controller_test
 
 import (
 	"context"
@@ -15,7 +15,8 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/clock"
-	"github.com/bmckit/bmckit/examples/controller/controllers"
+	"github.com/bmckit/bmckit/contrib/kubernetes/leaselock"
+	"github.com/bmckit/bmckit/contrib/kubernetes/secretcreds"
 	"github.com/bmckit/bmckit/job"
 )
 
@@ -23,7 +24,7 @@ func TestSecretCredentials(t *testing.T) {
 	const pw = "creds-Pw-9051"
 	c := newClient(t, secret("ok", "admin", pw),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nopass"}, Data: map[string][]byte{"username": []byte("admin")}})
-	r := controllers.SecretCredentials{Reader: c}
+	r := secretcreds.Resolver{Reader: c}
 	ctx := context.Background()
 
 	got, err := r.Resolve(ctx, ns+"/ok")
@@ -61,8 +62,8 @@ func TestLeaseLockerSemantics(t *testing.T) {
 	c := newClient(t)
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	const dur = time.Minute
-	newLocker := func(owner string) *controllers.LeaseLocker {
-		l, err := controllers.NewLeaseLocker(c, controllers.LeaseLockerConfig{Namespace: "bmckit-system", LeaseDuration: dur, Clock: clk, Owner: owner})
+	newLocker := func(owner string) *leaselock.Locker {
+		l, err := leaselock.New(c, leaselock.Config{Namespace: "bmckit-system", LeaseDuration: dur, Clock: clk, Owner: owner})
 		require.NoError(t, err)
 		return l
 	}
@@ -75,7 +76,7 @@ func TestLeaseLockerSemantics(t *testing.T) {
 	l := mustLease(t, c, sys)
 	assert.Equal(t, "metal/a@replica-a", *l.Spec.HolderIdentity, "the job and the replica acting for it")
 	assert.Equal(t, int32(60), *l.Spec.LeaseDurationSeconds)
-	assert.Equal(t, sys, l.Annotations[controllers.LeaseSystemAnnotation])
+	assert.Equal(t, sys, l.Annotations[leaselock.LeaseSystemAnnotation])
 	rv := l.ResourceVersion
 
 	// Renewed within a third of a lease: no write.

@@ -1,4 +1,4 @@
-package controllers_test
+package controller_test
 
 import (
 	"context"
@@ -22,7 +22,9 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/examples/controller/controllers"
+	"github.com/bmckit/bmckit/contrib/kubernetes/api/v1alpha1"
+	"github.com/bmckit/bmckit/contrib/kubernetes/controller"
+	"github.com/bmckit/bmckit/contrib/kubernetes/secretcreds"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/memstore"
 )
@@ -62,9 +64,9 @@ func TestMetricsScrape(t *testing.T) {
 	require.NoError(t, err)
 	c := newClient(t, bmcJob("netboot", netbootSpec(system1, "")))
 	reg := prometheus.NewRegistry()
-	ctl, err := controllers.Setup(newManager(t), controllers.Options{
+	ctl, err := controller.Setup(newManager(t), controller.Options[*v1alpha1.BMCJob]{NewObject: newBMCJob,
 		Dialer: fleet, Store: memstore.New(), Registerer: reg,
-		Credentials: controllers.SecretCredentials{Reader: c},
+		Credentials: secretcreds.Resolver{Reader: c},
 		Stepper:     job.StepperConfig{PollInterval: time.Millisecond},
 		Runner:      job.Config{PollInterval: time.Millisecond, ScanInterval: 5 * time.Millisecond},
 	})
@@ -115,7 +117,7 @@ func TestMetricsScrape(t *testing.T) {
 // (no leader election), and its healthz check, served as the manager serves
 // /healthz, fails before Start and passes while it runs.
 func TestRunnerRunnableAndHealthz(t *testing.T) {
-	ctl, err := controllers.Setup(newManager(t), controllers.Options{
+	ctl, err := controller.Setup(newManager(t), controller.Options[*v1alpha1.BMCJob]{NewObject: newBMCJob,
 		Dialer: fake.NewFleet(), Store: memstore.New(), Registerer: prometheus.NewRegistry(),
 		Runner: job.Config{ScanInterval: 5 * time.Millisecond},
 	})
@@ -149,9 +151,9 @@ func TestRunnerRunnableAndHealthz(t *testing.T) {
 // Without a Store, Setup locks systems with Leases, which need a
 // namespace.
 func TestSetupNeedsNamespaceForLeases(t *testing.T) {
-	_, err := controllers.Setup(newManager(t), controllers.Options{Dialer: fake.NewFleet(), Registerer: prometheus.NewRegistry()})
+	_, err := controller.Setup(newManager(t), controller.Options[*v1alpha1.BMCJob]{NewObject: newBMCJob, Dialer: fake.NewFleet(), Registerer: prometheus.NewRegistry()})
 	require.ErrorContains(t, err, "Namespace")
-	ctl, err := controllers.Setup(newManager(t), controllers.Options{Dialer: fake.NewFleet(), Registerer: prometheus.NewRegistry(), Namespace: "bmckit-system"})
+	ctl, err := controller.Setup(newManager(t), controller.Options[*v1alpha1.BMCJob]{NewObject: newBMCJob, Dialer: fake.NewFleet(), Registerer: prometheus.NewRegistry(), Namespace: "bmckit-system"})
 	require.NoError(t, err)
 	assert.Nil(t, ctl.Runner)
 }

@@ -6,7 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/bmckit/bmckit/examples/controller/api/v1alpha1"
+	"github.com/bmckit/bmckit/contrib/kubernetes/api/v1alpha1"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/task"
 )

@@ -1,4 +1,4 @@
-package controllers_test
+package controller_test
 
 import (
 	"context"
@@ -23,8 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/examples/controller/api/v1alpha1"
-	"github.com/bmckit/bmckit/examples/controller/controllers"
+	"github.com/bmckit/bmckit/contrib/kubernetes/api/v1alpha1"
+	"github.com/bmckit/bmckit/contrib/kubernetes/controller"
+	"github.com/bmckit/bmckit/contrib/kubernetes/leaselock"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/task"
 )
@@ -84,9 +85,9 @@ func newStepper(t *testing.T, cfg job.StepperConfig) *job.Stepper {
 	return st
 }
 
-func newLeaseLocker(t *testing.T, c client.Client) *controllers.LeaseLocker {
+func newLeaseLocker(t *testing.T, c client.Client) *leaselock.Locker {
 	t.Helper()
-	l, err := controllers.NewLeaseLocker(c, controllers.LeaseLockerConfig{Namespace: "bmckit-system"})
+	l, err := leaselock.New(c, leaselock.Config{Namespace: "bmckit-system"})
 	require.NoError(t, err)
 	return l
 }
@@ -99,7 +100,7 @@ func get(t *testing.T, c client.Client, name string) *v1alpha1.BMCJob {
 }
 
 // reconcileOnce calls Reconcile for the object name once.
-func reconcileOnce(t *testing.T, r *controllers.Reconciler, name string) ctrl.Result {
+func reconcileOnce(t *testing.T, r *controller.Reconciler[*v1alpha1.BMCJob], name string) ctrl.Result {
 	t.Helper()
 	res, err := r.Reconcile(tctx(t), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
 	require.NoError(t, err)
@@ -112,7 +113,7 @@ func tctx(t *testing.T) context.Context { return logr.NewContext(context.Backgro
 // waits for the RequeueAfter asked for (a requeue timer, as the queue's),
 // and goes on until the object's job completed and its finalizer is gone,
 // or a deadline passes.
-func drive(t *testing.T, r *controllers.Reconciler, c client.Client, name string) *v1alpha1.BMCJob {
+func drive(t *testing.T, r *controller.Reconciler[*v1alpha1.BMCJob], c client.Client, name string) *v1alpha1.BMCJob {
 	t.Helper()
 	o, err := driveErr(r, c, name, nil)
 	require.NoError(t, err)
@@ -122,7 +123,7 @@ func drive(t *testing.T, r *controllers.Reconciler, c client.Client, name string
 // driveErr is drive for other goroutines: it returns an error instead of
 // failing the test. between, if set, runs after every reconcile (e.g. to
 // advance a fake BMC's clock).
-func driveErr(r *controllers.Reconciler, c client.Client, name string, between func()) (*v1alpha1.BMCJob, error) {
+func driveErr(r *controller.Reconciler[*v1alpha1.BMCJob], c client.Client, name string, between func()) (*v1alpha1.BMCJob, error) {
 	key := types.NamespacedName{Namespace: ns, Name: name}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -179,10 +180,12 @@ func logged(t *testing.T) string {
 func lease(t *testing.T, c client.Client, system string) *coordinationv1.Lease {
 	t.Helper()
 	l := &coordinationv1.Lease{}
-	err := c.Get(context.Background(), types.NamespacedName{Namespace: "bmckit-system", Name: controllers.LeaseName(system)}, l)
+	err := c.Get(context.Background(), types.NamespacedName{Namespace: "bmckit-system", Name: leaselock.LeaseName(system)}, l)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	require.NoError(t, err)
 	return l
 }
+
+func newBMCJob() *v1alpha1.BMCJob { return &v1alpha1.BMCJob{} }

@@ -1,4 +1,7 @@
-package controllers
+// Package leaselock is a job.SystemLocker on Kubernetes Leases
+// (coordination.k8s.io/v1): one Lease per system, held by a job and the
+// replica acting for it. See [Locker] and docs/kubernetes.md.
+package leaselock
 
 import (
 	"context"
@@ -20,8 +23,8 @@ import (
 	"github.com/bmckit/bmckit/job"
 )
 
-// LeaseLockerConfig configures [NewLeaseLocker]. Zero values mean defaults.
-type LeaseLockerConfig struct {
+// Config configures [New]. Zero values mean defaults.
+type Config struct {
 	// Namespace holds the Leases (the controller's own namespace).
 	// Required.
 	Namespace string
@@ -40,14 +43,14 @@ type LeaseLockerConfig struct {
 	// Clock defaults to the wall clock.
 	Clock job.Clock
 	// Reader reads the Leases. Defaults to the client given to
-	// NewLeaseLocker. Pass the manager's APIReader (Setup does): reading
+	// New. Pass the manager's APIReader (Setup does): reading
 	// Leases through the manager's cache would watch every Lease in the
 	// cluster, the nodes' heartbeats included, and a lagging cache only
 	// delays locks.
 	Reader client.Reader
 }
 
-// Labels and annotations on the Leases a LeaseLocker writes.
+// Labels and annotations on the Leases a Locker writes.
 const (
 	LeaseManagedByLabel    = "app.kubernetes.io/managed-by"
 	LeaseManagedBy         = "bmckit"
@@ -56,13 +59,13 @@ const (
 	leaseRenewEveryDivisor = 3
 )
 
-// LeaseLocker is a job.SystemLocker on Kubernetes Leases
+// Locker is a job.SystemLocker on Kubernetes Leases
 // (coordination.k8s.io/v1): one Lease per system, in one namespace, named
 // "bmckit-system-" and a hash of the system key (the key itself, which may
 // not be a valid name, is in the annotation bmckit.example.com/system).
 //
 // Semantics:
-//   - holder: spec.holderIdentity is the job's identity ([JobFor]:
+//   - holder: spec.holderIdentity is the job's identity (controller.JobFor:
 //     "namespace/name") and the replica acting for it (Owner), as
 //     "namespace/name@owner": two replicas stepping one job never both
 //     pass, as with job.StoreLocker. Another replica continues the job once
@@ -87,7 +90,7 @@ const (
 //     nothing.
 //
 // The controller needs RBAC to get, create and update leases in Namespace.
-type LeaseLocker struct {
+type Locker struct {
 	c     client.Client
 	r     client.Reader
 	ns    string
@@ -111,20 +114,20 @@ type renewal struct {
 }
 
 var (
-	_ job.SystemLocker = (*LeaseLocker)(nil)
-	_ job.LockTaker    = (*LeaseLocker)(nil)
+	_ job.SystemLocker = (*Locker)(nil)
+	_ job.LockTaker    = (*Locker)(nil)
 )
 
-// NewLeaseLocker returns a LeaseLocker writing Leases through c.
-func NewLeaseLocker(c client.Client, cfg LeaseLockerConfig) (*LeaseLocker, error) {
+// New returns a Locker writing Leases through c.
+func New(c client.Client, cfg Config) (*Locker, error) {
 	if cfg.Namespace == "" {
-		return nil, fmt.Errorf("controllers: LeaseLockerConfig.Namespace is required")
+		return nil, fmt.Errorf("leaselock: Config.Namespace is required")
 	}
 	if cfg.LeaseDuration <= 0 {
 		cfg.LeaseDuration = 5 * time.Minute
 	}
 	if cfg.LeaseDuration < 6*time.Second {
-		return nil, fmt.Errorf("controllers: LeaseLockerConfig.LeaseDuration %s: at least 6s (the Lease counts whole seconds)", cfg.LeaseDuration)
+		return nil, fmt.Errorf("leaselock: Config.LeaseDuration %s: at least 6s (the Lease counts whole seconds)", cfg.LeaseDuration)
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -138,7 +141,7 @@ func NewLeaseLocker(c client.Client, cfg LeaseLockerConfig) (*LeaseLocker, error
 		_, _ = rand.Read(b[:])
 		cfg.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 	}
-	return &LeaseLocker{c: c, r: cfg.Reader, ns: cfg.Namespace, lease: cfg.LeaseDuration, owner: cfg.Owner, clock: cfg.Clock,
+	return &Locker{c: c, r: cfg.Reader, ns: cfg.Namespace, lease: cfg.LeaseDuration, owner: cfg.Owner, clock: cfg.Clock,
 		seen: map[string]observation{}, renewals: map[string]renewal{}}, nil
 }
 
@@ -148,13 +151,13 @@ func LeaseName(system string) string {
 	return leaseNamePrefix + hex.EncodeToString(sum[:16])
 }
 
-func (l *LeaseLocker) validity() time.Duration { return l.lease - l.lease/6 }
+func (l *Locker) validity() time.Duration { return l.lease - l.lease/6 }
 
 // identity is the holderIdentity of holder's Lease taken by this replica.
-func (l *LeaseLocker) identity(holder string) string { return holder + "@" + l.owner }
+func (l *Locker) identity(holder string) string { return holder + "@" + l.owner }
 
 // Lock implements job.SystemLocker.
-func (l *LeaseLocker) Lock(ctx context.Context, system, holder string) (time.Duration, error) {
+func (l *Locker) Lock(ctx context.Context, system, holder string) (time.Duration, error) {
 	d, _, err := l.TakeLock(ctx, system, holder)
 	return d, err
 }
@@ -163,7 +166,7 @@ func (l *LeaseLocker) Lock(ctx context.Context, system, holder string) (time.Dur
 // taken anew (created, released, or taken over) rather than renewed by
 // this replica for holder, so the Stepper confirms its copy of the job
 // with a write before it acts.
-func (l *LeaseLocker) TakeLock(ctx context.Context, system, holder string) (time.Duration, bool, error) {
+func (l *Locker) TakeLock(ctx context.Context, system, holder string) (time.Duration, bool, error) {
 	now := l.clock.Now()
 	l.mu.Lock()
 	last, ok := l.renewals[system]
@@ -213,7 +216,7 @@ func (l *LeaseLocker) TakeLock(ctx context.Context, system, holder string) (time
 	return l.held(system, holder, sent), !renewal, nil
 }
 
-func (l *LeaseLocker) newLease(system string) coordinationv1.Lease {
+func (l *Locker) newLease(system string) coordinationv1.Lease {
 	return coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
 		Namespace:   l.ns,
 		Name:        LeaseName(system),
@@ -223,7 +226,7 @@ func (l *LeaseLocker) newLease(system string) coordinationv1.Lease {
 }
 
 // take makes holder the Lease's holder, from now.
-func (l *LeaseLocker) take(lease *coordinationv1.Lease, holder string, now time.Time) {
+func (l *Locker) take(lease *coordinationv1.Lease, holder string, now time.Time) {
 	transitions := int32(0)
 	if lease.Spec.LeaseTransitions != nil {
 		transitions = *lease.Spec.LeaseTransitions
@@ -240,7 +243,7 @@ func (l *LeaseLocker) take(lease *coordinationv1.Lease, holder string, now time.
 
 // held records a successful write sent at sent and returns its validity
 // from now.
-func (l *LeaseLocker) held(system, holder string, sent time.Time) time.Duration {
+func (l *Locker) held(system, holder string, sent time.Time) time.Duration {
 	l.mu.Lock()
 	l.renewals[system] = renewal{holder: holder, sent: sent}
 	delete(l.seen, system)
@@ -251,7 +254,7 @@ func (l *LeaseLocker) held(system, holder string, sent time.Time) time.Duration 
 // expired reports whether this process has seen another holder's Lease
 // unchanged for its whole duration, by its own clock. The first sight of a
 // resourceVersion starts the count.
-func (l *LeaseLocker) expired(system string, lease *coordinationv1.Lease, now time.Time) bool {
+func (l *Locker) expired(system string, lease *coordinationv1.Lease, now time.Time) bool {
 	d := l.lease
 	if s := lease.Spec.LeaseDurationSeconds; s != nil && *s > 0 {
 		d = time.Duration(*s) * time.Second
@@ -268,7 +271,7 @@ func (l *LeaseLocker) expired(system string, lease *coordinationv1.Lease, now ti
 }
 
 // Unlock implements job.SystemLocker.
-func (l *LeaseLocker) Unlock(ctx context.Context, system, holder string) error {
+func (l *Locker) Unlock(ctx context.Context, system, holder string) error {
 	l.mu.Lock()
 	if r, ok := l.renewals[system]; ok && r.holder == holder {
 		delete(l.renewals, system)

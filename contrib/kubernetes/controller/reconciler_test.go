@@ -1,4 +1,4 @@
-package controllers_test
+package controller_test
 
 import (
 	"context"
@@ -21,8 +21,9 @@ import (
 	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/examples/controller/api/v1alpha1"
-	"github.com/bmckit/bmckit/examples/controller/controllers"
+	"github.com/bmckit/bmckit/contrib/kubernetes/api/v1alpha1"
+	"github.com/bmckit/bmckit/contrib/kubernetes/controller"
+	"github.com/bmckit/bmckit/contrib/kubernetes/secretcreds"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/storage/memstore"
@@ -42,8 +43,8 @@ func TestNetbootEndToEnd(t *testing.T) {
 	b, err := fleet.AddNew(system1, fake.Options{Username: "admin", Password: password, Power: bmc.PowerOn, PowerTransition: 5 * time.Millisecond})
 	require.NoError(t, err)
 	c := newClient(t, secret("bmc-5", "admin", password), bmcJob("netboot", netbootSpec(system1, "bmc-5")))
-	r := &controllers.Reconciler{Client: c, Stepper: newStepper(t, job.StepperConfig{
-		Dialer: fleet, Credentials: controllers.SecretCredentials{Reader: c}, Locks: newLeaseLocker(t, c), Logger: testLogger(t),
+	r := &controller.Reconciler[*v1alpha1.BMCJob]{NewObject: newBMCJob, Client: c, Stepper: newStepper(t, job.StepperConfig{
+		Dialer: fleet, Credentials: secretcreds.Resolver{Reader: c}, Locks: newLeaseLocker(t, c), Logger: testLogger(t),
 	})}
 
 	o := drive(t, r, c, "netboot")
@@ -112,7 +113,7 @@ func TestOneSystemNeverInterleaves(t *testing.T) {
 			if mode != "lease" {
 				locks = job.NewStoreLocker(store, job.StoreLockerConfig{})
 			}
-			r := &controllers.Reconciler{Client: c, Stepper: newStepper(t, job.StepperConfig{Dialer: fleet, Locks: locks})}
+			r := &controller.Reconciler[*v1alpha1.BMCJob]{NewObject: newBMCJob, Client: c, Stepper: newStepper(t, job.StepperConfig{Dialer: fleet, Locks: locks})}
 
 			var wg sync.WaitGroup
 			errs := make(chan error, 3)
@@ -217,8 +218,8 @@ func TestCredentialRotationIsPickedUp(t *testing.T) {
 	require.NoError(t, err)
 	d := &rotatingDialer{fleet: fleet, passwords: []string{pw1}}
 	c := newClient(t, secret("bmc-5", "admin", pw1), bmcJob("rotate", netbootSpec(system1, "bmc-5")))
-	r := &controllers.Reconciler{Client: c, Stepper: newStepper(t, job.StepperConfig{
-		Dialer: d, Credentials: controllers.SecretCredentials{Reader: c}, Locks: newLeaseLocker(t, c), Logger: testLogger(t),
+	r := &controller.Reconciler[*v1alpha1.BMCJob]{NewObject: newBMCJob, Client: c, Stepper: newStepper(t, job.StepperConfig{
+		Dialer: d, Credentials: secretcreds.Resolver{Reader: c}, Locks: newLeaseLocker(t, c), Logger: testLogger(t),
 	})}
 
 	// The power off is sent and waits for the BMC (its clock stands still).
@@ -259,13 +260,13 @@ func TestDeleteMidJobReleasesSession(t *testing.T) {
 	require.NoError(t, err)
 	powerOn := job.Spec{BMC: system1, Tasks: []task.Spec{{Power: &task.PowerAction{Op: task.PowerOn}}}}
 	c := newClient(t, bmcJob("first", powerOn), bmcJob("second", powerOn))
-	r := &controllers.Reconciler{Client: c, Stepper: newStepper(t, job.StepperConfig{Dialer: fleet, Locks: newLeaseLocker(t, c)})}
+	r := &controller.Reconciler[*v1alpha1.BMCJob]{NewObject: newBMCJob, Client: c, Stepper: newStepper(t, job.StepperConfig{Dialer: fleet, Locks: newLeaseLocker(t, c)})}
 	const sys = "10.0.0.5:443/redfish/v1/Systems/1"
 
 	res := reconcileOnce(t, r, "first")
 	assert.Positive(t, res.RequeueAfter)
 	o := get(t, c, "first")
-	require.Contains(t, o.Finalizers, controllers.Finalizer)
+	require.Contains(t, o.Finalizers, "bmckit.example.com/release-bmc")
 	require.Equal(t, task.PhaseRequested, o.Status.Tasks[0].Phase, "the power on was sent and waits")
 	require.Equal(t, 1, b.Sessions().Open)
 	l := lease(t, c, sys)
@@ -300,10 +301,10 @@ func TestDeleteMidJobReleasesSession(t *testing.T) {
 // "At once" is never a zero RequeueAfter, which controller-runtime reads as
 // "do not requeue"; Done is.
 func TestRequeueMapping(t *testing.T) {
-	assert.Equal(t, ctrl.Result{}, controllers.Requeue(job.StepResult{Done: true}))
-	assert.Equal(t, ctrl.Result{RequeueAfter: controllers.RequeueAtOnce}, controllers.Requeue(job.StepResult{}))
-	assert.Positive(t, controllers.RequeueAtOnce)
-	assert.Equal(t, ctrl.Result{RequeueAfter: 2 * time.Second}, controllers.Requeue(job.StepResult{RequeueAfter: 2 * time.Second, Waiting: true}))
+	assert.Equal(t, ctrl.Result{}, controller.Requeue(job.StepResult{Done: true}))
+	assert.Equal(t, ctrl.Result{RequeueAfter: controller.RequeueAtOnce}, controller.Requeue(job.StepResult{}))
+	assert.Positive(t, controller.RequeueAtOnce)
+	assert.Equal(t, ctrl.Result{RequeueAfter: 2 * time.Second}, controller.Requeue(job.StepResult{RequeueAfter: 2 * time.Second, Waiting: true}))
 }
 
 // A reconcile that reads a stale object (the cache has not seen our last
@@ -316,7 +317,7 @@ func TestStaleObjectNeverOverwritesNewerStatus(t *testing.T) {
 	_, err := fleet.AddNew(system1, fake.Options{Power: bmc.PowerOn, PowerTransition: time.Minute, Clock: bmcClock})
 	require.NoError(t, err)
 	c := newClient(t, bmcJob("stale", netbootSpec(system1, "")))
-	r := &controllers.Reconciler{Client: c, Stepper: newStepper(t, job.StepperConfig{Dialer: fleet})}
+	r := &controller.Reconciler[*v1alpha1.BMCJob]{NewObject: newBMCJob, Client: c, Stepper: newStepper(t, job.StepperConfig{Dialer: fleet})}
 
 	reconcileOnce(t, r, "stale") // power off sent, waiting
 	stale := get(t, c, "stale")
@@ -336,10 +337,10 @@ func TestStaleObjectNeverOverwritesNewerStatus(t *testing.T) {
 			return cl.Get(ctx, key, obj, opts...)
 		},
 	})
-	rs := &controllers.Reconciler{Client: staleReads, Stepper: r.Stepper}
+	rs := &controller.Reconciler[*v1alpha1.BMCJob]{NewObject: newBMCJob, Client: staleReads, Stepper: r.Stepper}
 	res, err := rs.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "stale"}})
 	require.NoError(t, err)
-	assert.Equal(t, controllers.RequeueAtOnce, res.RequeueAfter)
+	assert.Equal(t, controller.RequeueAtOnce, res.RequeueAfter)
 
 	after := get(t, c, "stale")
 	assert.Equal(t, current.ResourceVersion, after.ResourceVersion, "nothing was written")
@@ -356,7 +357,7 @@ func TestStaleObjectNeverOverwritesNewerStatus(t *testing.T) {
 // dropped (the job's RequeueAfter steps it anyway).
 func TestWakeFunc(t *testing.T) {
 	ch := make(chan event.GenericEvent, 1)
-	wake := controllers.WakeFunc(ch)
+	wake := controller.WakeFunc(newBMCJob, ch)
 	wake("metal/netboot")
 	wake("metal/other") // full: dropped, without blocking
 	wake("no-namespace")

@@ -1,4 +1,7 @@
-package controllers
+// Package secretcreds resolves bmckit credentials references to the
+// username and password of Kubernetes Secrets, read at every resolve so that
+// a rotated Secret is used by the next BMC connection.
+package secretcreds
 
 import (
 	"context"
@@ -16,12 +19,12 @@ import (
 
 // Keys of a BMC credentials Secret (the ones Rufio uses).
 const (
-	SecretUsernameKey = "username"
-	SecretPasswordKey = "password"
+	UsernameKey = "username"
+	PasswordKey = "password"
 )
 
-// SecretCredentials is a job.CredentialsResolver over Kubernetes Secrets:
-// a reference "namespace/name" (what [JobFor] makes of a BMCJob's
+// Resolver is a job.CredentialsResolver over Kubernetes Secrets:
+// a reference "namespace/name" (what controller.JobFor makes of an object's
 // credentialsRef) names a Secret whose data holds the keys "username" and
 // "password". An empty reference resolves to empty credentials.
 //
@@ -37,17 +40,17 @@ const (
 // (the task retries with backoff within its timeout: a Secret applied
 // together with the BMCJob may reach the cache second); a Secret without
 // the keys, or a malformed reference, is permanent (the task fails).
-type SecretCredentials struct {
+type Resolver struct {
 	// Reader reads Secrets: the manager's client (cached; the manager
 	// then needs RBAC to list and watch Secrets) or its APIReader (one GET
 	// per resolve).
 	Reader client.Reader
 }
 
-var _ job.CredentialsResolver = SecretCredentials{}
+var _ job.CredentialsResolver = Resolver{}
 
 // Resolve implements job.CredentialsResolver.
-func (s SecretCredentials) Resolve(ctx context.Context, ref string) (bmc.Credentials, error) {
+func (s Resolver) Resolve(ctx context.Context, ref string) (bmc.Credentials, error) {
 	if ref == "" {
 		return bmc.Credentials{}, nil // a BMC without authentication
 	}
@@ -62,10 +65,10 @@ func (s SecretCredentials) Resolve(ctx context.Context, ref string) (bmc.Credent
 		}
 		return bmc.Credentials{}, bmc.Transient(fmt.Errorf("reading secret %s/%s: %w", ns, name, err))
 	}
-	user, pass := sec.Data[SecretUsernameKey], sec.Data[SecretPasswordKey]
-	for _, key := range []string{SecretUsernameKey, SecretPasswordKey} {
+	user, pass := sec.Data[UsernameKey], sec.Data[PasswordKey]
+	for _, key := range []string{UsernameKey, PasswordKey} {
 		if len(sec.Data[key]) == 0 {
-			return bmc.Credentials{}, fmt.Errorf("secret %s/%s has no %q key (want %q and %q)", ns, name, key, SecretUsernameKey, SecretPasswordKey)
+			return bmc.Credentials{}, fmt.Errorf("secret %s/%s has no %q key (want %q and %q)", ns, name, key, UsernameKey, PasswordKey)
 		}
 	}
 	return bmc.Credentials{Username: string(user), Password: string(pass)}, nil
