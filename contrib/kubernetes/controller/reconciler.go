@@ -23,7 +23,9 @@
 package controller
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -96,6 +98,15 @@ type Reconciler[O Object] struct {
 	// Events, if set, records Started, Waiting, Completed and Released
 	// events on the object (the manager's GetEventRecorder).
 	Events events.EventRecorder
+	// APIReader, if set, reads the object from the API server (not the
+	// cache) after a status patch conflicted: when the stored status is
+	// still the one the patch started from and the generation is the same
+	// (only metadata changed: a label, an annotation, another controller's
+	// finalizer), the patch is sent again on the fresh resourceVersion
+	// instead of requeueing. Without it every conflict requeues, and a
+	// writer that changes the object more often than a step takes starves
+	// the job. Setup sets the manager's APIReader.
+	APIReader client.Reader
 	// Wakes, if set, carries the jobs the Stepper wants stepped again now
 	// (its StepperConfig.Wake is WakeFunc on this channel); SetupWithManager
 	// watches it.
@@ -105,8 +116,9 @@ type Reconciler[O Object] struct {
 }
 
 // Conflicts is how many times a patch of this Reconciler was refused with
-// 409 Conflict (the object changed since it was read) and the object was
-// requeued. Each is also logged at V(1).
+// 409 Conflict (the object changed since it was read); the object was
+// requeued, or the status patch sent again (see APIReader). Each is also
+// logged at V(1).
 func (r *Reconciler[O]) Conflicts() int64 { return r.conflicts.Load() }
 
 // JobFor builds the job of obj. Its Name is "namespace/name", which is also
@@ -201,7 +213,7 @@ func (r *Reconciler[O]) Step(ctx context.Context, obj O) (ctrl.Result, error) {
 			*base.JobStatus() = before
 		}
 		*obj.JobStatus() = after
-		if err := r.Client.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := r.patchStatus(ctx, base, obj); err != nil {
 			return err
 		}
 		first = false
@@ -224,6 +236,49 @@ func (r *Reconciler[O]) Step(ctx context.Context, obj O) (ctrl.Result, error) {
 		}
 	}
 	return Requeue(res), nil
+}
+
+// maxRebases bounds how often one status patch is sent again on a fresh
+// resourceVersion after conflicts.
+const maxRebases = 5
+
+// patchStatus patches obj's status from base's with the optimistic lock.
+// On a conflict it counts and logs it and, with an APIReader, reads the
+// object from the API server: if its generation and status are still
+// base's, only metadata changed, and the patch is sent again on the fresh
+// resourceVersion (a compare-and-swap on the status itself). Otherwise the
+// conflict is returned (the object is requeued).
+func (r *Reconciler[O]) patchStatus(ctx context.Context, base, obj O) error {
+	for attempt := 0; ; attempt++ {
+		err := r.Client.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+		if !apierrors.IsConflict(err) || r.APIReader == nil || attempt == maxRebases {
+			return err
+		}
+		fresh := r.NewObject()
+		if gerr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); gerr != nil {
+			return err
+		}
+		if fresh.GetGeneration() != base.GetGeneration() || !sameStatus(fresh.JobStatus(), base.JobStatus()) {
+			return err // the spec or the status changed: step on the new object
+		}
+		r.countConflict(ctx, obj, "only metadata changed: status patch sent again on the fresh object")
+		base.SetResourceVersion(fresh.GetResourceVersion())
+		obj.SetResourceVersion(fresh.GetResourceVersion())
+	}
+}
+
+// sameStatus compares two statuses as the API server stores them (JSON):
+// decoded times differ from in-memory ones in their monotonic reading.
+func sameStatus(a, b *job.Status) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+}
+
+func (r *Reconciler[O]) countConflict(ctx context.Context, obj O, what string) {
+	n := r.conflicts.Add(1)
+	logr.FromContextOrDiscard(ctx).V(1).Info("conflict: the object changed since it was read; "+what,
+		"object", client.ObjectKeyFromObject(obj).String(), "resourceVersion", obj.GetResourceVersion(), "conflicts", n)
 }
 
 // showWaiting stores ReasonWaiting on a job that has not started because
@@ -307,9 +362,7 @@ func (r *Reconciler[O]) release(ctx context.Context, obj O, j *job.Job, fin stri
 // logged at V(1); other errors are returned.
 func (r *Reconciler[O]) conflictRequeue(ctx context.Context, obj O, err error) (ctrl.Result, error) {
 	if apierrors.IsConflict(err) {
-		n := r.conflicts.Add(1)
-		logr.FromContextOrDiscard(ctx).V(1).Info("conflict: the object changed since it was read; requeued",
-			"object", client.ObjectKeyFromObject(obj).String(), "resourceVersion", obj.GetResourceVersion(), "conflicts", n)
+		r.countConflict(ctx, obj, "requeued")
 		return ctrl.Result{RequeueAfter: RequeueAtOnce}, nil
 	}
 	return ctrl.Result{}, err

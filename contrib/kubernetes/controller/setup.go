@@ -124,7 +124,7 @@ func Setup[O Object](mgr ctrl.Manager, opts Options[O]) (*Controller[O], error) 
 		return nil, err
 	}
 	c := &Controller[O]{Stepper: stepper, Metrics: metrics, Reconciler: &Reconciler[O]{
-		Client: mgr.GetClient(), Stepper: stepper, NewObject: opts.NewObject, Wakes: wakes,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Stepper: stepper, NewObject: opts.NewObject, Wakes: wakes,
 		Events: mgr.GetEventRecorder("bmckit-" + name),
 	}}
 	if err := mgr.Add(&poolSweeper{stepper: stepper, every: sweepInterval(sc.IdleTimeout)}); err != nil {
