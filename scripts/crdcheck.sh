@@ -5,11 +5,11 @@
 #  (a) the deepcopy code of the core's CRD-embeddable types (conditions, task,
 #      timestamp, job.Spec/Status, bmc.Stats) is what `controller-gen object`
 #      generates from the committed sources (zz_generated.deepcopy.go);
-#  (b) controller-gen (object and crd) runs on the example CRD type
-#      examples/controller/api/v1alpha1 (BMCJob, embedding job.Spec and
+#  (b) controller-gen (object and crd) runs on the Kubernetes kit's CRD types
+#      contrib/kubernetes/api/v1alpha1 (BMCJob, embedding job.Spec and
 #      job.Status), its output matches what is committed
 #      (api/v1alpha1/zz_generated.deepcopy.go and config/crd/*.yaml), and the
-#      examples/controller module builds and vets.
+#      contrib/kubernetes and examples/controller modules build and vet.
 #
 # It writes nothing into the repository: controller-gen's output goes to a
 # temporary directory and is compared with the committed files. To update
@@ -72,9 +72,9 @@ for pkg in conditions task timestamp job bmc; do
   compare "$tmp/core/$pkg/zz_generated.deepcopy.go" "$pkg/zz_generated.deepcopy.go"
 done
 
-# (b) The example CRD module.
-echo "== controller-gen object crd: examples/controller/api/v1alpha1"
-cd "$root/examples/controller"
+# (b) The Kubernetes kit's CRDs.
+echo "== controller-gen object crd: contrib/kubernetes/api/v1alpha1"
+cd "$root/contrib/kubernetes"
 mkdir -p "$tmp/ex/obj" "$tmp/ex/crd"
 "$cg" object crd paths=./api/v1alpha1 output:object:dir="$tmp/ex/obj" output:crd:dir="$tmp/ex/crd"
 compare "$tmp/ex/obj/zz_generated.deepcopy.go" api/v1alpha1/zz_generated.deepcopy.go
@@ -88,9 +88,10 @@ for f in config/crd/*.yaml; do
   fi
 done
 
-echo "== examples/controller: go build ./... && go vet ./..."
-go build ./...
-go vet ./...
+for m in contrib/kubernetes examples/controller; do
+  echo "== $m: go build ./... && go vet ./..."
+  (cd "$root/$m" && go build ./... && go vet ./...)
+done
 
 if [ "$fail" != 0 ]; then
   echo "== crdcheck FAILED: run UPDATE=1 scripts/crdcheck.sh, review and commit the generated files" >&2

@@ -20,6 +20,8 @@
 # directory at once. Concurrent runs wait for each other (flock).
 #
 # Usage: export KUBEBUILDER_ASSETS="$(bash scripts/kube-binaries.sh)"
+#        bash scripts/kube-binaries.sh --cached   # print the directory only if
+#                                                  # already built (exit 1 if not)
 # Progress goes to stderr; only the directory goes to stdout.
 set -euo pipefail
 
@@ -32,6 +34,9 @@ have() { [ -x "$dir/kube-apiserver" ] && [ -x "$dir/etcd" ]; }
 if have; then
   echo "$dir"
   exit 0
+fi
+if [ "${1:-}" = --cached ]; then
+  exit 1
 fi
 
 mkdir -p "$cache_root"

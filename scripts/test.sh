@@ -18,6 +18,12 @@
 #   BMCKIT_TEST_POSTGRES_RESTART_DSN, BMCKIT_TEST_POSTGRES_RESTART_CLUSTER
 #                             a dedicated cluster ("<version> <name>" for
 #                             pg_ctlcluster) that job's restart test restarts
+#   KUBEBUILDER_ASSETS        kube-apiserver and etcd for the real-API-server
+#                             tests (contrib/kubernetes); set from
+#                             scripts/kube-binaries.sh when unset: built (about
+#                             20 min, then cached outside the repository) when
+#                             CI=true or BMCKIT_KUBE_BUILD=1, else used only if
+#                             already cached
 #   CI=true                   tests that need a real peer fail instead of skipping
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -79,6 +85,20 @@ if [ -z "${BMCKIT_TEST_POSTGRES_RESTART_DSN:-}" ] && [ "$(id -u)" = 0 ] && comma
     su postgres -c "psql -p 5433 -qc \"CREATE DATABASE bmckit OWNER bmckit\""
   export BMCKIT_TEST_POSTGRES_RESTART_DSN="postgres://bmckit:bmckit@127.0.0.1:5433/bmckit?sslmode=disable"
   export BMCKIT_TEST_POSTGRES_RESTART_CLUSTER="$ver bmckit_restart"
+fi
+
+# kube-apiserver and etcd for contrib/kubernetes' tests against a real API
+# server (kubetest): built from the Go module proxy and cached by version.
+if [ -z "${KUBEBUILDER_ASSETS:-}" ]; then
+  if [ "${CI:-}" = true ] || [ "${BMCKIT_KUBE_BUILD:-}" = 1 ]; then
+    echo "== scripts/kube-binaries.sh"
+    KUBEBUILDER_ASSETS=$(bash scripts/kube-binaries.sh)
+    export KUBEBUILDER_ASSETS
+  elif d=$(bash scripts/kube-binaries.sh --cached); then
+    export KUBEBUILDER_ASSETS=$d
+  else
+    echo "== no cached kube-apiserver/etcd: the real-API-server tests skip (BMCKIT_KUBE_BUILD=1 builds them, about 20 min)" >&2
+  fi
 fi
 
 # The repository is several Go modules (see README "Module layout"). Each is

@@ -1,13 +1,16 @@
-// Command controller runs the BMCJob controller (package controllers) in a
-// controller-runtime manager against the cluster of the current kubeconfig
-// (--kubeconfig, $KUBECONFIG, in-cluster config or ~/.kube/config).
+// Command controller runs the BMCJob controller of the bmckit Kubernetes kit
+// (contrib/kubernetes: its controller package, with the BMCJob type of its
+// api/v1alpha1) in a controller-runtime manager against the cluster of the
+// current kubeconfig (--kubeconfig, $KUBECONFIG, in-cluster config or
+// ~/.kube/config).
 //
-//	kubectl apply -f config/crd/
+//	kubectl apply -f ../../contrib/kubernetes/config/crd/
 //	go run . --lease-namespace=default
+//	go run . --simulator=2   # and 2 simulated Redfish BMCs on 127.0.0.1 (README)
 //
 // Redfish (redfish://, redfish+http://, redfish+https://) and IPMI (ipmi://)
-// BMCs are supported. The tests do not need this program: they drive the
-// Reconciler with controller-runtime's fake client.
+// BMCs are supported. Leader election is on by default; metrics and health
+// listen on 127.0.0.1; log lines carry timestamps.
 package main
 
 import (
@@ -27,8 +30,8 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/ipmi"
 	"github.com/bmckit/bmckit/bmc/redfish"
-	"github.com/bmckit/bmckit/examples/controller/api/v1alpha1"
-	"github.com/bmckit/bmckit/examples/controller/controllers"
+	"github.com/bmckit/bmckit/contrib/kubernetes/api/v1alpha1"
+	"github.com/bmckit/bmckit/contrib/kubernetes/controller"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/boltstore"
 )
@@ -43,13 +46,14 @@ func main() {
 func run() error {
 	leaseNS := flag.String("lease-namespace", envOr("POD_NAMESPACE", "default"), "namespace of the per-system Leases (and of the leader-election Lease)")
 	storePath := flag.String("store", "", "bbolt file for a job.Runner's jobs and the system locks; empty: no Runner, and systems are locked with Leases")
-	metricsAddr := flag.String("metrics-bind-address", ":8080", `address of /metrics ("0" disables it)`)
-	probeAddr := flag.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
-	leaderElect := flag.Bool("leader-elect", false, "elect a leader for the BMCJob controller (the Runner runs on every replica anyway)")
-	verbosity := flag.Int("v", 0, "log verbosity")
+	metricsAddr := flag.String("metrics-bind-address", "127.0.0.1:8080", `address of /metrics ("0" disables it)`)
+	probeAddr := flag.String("health-probe-bind-address", "127.0.0.1:8081", "address of /healthz and /readyz")
+	leaderElect := flag.Bool("leader-elect", true, "elect a leader for the BMCJob controller (the Runner runs on every replica anyway); replicas without it are kept apart by the system Leases, which name the job and the replica")
+	verbosity := flag.Int("v", 0, "log verbosity (1: conflicts and other debug lines)")
+	simulators := flag.Int("simulator", 0, "start this many simulated Redfish BMCs on 127.0.0.1 and write their credentials to the Secret bmckit-simulator in --lease-namespace (see README)")
 	flag.Parse()
 
-	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: *verbosity})
+	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: *verbosity, LogTimestamp: true})
 	ctrl.SetLogger(log)
 
 	scheme := runtime.NewScheme()
@@ -92,8 +96,18 @@ func run() error {
 		defer closeStore(log, bs)
 		store = bs
 	}
-	if _, err := controllers.Setup(mgr, controllers.Options{Dialer: &dialer, Store: store, Namespace: *leaseNS}); err != nil {
+	if _, err := controller.Setup(mgr, controller.Options[*v1alpha1.BMCJob]{
+		NewObject: func() *v1alpha1.BMCJob { return &v1alpha1.BMCJob{} },
+		Dialer:    &dialer, Store: store, Namespace: *leaseNS,
+	}); err != nil {
 		return err
+	}
+	if *simulators > 0 {
+		stop, err := startSimulators(mgr, log, *leaseNS, *simulators)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return err
