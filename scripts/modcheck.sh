@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks the module graph promises (README "Module layout"):
 #   - a user who imports only the core module gets none of the heavy
-#     optional dependencies in their module graph;
+#     optional dependencies in their module graph (k8s.io/sigs.k8s.io live
+#     only in contrib/kubernetes and examples/controller);
 #   - the core's go directive is the oldest Go the code needs (go vet's
 #     stdversion check in scripts/test.sh catches newer standard-library
 #     use; this checks the directive itself did not creep up).

@@ -384,7 +384,7 @@ func TestNetbootOnRealAPIServer(t *testing.T) {
 	t.Logf("API calls of one netboot job (3 tasks): %s", kubetest.Format(cost))
 	assert.Equal(t, 2, cost["PATCH bmcjobs"], "finalizer added and removed")
 	assert.GreaterOrEqual(t, cost["PATCH bmcjobs/status"], 3, "at least a change per task")
-	assert.Zero(t, cost["GET bmcjobs"], "objects are read from the cache")
+	assert.LessOrEqual(t, int64(cost["GET bmcjobs"]), ctl.Reconciler.Conflicts(), "objects are read from the cache, and from the API server only after a conflict")
 	assert.Zero(t, cost["GET secrets"], "Secrets are read from the cache")
 	t.Logf("conflicts: %d", ctl.Reconciler.Conflicts())
 }
