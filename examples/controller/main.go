@@ -32,6 +32,7 @@ import (
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/contrib/kubernetes/api/v1alpha1"
 	"github.com/bmckit/bmckit/contrib/kubernetes/controller"
+	"github.com/bmckit/bmckit/contrib/kubernetes/machine"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/boltstore"
 )
@@ -96,10 +97,15 @@ func run() error {
 		defer closeStore(log, bs)
 		store = bs
 	}
-	if _, err := controller.Setup(mgr, controller.Options[*v1alpha1.BMCJob]{
+	ctl, err := controller.Setup(mgr, controller.Options[*v1alpha1.BMCJob]{
 		NewObject: func() *v1alpha1.BMCJob { return &v1alpha1.BMCJob{} },
 		Dialer:    &dialer, Store: store, Namespace: *leaseNS,
-	}); err != nil {
+	})
+	if err != nil {
+		return err
+	}
+	// Machines: the monitor reads each one's BMC through the jobs' pool.
+	if _, err := machine.Setup(mgr, machine.Options{Pool: ctl.Stepper.Pool()}); err != nil {
 		return err
 	}
 	if *simulators > 0 {
