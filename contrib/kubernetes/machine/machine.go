@@ -99,6 +99,10 @@ var (
 )
 
 // Reconcile implements reconcile.Reconciler.
+//
+// +kubebuilder:rbac:groups=bmckit.example.com,resources=machines,verbs=get;list;watch
+// +kubebuilder:rbac:groups=bmckit.example.com,resources=machines/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &v1alpha1.Machine{}
 	err := r.Client.Get(ctx, req.NamespacedName, obj)
