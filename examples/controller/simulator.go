@@ -51,4 +51,3 @@ func startSimulators(mgr manager.Manager, log logr.Logger, ns string, n int) (fu
 	}))
 	return stop, err
 }
-
