@@ -7,6 +7,7 @@ require (
 	github.com/bmckit/bmckit/bmc/ipmi v0.0.0
 	github.com/bmckit/bmckit/bmc/redfish v0.0.0
 	github.com/go-logr/logr v1.4.3
+	github.com/stretchr/testify v1.12.1
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2

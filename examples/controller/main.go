@@ -17,12 +17,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -38,13 +40,17 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
+// run runs the controller until ctx ends; args are the command line's
+// arguments, log lines go to logOut.
+func run(ctx context.Context, args []string, logOut io.Writer) error {
+	flag := flag.NewFlagSet("controller", flag.ContinueOnError)
+	kubeconfig := flag.String("kubeconfig", "", "path of a kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
 	leaseNS := flag.String("lease-namespace", envOr("POD_NAMESPACE", "default"), "namespace of the per-system Leases (and of the leader-election Lease)")
 	storePath := flag.String("store", "", "bbolt file for a job.Runner's jobs and the system locks; empty: no Runner, and systems are locked with Leases")
 	metricsAddr := flag.String("metrics-bind-address", "127.0.0.1:8080", `address of /metrics ("0" disables it)`)
@@ -52,9 +58,11 @@ func run() error {
 	leaderElect := flag.Bool("leader-elect", true, "elect a leader for the BMCJob controller (the Runner runs on every replica anyway); replicas without it are kept apart by the system Leases, which name the job and the replica")
 	verbosity := flag.Int("v", 0, "log verbosity (1: conflicts and other debug lines)")
 	simulators := flag.Int("simulator", 0, "start this many simulated Redfish BMCs on 127.0.0.1 and write their credentials to the Secret bmckit-simulator in --lease-namespace (see README)")
-	flag.Parse()
+	if err := flag.Parse(args); err != nil {
+		return err
+	}
 
-	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: *verbosity, LogTimestamp: true})
+	log := funcr.New(func(prefix, args string) { fmt.Fprintln(logOut, prefix, args) }, funcr.Options{Verbosity: *verbosity, LogTimestamp: true})
 	ctrl.SetLogger(log)
 
 	scheme := runtime.NewScheme()
@@ -65,6 +73,9 @@ func run() error {
 		return err
 	}
 	cfg, err := ctrl.GetConfig()
+	if *kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	}
 	if err != nil {
 		return fmt.Errorf("loading the kubeconfig: %w", err)
 	}
@@ -118,7 +129,7 @@ func run() error {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }
 
 func closeStore(log logr.Logger, s *boltstore.Store) {
