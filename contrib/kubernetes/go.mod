@@ -105,5 +105,3 @@ replace github.com/bmckit/bmckit => ../..
 replace github.com/bmckit/bmckit/contrib/prometheus => ../prometheus
 
 replace github.com/bmckit/bmckit/bmc/redfish => ../../bmc/redfish
-
-replace github.com/bmckit/bmckit/bmc/ipmi => ../../bmc/ipmi
