@@ -66,8 +66,8 @@ for m in "${mods[@]}"; do
     toolchain=go$goline
     [[ $goline =~ ^[0-9]+\.[0-9]+$ ]] && toolchain=go$goline.0
   fi
-  # Public packages: not internal, not commands.
-  mapfile -t pkgs < <(cd "$tmp/src/$m" && GOFLAGS=-mod=mod GOPROXY="$(cd "$root" && go env GOPROXY)" go list -f '{{.Name}} {{.ImportPath}}' ./... | awk '$1 != "main" {print $2}' | grep -v '/internal/' | grep -v '/internal$')
+  # Public packages: not internal, not commands, not test-only.
+  mapfile -t pkgs < <(cd "$tmp/src/$m" && GOFLAGS=-mod=mod GOPROXY="$(cd "$root" && go env GOPROXY)" go list -f '{{if .GoFiles}}{{.Name}} {{.ImportPath}}{{end}}' ./... | awk 'NF && $1 != "main" {print $2}' | grep -v '/internal/' | grep -v '/internal$')
   c="$tmp/consumer-$(tr / - <<<"$m")"
   mkdir -p "$c"
   printf 'module example.com/consumer\n\ngo %s\n' "$goline" >"$c/go.mod"
