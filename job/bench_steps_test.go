@@ -20,8 +20,7 @@ import (
 // Without stored, the Stepper's writes go nowhere: the state machine's own
 // cost (BenchmarkStep). With stored, each job's record is created (as
 // Submit does) and every write the Stepper asks for is encoded as the
-// Runner encodes it (hand-written codec, spec and timestamp text cached)
-// and stored in memstore by compare-and-swap: the Stepper plus the store
+// Runner encodes it (encodePooled) and stored in memstore by compare-and-swap: the Stepper plus the store
 // work every job needs whoever runs it (BenchmarkStepStored). The Runner's
 // CPU per task over the stored figure is what it adds by scheduling (change
 // feed, queues, locks, event loop, Wait).
@@ -39,7 +38,6 @@ func BenchSteps(b *testing.B, cfg StepperConfig, stored bool) {
 	}
 	store := memstore.New()
 	ctx := context.Background()
-	var times timeCache
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := CPUTime()
@@ -64,9 +62,8 @@ func BenchSteps(b *testing.B, cfg StepperConfig, stored bool) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			spec := specCache{times: &times}
 			persist = func(ctx context.Context, j *Job) error {
-				return encodeJobPooled(j, &spec, func(data []byte) error {
+				return encodePooled(j, func(data []byte) error {
 					n, err := store.Update(ctx, key, data, rev)
 					rev = n
 					return err

@@ -2,6 +2,7 @@ package job_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -14,8 +15,9 @@ import (
 )
 
 // Read a job straight from the Store, as a dashboard sharing the Runner's
-// database would: the record leaves out task conditions that follow from
-// the task's other fields, and DecodeRecord restores them.
+// database would: the record is the plain JSON of the job (encoding/json
+// reads it too); DecodeRecord also reads records of earlier versions, which
+// left some task conditions out.
 func ExampleDecodeRecord() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -42,6 +44,11 @@ func ExampleDecodeRecord() {
 		panic(err)
 	}
 	fmt.Println("task conditions in the record:", strings.Count(string(rec.Value), `"type":"Completed"`)-1)
+	var plain job.Job
+	if err := json.Unmarshal(rec.Value, &plain); err != nil {
+		panic(err)
+	}
+	fmt.Println("encoding/json:", plain.Status.Result)
 	j, err := job.DecodeRecord(rec.Value)
 	if err != nil {
 		panic(err)
@@ -50,6 +57,7 @@ func ExampleDecodeRecord() {
 	c := conditions.Get(ts.Conditions, conditions.TypeCompleted)
 	fmt.Printf("task 1: %s, Completed=%s (%s: %s)\n", ts.Result, c.Status, c.Reason, c.Message)
 	// Output:
-	// task conditions in the record: 0
+	// task conditions in the record: 1
+	// encoding/json: Succeeded
 	// task 1: Succeeded, Completed=True (Succeeded: On)
 }

@@ -37,10 +37,9 @@ type held struct {
 	watch        lapseWatch      // cancels the step in flight when the fence lapses
 	renewFailing bool
 
-	j     *Job      // as last loaded or written; nil: load before the next step
-	rev   int64     // j's revision
-	stale bool      // another writer changed the job during the step in flight
-	spec  specCache // j's spec encoding; used by the step in flight only
+	j     *Job  // as last loaded or written; nil: load before the next step
+	rev   int64 // j's revision
+	stale bool  // another writer changed the job during the step in flight
 
 	dueheap.Entry // when the next step is due, in the loop's timer heap
 
@@ -488,10 +487,6 @@ type stepWork struct {
 type stepWorker struct {
 	work  chan stepWork
 	since time.Time // when it became idle, by the Runner's clock
-	// times keeps the text of the timestamps its steps wrote last; used
-	// by its goroutine only. A worker usually runs a job's next step
-	// right after this one, so most of a record's timestamps are found.
-	times timeCache
 }
 
 // idleWorkerTimeout is how long a worker stays idle before the loop retires
@@ -510,7 +505,7 @@ func (l *loop) worker(sw *stepWorker, w stepWork) {
 	defer l.wg.Done()
 	growstack.Grow()
 	for w.h != nil {
-		o := l.r.step(w.ctx, w.h, w.j, w.rev, &sw.times)
+		o := l.r.step(w.ctx, w.h, w.j, w.rev)
 		w.h.watch.disarm()
 		w.cancel()
 		o.worker = sw

@@ -237,7 +237,7 @@ func (r *Runner) completeWithoutBMC(ctx context.Context, name string) {
 	if _, epErr := parseEndpoint(j.Spec.BMC); epErr == nil && !(j.CancelRequested && j.Status.StartTime == nil) {
 		return
 	}
-	_, err = r.stepper.Step(ctx, j, r.persister(name, &rev, nil))
+	_, err = r.stepper.Step(ctx, j, r.persister(name, &rev))
 	if err != nil && ctx.Err() == nil && !errors.Is(err, storage.ErrConflict) {
 		r.log.Error(err, "completing a job that needs no BMC failed; will retry", "job", name)
 	}

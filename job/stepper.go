@@ -448,7 +448,7 @@ func (r *stepRun) advance() (StepResult, error) {
 }
 
 // taskStartedMessage is the message of a task's conditions from its start
-// until it completes (the record codec derives it: codec_taskconditions.go).
+// until it completes.
 const taskStartedMessage = "started"
 
 // startTask records (in memory) that task i starts now. A task that sends

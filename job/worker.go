@@ -29,9 +29,8 @@ type stepOutcome struct {
 }
 
 // step loads the job if needed (j nil) and runs one Step under ctx, which
-// ends when the lease's validity does. tc, if not nil, is the calling
-// worker's timestamp cache for the job's writes.
-func (r *Runner) step(ctx context.Context, h *held, j *Job, rev int64, tc *timeCache) stepOutcome {
+// ends when the lease's validity does.
+func (r *Runner) step(ctx context.Context, h *held, j *Job, rev int64) stepOutcome {
 	o := stepOutcome{h: h}
 	if j == nil {
 		rec, err := r.cfg.Store.Get(ctx, r.jobKey(h.job))
@@ -55,10 +54,9 @@ func (r *Runner) step(ctx context.Context, h *held, j *Job, rev int64, tc *timeC
 		o.j, o.rev, o.done = j, rev, true
 		return o
 	}
-	h.spec.times = tc
 	// The step adds the job's name itself: its logger here names the
 	// system only, so no line carries "job" twice.
-	res, err := r.stepper.Step(logr.NewContext(ctx, r.log.WithValues("system", h.sys)), j, r.persister(h.job, &rev, &h.spec))
+	res, err := r.stepper.Step(logr.NewContext(ctx, r.log.WithValues("system", h.sys)), j, r.persister(h.job, &rev))
 	o.res, o.err = res, err
 	switch {
 	case err == nil:
@@ -71,13 +69,12 @@ func (r *Runner) step(ctx context.Context, h *held, j *Job, rev int64, tc *timeC
 
 // persister returns the PersistFunc of job name: a compare-and-swap on its
 // record at *rev, which it advances. The revisions it writes are noted, so
-// the scheduler skips their change events without decoding them. spec, if
-// not nil, keeps the job's spec encoding between writes.
-func (r *Runner) persister(name string, rev *int64, spec *specCache) PersistFunc {
+// the scheduler skips their change events without decoding them.
+func (r *Runner) persister(name string, rev *int64) PersistFunc {
 	key := r.jobKey(name)
 	return func(ctx context.Context, j *Job) error {
 		var n int64
-		err := encodeJobPooled(j, spec, func(data []byte) error {
+		err := encodePooled(j, func(data []byte) error {
 			var err error
 			n, err = r.cfg.Store.Update(ctx, key, data, *rev)
 			if err == nil && r.cfg.OnUpdate != nil {
