@@ -75,83 +75,6 @@ func overrideMatches(want, got bmc.BootOverride) bool {
 		(want.URI == "" || got.URI == want.URI)
 }
 
-// recordPrevious reads the override before task i's first change and stores
-// it (Pending) before the change is sent. Without a way to read it nothing
-// is recorded (nothing could be restored), and an emulation, which cannot
-// work without it, fails the task.
-//
-// When the read was made before the task's intent was stored
-// (readBeforeIntent), its outcome is used instead of reading again: a
-// record found then went out with the intent, and an error or a BMC that
-// cannot report its override is handled here as if read now.
-func (k bootDeviceKind) recordPrevious(ctx context.Context, r *stepRun, drv bmc.Driver, i int) error {
-	ts := &r.j.Status.Tasks[i]
-	if ts.BootRestore != nil {
-		return nil // read before the first change; a re-set keeps it
-	}
-	var rec *task.BootRestore
-	var err error
-	if pr := r.prevRead; pr.task == i+1 {
-		r.prevRead = previousRead{}
-		rec, err = pr.rec, pr.err
-	} else {
-		rec, err = k.previous(ctx, r, drv)
-	}
-	if err != nil || rec == nil {
-		return err
-	}
-	ts.BootRestore = rec
-	if err := r.persist(ctx, r.j); err != nil {
-		// Nothing was sent; the retry stores the record again first.
-		return bmc.Transient(fmt.Errorf("storing the boot override to restore: %w", err))
-	}
-	return nil
-}
-
-// previous reads the override to put back after the boot: the record to
-// store, or nil when the BMC cannot report it (nothing could be restored),
-// or the task's failure when an emulation needs it.
-func (k bootDeviceKind) previous(ctx context.Context, r *stepRun, drv bmc.Driver) (*task.BootRestore, error) {
-	emulate := k.emulates(drv)
-	var prev bmc.BootOverride
-	err := bmc.ErrNotSupported
-	if getter, ok := drv.(bmc.BootOverrideGetter); ok {
-		prev, err = getter.BootOverride(ctx)
-	}
-	if errors.Is(err, bmc.ErrNotSupported) {
-		if emulate {
-			return nil, &taskFailure{conditions.ReasonNotSupported, "emulating a one-time boot needs a BMC that reports its boot override (to verify it and put the previous one back); this one does not: set emulateOnce false"}
-		}
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &task.BootRestore{Emulated: emulate, Previous: toTaskOverride(prev), State: task.BootRestorePending}, nil
-}
-
-// readBeforeIntent reads the boot override task i will have to put back
-// before the task's intent is stored, on the connection this step already
-// has open (the previous task's), so that the record goes out in the same
-// write as the intent and the previous task's result: one job write less
-// than storing it on its own before the change. A read has no effect on the
-// server, so nothing needs storing before it; after a crash between the read
-// and the write, the previous task is verified again and the read repeated.
-// Without an open connection (the job's first BMC task) recordPrevious reads
-// and stores it as before. The outcome is kept for recordPrevious either
-// way, so the BMC is asked once.
-func (k bootDeviceKind) readBeforeIntent(ctx context.Context, r *stepRun, i int) {
-	if r.drv == nil || r.j.Status.Tasks[i].BootRestore != nil {
-		return
-	}
-	rec, err := k.previous(r.callCtx(ctx, i), r, r.drv)
-	if err == nil && rec != nil {
-		r.j.Status.Tasks[i].BootRestore = rec
-		return
-	}
-	r.prevRead = previousRead{task: i + 1, rec: rec, err: err}
-}
-
 // previousRead is the outcome of a readBeforeIntent that recorded nothing,
 // for recordPrevious in the same step.
 type previousRead struct {
@@ -166,7 +89,7 @@ type previousRead struct {
 func (r *stepRun) bootedAfter(i int) bool {
 	spec, st := r.j.Spec.Tasks, r.j.Status.Tasks
 	for p := i + 1; p < len(spec); p++ {
-		if pk, ok := kindOf(&spec[p]).(powerKind); !ok || !pk.boots() {
+		if pc, ok := kindOf(&spec[p]).(powerChanger); !ok || !pc.boots() {
 			continue
 		}
 		if st[p].Result != conditions.ResultSucceeded {

@@ -15,7 +15,10 @@ import (
 // state machine (phases, intent before action, retries, completion) is the
 // same for every kind; everything that differs between kinds lives behind
 // this interface, one file per kind (kind_*.go), so a new kind is one new
-// file and one case in kindOf.
+// file and one case in kindOf (docs/jobs.md, "Adding a task kind"). What
+// only some kinds do is an optional interface below, found by type
+// assertion: the generic code never names a concrete kind
+// (TestNoConcreteKindOutsideItsFile).
 type kind interface {
 	// defaultTimeout is the timeout of a task whose Spec has none.
 	defaultTimeout(cfg *StepperConfig) time.Duration
@@ -49,7 +52,31 @@ type kind interface {
 // bootWaiter is implemented by kinds that wait for a boot (one attempt each,
 // opened before the tasks that power the server on).
 type bootWaiter interface {
-	systemUUID(j *Job) string
+	// openBoot opens (idempotently) boot attempt attemptID of task i.
+	openBoot(ctx context.Context, r *stepRun, i int, attemptID string) error
+	// bootUnsupported says why tracker b cannot serve the task, or "".
+	bootUnsupported(b BootTracker) string
+}
+
+// powerChanger is implemented by kinds that change the power state: the
+// Stepper tells them before it sends and after each read-back, for the
+// power-change watch and the adaptive polling (powerwatch.go).
+type powerChanger interface {
+	// boots says whether the action starts the server: its success is the
+	// boot an emulated one-time override was for (bootrestore.go).
+	boots() bool
+	// beforeSend runs just before task i's action is sent.
+	beforeSend(ctx context.Context, r *stepRun, i int)
+	// afterRead records a read-back of task i at readAt that did (ok) or
+	// did not show the effect; sent: this step sent the action.
+	afterRead(r *stepRun, i int, ok bool, readAt time.Time, sent bool)
+}
+
+// intentReader is implemented by kinds that read the BMC before their
+// intent is stored, on the previous task's connection, so the read goes
+// out in the same write as that task's result (bootrestore.go).
+type intentReader interface {
+	readBeforeIntent(ctx context.Context, r *stepRun, i int)
 }
 
 // kindOf is the one place that dispatches on the one-of task Spec.

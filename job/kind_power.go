@@ -34,6 +34,13 @@ func (k powerKind) boots() bool {
 	return k.a.Op == task.PowerOn || k.a.Op == task.PowerCycle || k.a.Op == task.PowerReset
 }
 
+func (k powerKind) beforeSend(ctx context.Context, r *stepRun, i int) {
+	r.watchBeforeSend(ctx, i, k.action())
+}
+func (k powerKind) afterRead(r *stepRun, i int, ok bool, readAt time.Time, sent bool) {
+	r.notePowerRead(i, k.action(), ok, readAt, sent)
+}
+
 func (k powerKind) action() bmc.PowerAction {
 	switch k.a.Op {
 	case task.PowerOn:
@@ -69,23 +76,40 @@ func (k powerKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) error {
 			}
 		}
 	}
-	if gate := r.s.cfg.PowerGate; gate != nil && k.a.Op != task.PowerOff && k.a.Op != task.PowerSoftOff {
-		// Only actions that can power a server on draw inrush current.
-		send, release, wait, err := admitPower(ctx, gate, r.ep.SystemKey(), r.j.Name, r.j.Status.CurrentTask)
+	if k.a.Op != task.PowerOff && k.a.Op != task.PowerSoftOff {
+		send, release, err := r.gatePower(ctx, r.j.Status.CurrentTask)
 		if err != nil {
-			return bmc.Transient(fmt.Errorf("asking the power gate: %w", err))
+			return err
 		}
-		if wait > 0 {
-			return &gated{wait: wait}
-		}
-		err = drv.SetPower(send, k.action())
-		release(ctx)
-		return err
+		defer release(ctx) // after the request's call
+		return drv.SetPower(send, k.action())
 	}
 	return drv.SetPower(ctx, k.action())
 }
 
-// gated is returned by send when the PowerGate holds the action back.
+// gatePower asks the PowerGate, if any, for the power action of task i,
+// one that can power a server on (only those draw inrush current): the
+// power task's send and the wait-for-boot retry's cycle both go through it.
+// It returns the context to send the request under and the release to call
+// once the request's call returned (admitPower, powergate.go); a *gated
+// while the gate holds the action back, and a transient error when the gate
+// cannot be asked.
+func (r *stepRun) gatePower(ctx context.Context, i int) (send context.Context, release func(context.Context), err error) {
+	gate := r.s.cfg.PowerGate
+	if gate == nil {
+		return ctx, func(context.Context) {}, nil
+	}
+	send, release, wait, err := admitPower(ctx, gate, r.ep.SystemKey(), r.j.Name, i)
+	if err != nil {
+		return nil, nil, bmc.Transient(fmt.Errorf("asking the power gate: %w", err))
+	}
+	if wait > 0 {
+		return nil, nil, &gated{wait: wait}
+	}
+	return send, release, nil
+}
+
+// gated is returned when the PowerGate holds a power action back.
 type gated struct{ wait time.Duration }
 
 func (g *gated) Error() string { return fmt.Sprintf("held back by the power gate for %s", g.wait) }

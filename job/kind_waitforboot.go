@@ -72,13 +72,8 @@ func (k waitForBootKind) attemptPolicy(timeout time.Duration) BootAttemptPolicy 
 	return p
 }
 
-// bootUnsupported says why the tracker cannot serve the task of kind k, or
-// "" if it can (or k is not a wait-for-boot kind).
-func bootUnsupported(b BootTracker, k kind) string {
-	w, ok := k.(waitForBootKind)
-	if !ok {
-		return ""
-	}
+// bootUnsupported says why tracker b cannot serve the task, or "".
+func (w waitForBootKind) bootUnsupported(b BootTracker) string {
 	if b == nil {
 		return "no BootTracker configured for wait-for-boot tasks"
 	}
@@ -88,20 +83,16 @@ func bootUnsupported(b BootTracker, k kind) string {
 	return ""
 }
 
-// openBoot opens (idempotently) boot attempt attemptID of wait-for-boot
-// task i, with the task's policy and timeout.
-func (r *stepRun) openBoot(ctx context.Context, i int, attemptID string) error {
-	k, ok := kindOf(&r.j.Spec.Tasks[i]).(waitForBootKind)
-	if !ok {
-		return fmt.Errorf("task %d is not a wait-for-boot task", i+1)
-	}
+// openBoot opens (idempotently) boot attempt attemptID of task i, with the
+// task's policy and timeout.
+func (k waitForBootKind) openBoot(ctx context.Context, r *stepRun, i int, attemptID string) error {
 	uuid, timeout := k.systemUUID(r.j), r.taskTimeout(i)
 	if !k.a.TrackerPolicy() {
 		return r.s.cfg.Boot.StartBoot(ctx, uuid, attemptID, timeout)
 	}
 	ps, ok := r.s.cfg.Boot.(BootPolicyStarter)
 	if !ok {
-		return &taskFailure{conditions.ReasonNotSupported, bootUnsupported(r.s.cfg.Boot, k)}
+		return &taskFailure{conditions.ReasonNotSupported, k.bootUnsupported(r.s.cfg.Boot)}
 	}
 	return ps.StartBootWithPolicy(ctx, uuid, attemptID, k.attemptPolicy(timeout))
 }
@@ -220,7 +211,7 @@ func (k waitForBootKind) notYet(ctx context.Context, r *stepRun, i int, _ string
 		}
 		// Open the attempt before anything can power the server on, so a
 		// quick callback is not lost (idempotent, so safe to repeat).
-		if err := r.openBoot(ctx, i, cur.AttemptID); err != nil {
+		if err := k.openBoot(ctx, r, i, cur.AttemptID); err != nil {
 			return r.handleErr(ctx, i, asBootErr(fmt.Errorf("opening boot attempt %q: %w", cur.AttemptID, err)), false)
 		}
 		cur.StartTime, cur.NotBefore = timestamp.Ptr(now), nil
@@ -242,7 +233,7 @@ func (k waitForBootKind) notYet(ctx context.Context, r *stepRun, i int, _ string
 		}
 		return k.notYet(ctx, r, i, "")
 	case task.BootTrySettingBootOverride:
-		bk := bootDeviceKind{r.j.Spec.Tasks[overrideTask(r.j, i)].BootDevice}
+		bk := kindOf(&r.j.Spec.Tasks[overrideTask(r.j, i)]) // the override is that task's action, sent again
 		drv, err := r.driver(ctx)
 		if err != nil {
 			return r.handleErr(ctx, i, err, true)
@@ -268,18 +259,15 @@ func (k waitForBootKind) notYet(ctx context.Context, r *stepRun, i int, _ string
 		return k.notYet(ctx, r, i, "")
 	case task.BootTryPowerCycling:
 		cctx := r.callCtx(ctx, i)
-		send := cctx
-		if gate := r.s.cfg.PowerGate; gate != nil {
-			s, release, wait, err := admitPower(cctx, gate, r.ep.SystemKey(), r.j.Name, i)
-			if err != nil {
-				return r.handleErr(ctx, i, bmc.Transient(fmt.Errorf("asking the power gate: %w", err)), false)
+		send, release, err := r.gatePower(cctx, i) // as a power task's cycle
+		if err != nil {
+			var g *gated
+			if errors.As(err, &g) {
+				return StepResult{RequeueAfter: g.wait}, nil
 			}
-			if wait > 0 {
-				return StepResult{RequeueAfter: wait}, nil
-			}
-			send = s
-			defer release(ctx) // after the request's call, whichever way this step ends
+			return r.handleErr(ctx, i, err, false)
 		}
+		defer release(ctx) // after the request's call, whichever way this step ends
 		drv, err := r.driver(ctx)
 		if err != nil {
 			return r.handleErr(ctx, i, err, true)

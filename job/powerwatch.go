@@ -137,11 +137,10 @@ func (r *stepRun) powerWaitFor(i int, a bmc.PowerAction, create, followed bool) 
 // show the target moves the wait's last negative read; one that does ends the
 // wait and, when the wait was followed from the request, teaches the learner
 // when the change landed.
-func (r *stepRun) notePowerRead(i int, k powerKind, ok bool, readAt time.Time, sent bool) {
+func (r *stepRun) notePowerRead(i int, a bmc.PowerAction, ok bool, readAt time.Time, sent bool) {
 	if r.j.Status.Tasks[i].Phase != task.PhaseRequested {
 		return
 	}
-	a := k.action()
 	if !ok {
 		w := r.powerWaitFor(i, a, true, sent)
 		if w != nil {
@@ -323,13 +322,12 @@ func (l *loop) wakeJobs(names map[string]struct{}) {
 // seen only at the next safety poll (PowerEvents.PollInterval). Elsewhere
 // the watch opens after the read-back, when there is something to wait for,
 // and the usual polls cover that gap.
-func (r *stepRun) watchBeforeSend(ctx context.Context, i int, k powerKind) {
+func (r *stepRun) watchBeforeSend(ctx context.Context, i int, a bmc.PowerAction) {
 	cfg := &r.s.cfg
 	if cfg.Wake == nil || cfg.PowerEvents.Disabled || !r.s.learner.isTrusted(r.ep.Key()) {
 		return
 	}
 	ts := &r.j.Status.Tasks[i]
-	a := k.action()
 	// The request time the send will record (act sets RequestTime = r.now).
 	req := r.now
 	r.s.waits.get(r.j.Name, i, ts.Attempts, func() *powerWait {

@@ -514,7 +514,11 @@ func (r *stepRun) initialize(ctx context.Context) (res StepResult, done bool, er
 		conditions.MarkPending(&j.Status.Tasks[i].Conditions, j.Generation, now)
 	}
 	for i := range j.Spec.Tasks {
-		if why := bootUnsupported(r.s.cfg.Boot, kindOf(&j.Spec.Tasks[i])); why != "" {
+		w, ok := kindOf(&j.Spec.Tasks[i]).(bootWaiter)
+		if !ok {
+			continue
+		}
+		if why := w.bootUnsupported(r.s.cfg.Boot); why != "" {
 			res, err := r.finish(ctx, conditions.ResultFailed, conditions.ReasonNotSupported,
 				fmt.Sprintf("task %d (%s): %s", i+1, j.Spec.Tasks[i].Describe(), why), conditions.ReasonSkipped)
 			return res, true, err
@@ -534,8 +538,8 @@ func (r *stepRun) initialize(ctx context.Context) (res StepResult, done bool, er
 // now: the boot it waits for starts with the tasks before it.
 func (r *stepRun) openNextBoot(ctx context.Context, from int) error {
 	for i := from; i < len(r.j.Spec.Tasks); i++ {
-		if _, ok := kindOf(&r.j.Spec.Tasks[i]).(bootWaiter); ok {
-			return r.openBoot(ctx, i, BootAttemptID(r.j, i))
+		if w, ok := kindOf(&r.j.Spec.Tasks[i]).(bootWaiter); ok {
+			return w.openBoot(ctx, r, i, BootAttemptID(r.j, i))
 		}
 	}
 	return nil
@@ -594,8 +598,8 @@ func (r *stepRun) act(ctx context.Context, i int, recheck bool) (StepResult, err
 			return r.succeedTask(ctx, i, "effect already present")
 		}
 	}
-	if pk, isPower := k.(powerKind); isPower {
-		r.watchBeforeSend(cctx, i, pk) // powerwatch.go
+	if pc, ok := k.(powerChanger); ok {
+		pc.beforeSend(cctx, r, i)
 	}
 	if err := k.send(cctx, r, drv); err != nil {
 		var g *gated
@@ -619,8 +623,8 @@ func (r *stepRun) act(ctx context.Context, i int, recheck bool) (StepResult, err
 	if err != nil {
 		return r.handleErr(ctx, i, err, false)
 	}
-	if pk, isPower := k.(powerKind); isPower {
-		r.notePowerRead(i, pk, ok, readAt, true)
+	if pc, isPower := k.(powerChanger); isPower {
+		pc.afterRead(r, i, ok, readAt, true)
 	}
 	r.recordWire()
 	if ok {
@@ -643,8 +647,8 @@ func (r *stepRun) verify(ctx context.Context, i int) (StepResult, error) {
 	if err != nil {
 		return r.handleErr(ctx, i, err, false)
 	}
-	if pk, isPower := k.(powerKind); isPower {
-		r.notePowerRead(i, pk, ok, readAt, false)
+	if pc, isPower := k.(powerChanger); isPower {
+		pc.afterRead(r, i, ok, readAt, false)
 	}
 	r.recordWire()
 	if ok {
@@ -815,8 +819,8 @@ func (r *stepRun) succeedTask(ctx context.Context, i int, observed string) (Step
 	// action lies between them (at most a boot-device task's read of the
 	// override to restore, which changes nothing on the server).
 	r.startTask(i + 1)
-	if k, ok := kindOf(&j.Spec.Tasks[i+1]).(bootDeviceKind); ok {
-		k.readBeforeIntent(ctx, r, i+1) // its override to restore goes out with this write
+	if k, ok := kindOf(&j.Spec.Tasks[i+1]).(intentReader); ok {
+		k.readBeforeIntent(ctx, r, i+1) // e.g. the override to restore goes out with this write
 	}
 	if err := r.persist(ctx, j); err != nil {
 		return StepResult{}, err

@@ -213,47 +213,63 @@ func (e *FieldError) Error() string {
 // Unwrap returns ErrInvalid.
 func (e *FieldError) Unwrap() error { return ErrInvalid }
 
+// An action is one task kind's part of a Spec: the value of one of its
+// one-of fields. Each action type describes and validates itself, next to
+// its definition; a new kind is its type, a field in Spec and an entry in
+// Spec.actions (docs/jobs.md, "Adding a task kind").
+type action interface {
+	// describe is Spec.Describe's text for an unnamed task.
+	describe() string
+	// validate checks the action's fields; bad builds the error of a
+	// field given by its path under the action ("" for the action itself).
+	validate(bad func(field, format string, args ...any) error) error
+}
+
+// namedAction is one action field: its JSON name and its value (nil when
+// not set).
+type namedAction struct {
+	name string
+	a    action
+}
+
+// actions lists every action field of s, in field order: the one place that
+// names them. (A fixed array, not a map or a slice: Validate runs on every
+// job start.)
+func (s *Spec) actions() [7]namedAction {
+	return [...]namedAction{
+		{"power", opt(s.Power)}, {"powerStatus", opt(s.PowerStatus)}, {"reachable", opt(s.Reachable)},
+		{"bootDevice", opt(s.BootDevice)}, {"virtualMedia", opt(s.VirtualMedia)},
+		{"bmcReset", opt(s.BMCReset)}, {"waitForBoot", opt(s.WaitForBoot)},
+	}
+}
+
+// opt is p as an action, nil when p is nil.
+func opt[P interface {
+	*E
+	action
+}, E any](p P) action {
+	if p == nil {
+		return nil
+	}
+	return p
+}
+
+// set returns the first action field that is set, or ok false.
+func (s *Spec) set() (namedAction, bool) {
+	for _, a := range s.actions() {
+		if a.a != nil {
+			return a, true
+		}
+	}
+	return namedAction{}, false
+}
+
 // Action names which action field is set: "power", "powerStatus",
 // "reachable", "bootDevice", "virtualMedia", "bmcReset", "waitForBoot", or
 // "" when none is.
 func (s *Spec) Action() string {
-	switch {
-	case s.Power != nil:
-		return "power"
-	case s.PowerStatus != nil:
-		return "powerStatus"
-	case s.Reachable != nil:
-		return "reachable"
-	case s.BootDevice != nil:
-		return "bootDevice"
-	case s.VirtualMedia != nil:
-		return "virtualMedia"
-	case s.BMCReset != nil:
-		return "bmcReset"
-	case s.WaitForBoot != nil:
-		return "waitForBoot"
-	}
-	return ""
-}
-
-// actionNames lists every action field by JSON name, in actions' order.
-const actionNames = "power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot"
-
-// actionSet is one action field: its JSON name and whether it is set.
-type actionSet struct {
-	name string
-	ok   bool
-}
-
-// actions lists every action field, in Action's order. (A fixed array,
-// not a map: Validate runs on every job start, and a map cost more than the
-// rest of validation.)
-func (s *Spec) actions() [7]actionSet {
-	return [...]actionSet{
-		{"power", s.Power != nil}, {"powerStatus", s.PowerStatus != nil}, {"reachable", s.Reachable != nil},
-		{"bootDevice", s.BootDevice != nil}, {"virtualMedia", s.VirtualMedia != nil},
-		{"bmcReset", s.BMCReset != nil}, {"waitForBoot", s.WaitForBoot != nil},
-	}
+	a, _ := s.set()
+	return a.name
 }
 
 // Describe is a short human description, e.g. "power off", "boot pxe (once,
@@ -263,41 +279,42 @@ func (s *Spec) Describe() string {
 	if s.Name != "" {
 		return s.Name
 	}
-	switch {
-	case s.Power != nil:
-		return "power " + string(s.Power.Op)
-	case s.PowerStatus != nil:
-		return "power status"
-	case s.Reachable != nil:
-		return "check BMC reachable"
-	case s.BMCReset != nil:
-		return "reset BMC (" + string(s.BMCReset.Type) + ")"
-	case s.BootDevice != nil:
-		when := "once"
-		if s.BootDevice.Persistent {
-			when = "persistent"
-		}
-		d := "boot " + string(s.BootDevice.Device) + " (" + when
-		if e := s.BootDevice.EmulateOnce; e != nil && *e && !s.BootDevice.Persistent {
-			d += " emulated"
-		}
-		if s.BootDevice.Mode != "" {
-			d += ", " + string(s.BootDevice.Mode)
-		}
-		d += ")"
-		if s.BootDevice.URI != "" {
-			d += " from " + truncate(s.BootDevice.URI, 120)
-		}
-		return d
-	case s.VirtualMedia != nil:
-		if s.VirtualMedia.Eject {
-			return "eject " + string(s.VirtualMedia.kind())
-		}
-		return "insert " + string(s.VirtualMedia.kind()) + " media"
-	case s.WaitForBoot != nil:
-		return "wait for boot"
+	if a, ok := s.set(); ok {
+		return a.a.describe()
 	}
 	return "empty task"
+}
+
+func (a *PowerAction) describe() string       { return "power " + string(a.Op) }
+func (a *PowerStatusAction) describe() string { return "power status" }
+func (a *ReachableAction) describe() string   { return "check BMC reachable" }
+func (a *BMCResetAction) describe() string    { return "reset BMC (" + string(a.Type) + ")" }
+func (a *WaitForBootAction) describe() string { return "wait for boot" }
+
+func (b *BootDeviceAction) describe() string {
+	when := "once"
+	if b.Persistent {
+		when = "persistent"
+	}
+	d := "boot " + string(b.Device) + " (" + when
+	if e := b.EmulateOnce; e != nil && *e && !b.Persistent {
+		d += " emulated"
+	}
+	if b.Mode != "" {
+		d += ", " + string(b.Mode)
+	}
+	d += ")"
+	if b.URI != "" {
+		d += " from " + truncate(b.URI, 120)
+	}
+	return d
+}
+
+func (v *VirtualMediaAction) describe() string {
+	if v.Eject {
+		return "eject " + string(v.kind())
+	}
+	return "insert " + string(v.kind()) + " media"
 }
 
 func (v *VirtualMediaAction) kind() MediaKind {
@@ -318,14 +335,16 @@ func (s *Spec) Validate() error {
 	bad := func(field, format string, args ...any) error {
 		return &FieldError{Path: field, Msg: fmt.Sprintf(format, args...)}
 	}
-	var set []string
+	var set, all []string
+	var act namedAction
 	for _, a := range s.actions() {
-		if a.ok {
-			set = append(set, a.name)
+		all = append(all, a.name)
+		if a.a != nil {
+			set, act = append(set, a.name), a
 		}
 	}
 	if len(set) == 0 {
-		return &FieldError{Msg: "no action set: set exactly one of " + actionNames}
+		return &FieldError{Msg: "no action set: set exactly one of " + strings.Join(all, ", ")}
 	}
 	if len(set) > 1 {
 		sort.Strings(set)
@@ -337,88 +356,104 @@ func (s *Spec) Validate() error {
 	if s.Timeout.Duration > 7*24*time.Hour {
 		return bad("timeout", "%s is longer than 7 days", s.Timeout.Duration)
 	}
-	switch {
-	case s.Power != nil:
-		switch s.Power.Op {
-		case PowerOn, PowerOff, PowerSoftOff, PowerCycle, PowerReset:
-		default:
-			return bad("power.op", "%q is not one of on, off, soft-off, cycle, reset", s.Power.Op)
+	err := act.a.validate(func(field, format string, args ...any) error {
+		if field != "" {
+			field = "." + field
 		}
-	case s.PowerStatus != nil, s.Reachable != nil:
-		// No fields.
-	case s.BMCReset != nil:
-		switch s.BMCReset.Type {
-		case BMCResetWarm, BMCResetCold:
-		default:
-			return bad("bmcReset.type", "%q is not one of warm, cold", s.BMCReset.Type)
-		}
-	case s.BootDevice != nil:
-		b := s.BootDevice
-		switch b.Device {
-		case BootPXE, BootDisk, BootCDROM, BootBIOS, BootHTTP:
-		default:
-			return bad("bootDevice.device", "%q is not one of pxe, disk, cdrom, bios, http", b.Device)
-		}
-		switch b.Mode {
-		case "", BootModeUEFI, BootModeLegacy:
-		default:
-			return bad("bootDevice.mode", "%q is not one of uefi, legacy (or empty to leave unchanged)", b.Mode)
-		}
-		if b.Persistent && b.EmulateOnce != nil && *b.EmulateOnce {
-			return bad("bootDevice.emulateOnce", "only a one-time override is emulated; remove it or persistent")
-		}
-		if b.Device != BootHTTP {
-			if b.URI != "" {
-				return bad("bootDevice.uri", "only device http boots from a URI; remove it or set device http")
-			}
-			break
-		}
-		if b.Mode == BootModeLegacy {
-			return bad("bootDevice.mode", "UEFI HTTP boot cannot boot in legacy mode: set uefi or leave it empty")
-		}
-		if err := checkBootURI(b.URI); err != "" {
-			return bad("bootDevice.uri", "%s", err)
-		}
-	case s.VirtualMedia != nil:
-		v := s.VirtualMedia
-		switch v.Kind {
-		case "", MediaCD, MediaUSB:
-		default:
-			return bad("virtualMedia.kind", "%q is not one of cd, usb", v.Kind)
-		}
-		if v.Eject && v.ImageURL != "" {
-			return bad("virtualMedia", "imageURL and eject are both set: set one")
-		}
-		if !v.Eject && v.ImageURL == "" {
-			return bad("virtualMedia", "set imageURL to insert or eject: true to eject")
-		}
-		if len(v.ImageURL) > maxImageURL {
-			return bad("virtualMedia.imageURL", "%d bytes, at most %d", len(v.ImageURL), maxImageURL)
-		}
-		if v.ImageURL != "" {
-			// Check for credentials first ('@' anywhere, as a password with
-			// '/' or '?' would not parse as userinfo) so that the error below,
-			// which echoes the URL, never repeats a password.
-			if strings.Contains(v.ImageURL, "@") {
-				return bad("virtualMedia.imageURL", "credentials in the image URL are not accepted")
-			}
-			u, err := url.Parse(v.ImageURL)
-			if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "nfs" && u.Scheme != "cifs") {
-				return bad("virtualMedia.imageURL", "%q is not an http(s), nfs or cifs URL with a host", truncate(v.ImageURL, 200))
-			}
-		}
-	case s.WaitForBoot != nil:
-		if u := s.WaitForBoot.SystemUUID; u != "" && !looksLikeUUID(u) {
-			return bad("waitForBoot.systemUUID", "%q is not a UUID", truncate(u, 80))
-		}
-		if err := s.WaitForBoot.validatePolicy(); err != nil {
-			return err
-		}
+		return bad(act.name+field, format, args...)
+	})
+	if err != nil {
+		return err
 	}
 	if len(s.Name) > 253 {
 		return bad("name", "%d characters, at most 253", len(s.Name))
 	}
 	return nil
+}
+
+func (a *PowerAction) validate(bad func(field, format string, args ...any) error) error {
+	switch a.Op {
+	case PowerOn, PowerOff, PowerSoftOff, PowerCycle, PowerReset:
+		return nil
+	}
+	return bad("op", "%q is not one of on, off, soft-off, cycle, reset", a.Op)
+}
+
+func (*PowerStatusAction) validate(func(string, string, ...any) error) error { return nil }
+func (*ReachableAction) validate(func(string, string, ...any) error) error   { return nil }
+
+func (a *BMCResetAction) validate(bad func(field, format string, args ...any) error) error {
+	switch a.Type {
+	case BMCResetWarm, BMCResetCold:
+		return nil
+	}
+	return bad("type", "%q is not one of warm, cold", a.Type)
+}
+
+func (b *BootDeviceAction) validate(bad func(field, format string, args ...any) error) error {
+	switch b.Device {
+	case BootPXE, BootDisk, BootCDROM, BootBIOS, BootHTTP:
+	default:
+		return bad("device", "%q is not one of pxe, disk, cdrom, bios, http", b.Device)
+	}
+	switch b.Mode {
+	case "", BootModeUEFI, BootModeLegacy:
+	default:
+		return bad("mode", "%q is not one of uefi, legacy (or empty to leave unchanged)", b.Mode)
+	}
+	if b.Persistent && b.EmulateOnce != nil && *b.EmulateOnce {
+		return bad("emulateOnce", "only a one-time override is emulated; remove it or persistent")
+	}
+	if b.Device != BootHTTP {
+		if b.URI != "" {
+			return bad("uri", "only device http boots from a URI; remove it or set device http")
+		}
+		return nil
+	}
+	if b.Mode == BootModeLegacy {
+		return bad("mode", "UEFI HTTP boot cannot boot in legacy mode: set uefi or leave it empty")
+	}
+	if err := checkBootURI(b.URI); err != "" {
+		return bad("uri", "%s", err)
+	}
+	return nil
+}
+
+func (v *VirtualMediaAction) validate(bad func(field, format string, args ...any) error) error {
+	switch v.Kind {
+	case "", MediaCD, MediaUSB:
+	default:
+		return bad("kind", "%q is not one of cd, usb", v.Kind)
+	}
+	if v.Eject && v.ImageURL != "" {
+		return bad("", "imageURL and eject are both set: set one")
+	}
+	if !v.Eject && v.ImageURL == "" {
+		return bad("", "set imageURL to insert or eject: true to eject")
+	}
+	if len(v.ImageURL) > maxImageURL {
+		return bad("imageURL", "%d bytes, at most %d", len(v.ImageURL), maxImageURL)
+	}
+	if v.ImageURL != "" {
+		// Check for credentials first ('@' anywhere, as a password with
+		// '/' or '?' would not parse as userinfo) so that the error below,
+		// which echoes the URL, never repeats a password.
+		if strings.Contains(v.ImageURL, "@") {
+			return bad("imageURL", "credentials in the image URL are not accepted")
+		}
+		u, err := url.Parse(v.ImageURL)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "nfs" && u.Scheme != "cifs") {
+			return bad("imageURL", "%q is not an http(s), nfs or cifs URL with a host", truncate(v.ImageURL, 200))
+		}
+	}
+	return nil
+}
+
+func (w *WaitForBootAction) validate(bad func(field, format string, args ...any) error) error {
+	if u := w.SystemUUID; u != "" && !looksLikeUUID(u) {
+		return bad("systemUUID", "%q is not a UUID", truncate(u, 80))
+	}
+	return w.validatePolicy()
 }
 
 // Decode parses a JSON task spec strictly (unknown fields are errors) and
