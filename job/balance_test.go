@@ -58,8 +58,13 @@ func (e *balanceEnv) start(owner string, store storage.Store) (*job.Runner, func
 		store = e.store
 	}
 	r, err := job.NewRunner(job.Config{
-		Store: store, Dialer: e.fleet, Credentials: labCreds, Owner: owner, LeaseDuration: balLease,
-		ScanInterval: 20 * time.Millisecond, PollInterval: 5 * time.Millisecond, AdaptivePoll: job.AdaptivePoll{Disabled: true},
+		Store: store, StepperConfig: job.StepperConfig{
+			Dialer:       e.fleet,
+			Credentials:  labCreds,
+			PollInterval: 5 * time.Millisecond,
+			AdaptivePoll: job.AdaptivePoll{Disabled: true},
+		}, Owner: owner, LeaseDuration: balLease,
+		ScanInterval: 20 * time.Millisecond,
 		OnUpdate: func(j job.Job) {
 			e.mu.Lock()
 			e.progress[j.Spec.BMC] = time.Now()

@@ -42,8 +42,11 @@ func benchRunner(b *testing.B, store storage.Store, bmcs int, workers int) (*job
 		}
 	}
 	r, err := job.NewRunner(job.Config{
-		Store: store, Dialer: fleet, Workers: workers,
-		PollInterval: time.Millisecond, ScanInterval: 5 * time.Millisecond,
+		Store: store, StepperConfig: job.StepperConfig{
+			Dialer:       fleet,
+			PollInterval: time.Millisecond,
+		}, Workers: workers,
+		ScanInterval: 5 * time.Millisecond,
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -24,7 +24,7 @@ func ExampleDecodeRecord() {
 	fleet := fake.NewFleet()
 	_, _ = fleet.AddNew("redfish://10.0.0.7/redfish/v1/Systems/1", fake.Options{Power: bmc.PowerOff})
 	store := memstore.New()
-	runner, err := job.NewRunner(job.Config{Store: store, Dialer: fleet})
+	runner, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: fleet}})
 	if err != nil {
 		panic(err)
 	}

@@ -22,9 +22,11 @@ func ExampleRunner() {
 	_, _ = fleet.AddNew("redfish://10.0.0.5/redfish/v1/Systems/1", fake.Options{Username: "admin", Password: "pw", Power: bmc.PowerOn})
 
 	runner, err := job.NewRunner(job.Config{
-		Store:       memstore.New(),
-		Dialer:      fleet,
-		Credentials: job.StaticCredentials{"bmc-5": {Username: "admin", Password: "pw"}},
+		Store: memstore.New(),
+		StepperConfig: job.StepperConfig{
+			Dialer:      fleet,
+			Credentials: job.StaticCredentials{"bmc-5": {Username: "admin", Password: "pw"}},
+		},
 	})
 	if err != nil {
 		panic(err)

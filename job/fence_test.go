@@ -116,7 +116,7 @@ func TestRunnerWaitsForLockerOfAnotherPrefix(t *testing.T) {
 		mu.Unlock()
 		return nil
 	})
-	r, err := job.NewRunner(job.Config{Store: watched, Dialer: b, KeyPrefix: "runner/", ScanInterval: 10 * time.Millisecond, LeaseDuration: 3 * time.Second})
+	r, err := job.NewRunner(job.Config{Store: watched, StepperConfig: job.StepperConfig{Dialer: b}, KeyPrefix: "runner/", ScanInterval: 10 * time.Millisecond, LeaseDuration: 3 * time.Second})
 	require.NoError(t, err)
 	_, err = r.Submit(ctx, "r1", job.Spec{BMC: "redfish://" + sysA, Tasks: []task.Spec{powerOff}})
 	require.NoError(t, err)

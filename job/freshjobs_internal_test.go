@@ -45,7 +45,7 @@ func TestFreshCopyNotKeptOnceScanned(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := &createReturnsLate{Store: memstore.New()}
-	r, err := NewRunner(Config{Store: store, Dialer: fleet, PollInterval: time.Millisecond, ScanInterval: 2 * time.Millisecond})
+	r, err := NewRunner(Config{Store: store, StepperConfig: StepperConfig{Dialer: fleet, PollInterval: time.Millisecond}, ScanInterval: 2 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,11 +54,15 @@ func (s *changeOnClaim) Update(ctx context.Context, k string, v []byte, rev int6
 func TestRunnerFreshCopyGoneStale(t *testing.T) {
 	e := newEnv(t, job.Config{})
 	store := &changeOnClaim{feedStore: feedStore{e.store}}
-	r, err := job.NewRunner(job.Config{Store: store, Dialer: e.fleet, Credentials: labCreds,
-		PollInterval: 2 * time.Millisecond, ScanInterval: time.Hour})
+	r, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{
+		Dialer:       e.fleet,
+		Credentials:  labCreds,
+		PollInterval: 2 * time.Millisecond,
+	},
+		ScanInterval: time.Hour})
 	require.NoError(t, err)
 	e.runner = r
-	other, err := job.NewRunner(job.Config{Store: e.store, Dialer: e.fleet, Credentials: labCreds})
+	other, err := job.NewRunner(job.Config{Store: e.store, StepperConfig: job.StepperConfig{Dialer: e.fleet, Credentials: labCreds}})
 	require.NoError(t, err)
 	const url = "redfish://10.8.0.1/redfish/v1/Systems/1"
 	b := e.addBMC(t, url, fake.Options{})

@@ -53,7 +53,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func TestRunnerNeedLeaderElectionIsFalse(t *testing.T) {
-	r, err := job.NewRunner(job.Config{Store: memstore.New(), Dialer: fake.NewFleet()})
+	r, err := job.NewRunner(job.Config{Store: memstore.New(), StepperConfig: job.StepperConfig{Dialer: fake.NewFleet()}})
 	require.NoError(t, err)
 	// A manager with leader election still starts the Runner on every
 	// replica: the Store's system locks keep them apart.
@@ -67,7 +67,7 @@ func TestRunnerHealthzFollowsLoopAndStore(t *testing.T) {
 	const lease, scan = 30 * time.Second, time.Second
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	store := &countingOutageStore{outageStore: outageStore{Store: memstore.New()}}
-	r, err := job.NewRunner(job.Config{Store: store, Dialer: fake.NewFleet(), Clock: clk, LeaseDuration: lease, ScanInterval: scan})
+	r, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: fake.NewFleet(), Clock: clk}, LeaseDuration: lease, ScanInterval: scan})
 	require.NoError(t, err)
 
 	err = r.Healthz(nil)
@@ -117,7 +117,7 @@ func TestRunnerHealthzStuckLoop(t *testing.T) {
 	const lease, scan = 30 * time.Second, time.Second
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	store := &countingOutageStore{outageStore: outageStore{Store: memstore.New()}, hung: make(chan struct{}, 1)}
-	r, err := job.NewRunner(job.Config{Store: store, Dialer: fake.NewFleet(), Clock: clk, LeaseDuration: lease, ScanInterval: scan})
+	r, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: fake.NewFleet(), Clock: clk}, LeaseDuration: lease, ScanInterval: scan})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

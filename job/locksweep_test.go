@@ -51,7 +51,7 @@ func lockOwners(t *testing.T, s storage.Store) map[string]string {
 func runJobs(t *testing.T, store storage.Store, fleet *fake.Fleet, owner string, names, urls []string) {
 	t.Helper()
 	ctx := context.Background()
-	r, err := job.NewRunner(job.Config{Store: store, Dialer: fleet, Owner: owner})
+	r, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: fleet}, Owner: owner})
 	require.NoError(t, err)
 	for i, u := range urls {
 		_, err := r.Submit(ctx, names[i], job.Spec{BMC: u, Tasks: []task.Spec{{Power: &task.PowerAction{Op: task.PowerOn}}}})
@@ -88,7 +88,7 @@ func TestRestartDeletesOwnStaleLocks(t *testing.T) {
 		"the lost deletes left every lock behind")
 
 	// runner-a again, on the store as it is, with nothing to run.
-	r, err := job.NewRunner(job.Config{Store: mem, Dialer: fleet, Owner: "runner-a"})
+	r, err := job.NewRunner(job.Config{Store: mem, StepperConfig: job.StepperConfig{Dialer: fleet}, Owner: "runner-a"})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -138,7 +138,7 @@ func TestRestartKeepsLocksOfUnfinishedJobs(t *testing.T) {
 	require.NoError(t, err)
 	failing := lockWritesFailing{feedStore: feedStore{mem}, fail: new(atomic.Bool), deletes: new(atomic.Int64)}
 	// A short lease: the stop gives up releasing the lock after it.
-	r, err := job.NewRunner(job.Config{Store: failing, Dialer: fleet, Owner: "runner-a", LeaseDuration: 300 * time.Millisecond})
+	r, err := job.NewRunner(job.Config{Store: failing, StepperConfig: job.StepperConfig{Dialer: fleet}, Owner: "runner-a", LeaseDuration: 300 * time.Millisecond})
 	require.NoError(t, err)
 	ctx := context.Background()
 	_, err = r.Submit(ctx, "slow", job.Spec{BMC: url, Tasks: []task.Spec{{Power: &task.PowerAction{Op: task.PowerOn}}}})
@@ -153,7 +153,7 @@ func TestRestartKeepsLocksOfUnfinishedJobs(t *testing.T) {
 	require.Equal(t, map[string]string{"slow": "runner-a"}, lockOwners(t, mem), "the failed release left runner-a's lock")
 
 	failing.fail.Store(false)
-	r2, err := job.NewRunner(job.Config{Store: failing, Dialer: fleet, Owner: "runner-a"})
+	r2, err := job.NewRunner(job.Config{Store: failing, StepperConfig: job.StepperConfig{Dialer: fleet}, Owner: "runner-a"})
 	require.NoError(t, err)
 	rctx, cancel = context.WithCancel(ctx)
 	go func() { done <- r2.Start(rctx) }()

@@ -68,7 +68,7 @@ func (r *recorder) observer() job.Observer {
 func TestObserverJobsTasksErrorsWireQueue(t *testing.T) {
 	rec := newRecorder()
 	creds := job.StaticCredentials{"lab": {Username: "admin", Password: "s3cret-pw"}, "wrong": {Username: "admin", Password: "not-it-pw"}}
-	e := newEnv(t, job.Config{Credentials: creds, Observer: rec.observer()})
+	e := newEnv(t, job.Config{StepperConfig: job.StepperConfig{Credentials: creds, Observer: rec.observer()}})
 	// Two systems behind one endpoint share a session; a third BMC refuses
 	// the login.
 	const s1, s2, s3 = "redfish://10.0.0.1/redfish/v1/Systems/1", "redfish://10.0.0.1/redfish/v1/Systems/2", "redfish://10.0.0.3/redfish/v1/Systems/1"
@@ -178,7 +178,7 @@ func TestObserverJobsTasksErrorsWireQueue(t *testing.T) {
 
 func TestObserverLeaseLost(t *testing.T) {
 	rec := newRecorder()
-	e := newEnv(t, job.Config{Observer: rec.observer(), LeaseDuration: 3 * time.Second})
+	e := newEnv(t, job.Config{StepperConfig: job.StepperConfig{Observer: rec.observer()}, LeaseDuration: 3 * time.Second})
 	const addr = "redfish://10.0.0.1/redfish/v1/Systems/1"
 	// The power change never lands, so the job holds its system.
 	e.addBMC(t, addr, fake.Options{Power: bmc.PowerOff, PowerTransition: time.Hour})
@@ -253,7 +253,7 @@ func TestObserverStepperPathAndPanics(t *testing.T) {
 
 func TestObserverEventsHoldNoSecrets(t *testing.T) {
 	rec := newRecorder()
-	e := newEnv(t, job.Config{Observer: rec.observer()})
+	e := newEnv(t, job.Config{StepperConfig: job.StepperConfig{Observer: rec.observer()}})
 	const addr = "ipmi://10.0.0.7"
 	e.addBMC(t, addr, fake.Options{Power: bmc.PowerOn})
 	_, err := e.runner.Submit(context.Background(), "x", netboot(addr))

@@ -94,8 +94,12 @@ func TestStoreOutagePausesTheJobAndResumes(t *testing.T) {
 		}
 		return nil
 	})
-	r, err := job.NewRunner(job.Config{Store: store, Dialer: fleet, Credentials: labCreds, LeaseDuration: lease,
-		ScanInterval: 10 * time.Millisecond, PollInterval: 5 * time.Millisecond, Owner: "only"})
+	r, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{
+		Dialer:       fleet,
+		Credentials:  labCreds,
+		PollInterval: 5 * time.Millisecond,
+	}, LeaseDuration: lease,
+		ScanInterval: 10 * time.Millisecond, Owner: "only"})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -154,7 +158,7 @@ func TestStopWithStoreDownEndsWithinALease(t *testing.T) {
 	fleet := fake.NewFleet()
 	bmcs := make([]*fake.BMC, n)
 	ctx := context.Background()
-	r, err := job.NewRunner(job.Config{Store: store, Dialer: fleet, Clock: clk, LeaseDuration: lease, ScanInterval: time.Second})
+	r, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: fleet, Clock: clk}, LeaseDuration: lease, ScanInterval: time.Second})
 	require.NoError(t, err)
 	for i := range bmcs {
 		url := fmt.Sprintf("redfish://10.7.%d.%d/redfish/v1/Systems/1", i/200, i%200+1)

@@ -65,7 +65,7 @@ func TestStoredRecordIsEncodingJSON(t *testing.T) {
 	defer cancel()
 	fleet := fake.NewFleet()
 	store := memstore.New()
-	runner, err := NewRunner(Config{Store: store, Dialer: fleet})
+	runner, err := NewRunner(Config{Store: store, StepperConfig: StepperConfig{Dialer: fleet}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func TestPeersJudgeLivenessByObservation(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	clk := clock.NewFake(t0)
 	store := memstore.New()
-	r, err := NewRunner(Config{Store: store, Dialer: fake.NewFleet(), Owner: "me", Clock: clk})
+	r, err := NewRunner(Config{Store: store, StepperConfig: StepperConfig{Dialer: fake.NewFleet(), Clock: clk}, Owner: "me"})
 	require.NoError(t, err)
 	p := r.peers
 	p.start(ctx)
@@ -112,7 +112,7 @@ func TestPeersRestartAndOverdue(t *testing.T) {
 	clk := clock.NewFake(t0)
 	store := memstore.New()
 	putRunnerRecord(t, store, "me", 12, t0.Add(-time.Minute)) // left by the previous process
-	r, err := NewRunner(Config{Store: store, Dialer: fake.NewFleet(), Owner: "me", Clock: clk})
+	r, err := NewRunner(Config{Store: store, StepperConfig: StepperConfig{Dialer: fake.NewFleet(), Clock: clk}, Owner: "me"})
 	require.NoError(t, err)
 	p := r.peers
 	p.start(ctx)

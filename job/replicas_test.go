@@ -52,8 +52,12 @@ func TestLeaseRenewedDuringLongStep(t *testing.T) {
 	defer cancel()
 	var runners []*job.Runner
 	for i := 0; i < 2; i++ {
-		r, err := job.NewRunner(job.Config{Store: store, Dialer: fleet, Credentials: labCreds, LeaseDuration: lease,
-			ScanInterval: 10 * time.Millisecond, PollInterval: time.Millisecond, Owner: fmt.Sprintf("r%d", i)})
+		r, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{
+			Dialer:       fleet,
+			Credentials:  labCreds,
+			PollInterval: time.Millisecond,
+		}, LeaseDuration: lease,
+			ScanInterval: 10 * time.Millisecond, Owner: fmt.Sprintf("r%d", i)})
 		require.NoError(t, err)
 		runners = append(runners, r)
 		go func() { _ = r.Start(ctx) }()
@@ -125,8 +129,12 @@ func TestLapsedLeaseStopsTheWork(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mk := func(s storage.Store, owner string) *job.Runner {
-		r, err := job.NewRunner(job.Config{Store: s, Dialer: fleet, Credentials: labCreds, LeaseDuration: 1200 * time.Millisecond,
-			ScanInterval: 10 * time.Millisecond, PollInterval: time.Millisecond, Owner: owner})
+		r, err := job.NewRunner(job.Config{Store: s, StepperConfig: job.StepperConfig{
+			Dialer:       fleet,
+			Credentials:  labCreds,
+			PollInterval: time.Millisecond,
+		}, LeaseDuration: 1200 * time.Millisecond,
+			ScanInterval: 10 * time.Millisecond, Owner: owner})
 		require.NoError(t, err)
 		go func() { _ = r.Start(ctx) }()
 		return r

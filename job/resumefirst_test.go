@@ -101,8 +101,13 @@ func rfFail(format string, args ...any) {
 
 func rfRunner(store *boltstore.Store, fleet *fake.Fleet, owner string, clk job.Clock) *job.Runner {
 	r, err := job.NewRunner(job.Config{
-		Store: store, Dialer: fleet, Credentials: labCreds, Owner: owner, Clock: clk,
-		LeaseDuration: time.Second, ScanInterval: 20 * time.Millisecond, PollInterval: 5 * time.Millisecond,
+		Store: store, StepperConfig: job.StepperConfig{
+			Dialer:       fleet,
+			Credentials:  labCreds,
+			Clock:        clk,
+			PollInterval: 5 * time.Millisecond,
+		}, Owner: owner,
+		LeaseDuration: time.Second, ScanInterval: 20 * time.Millisecond,
 	})
 	if err != nil {
 		rfFail("new runner: %v", err)
@@ -329,7 +334,7 @@ func TestResumeFirstAfterSIGKILL(t *testing.T) {
 			store, err := boltstore.Open(db, boltstore.Options{LockTimeout: 10 * time.Second})
 			require.NoError(t, err)
 			defer store.Close(context.Background())
-			reader, err := job.NewRunner(job.Config{Store: store, Dialer: fake.NewFleet()})
+			reader, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: fake.NewFleet()}})
 			require.NoError(t, err)
 			jobs := map[string]*job.Job{}
 			for _, name := range []string{"A", "B", "C"} {
@@ -381,8 +386,13 @@ func TestSkewedClockCleanStopResumesFirst(t *testing.T) {
 		return nil
 	})
 	mk := func(owner string, clk job.Clock) *job.Runner {
-		r, err := job.NewRunner(job.Config{Store: store, Dialer: fleet, Credentials: labCreds, Owner: owner, Clock: clk,
-			ScanInterval: 10 * time.Millisecond, PollInterval: time.Millisecond})
+		r, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{
+			Dialer:       fleet,
+			Credentials:  labCreds,
+			Clock:        clk,
+			PollInterval: time.Millisecond,
+		}, Owner: owner,
+			ScanInterval: 10 * time.Millisecond})
 		require.NoError(t, err)
 		return r
 	}

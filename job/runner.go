@@ -11,25 +11,22 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/internal/owner"
-	"github.com/bmckit/bmckit/retry"
 	"github.com/bmckit/bmckit/storage"
 )
 
 // Config configures a Runner. The zero value of every field but Store and
-// Dialer means its default. Every Stepper knob is here too (see
-// [StepperConfig] for what each does).
+// Dialer means its default.
 type Config struct {
+	// StepperConfig holds the Stepper's settings, which the Runner's
+	// Stepper uses (see [StepperConfig] for each; Dialer is required).
+	// Locks and Wake must be left unset: the Runner locks systems and
+	// wakes jobs itself (docs/jobs.md, "Exclusivity").
+	StepperConfig
+
 	// Store holds jobs and system locks. Required.
 	Store storage.Store
-	// Dialer opens BMC connections. Required.
-	Dialer bmc.Dialer
-	// Credentials resolves each job's CredentialsRef; see StepperConfig.
-	Credentials CredentialsResolver
-	// Boot tracks boots for wait-for-boot tasks; see StepperConfig.
-	Boot BootTracker
 	// Workers bounds how many steps run at once, i.e. jobs with BMC calls
 	// in flight; a job waiting for a power change, a boot or a retry holds
 	// no worker (and no goroutine). Defaults to 10,000: a step costs a
@@ -66,37 +63,10 @@ type Config struct {
 	// other on a system; see docs/jobs.md, "Exclusivity"). Defaults to
 	// "bmckit/".
 	KeyPrefix string
-	// Clock defaults to the wall clock.
-	Clock Clock
-	// Logger defaults to logr.Discard().
-	Logger logr.Logger
-	// PowerGate, if set, staggers power-on, cycle and reset actions; see
-	// StepperConfig.PowerGate and package stagger.
-	PowerGate PowerGate
 	// OnUpdate, if set, is called after every write of a job by this runner
 	// (intent, result, completion) with a copy of the job, from the worker
 	// running it. It must not block; use it for progress output or metrics.
 	OnUpdate func(j Job)
-	// Observer receives events for metrics and traces: the Stepper's (job,
-	// task, BMC error, wire) and the Runner's (queue, lease losses); see
-	// [Observer]. Defaults to none.
-	Observer Observer
-
-	// The Stepper's knobs; see StepperConfig.
-	DefaultTaskTimeout time.Duration
-	PollInterval       time.Duration
-	SlowPollAfter      time.Duration
-	SlowPollInterval   time.Duration
-	ResendAfter        time.Duration
-	BootPollInterval   time.Duration
-	MaxVerifyResends   int
-	Retry              retry.Policy
-	IdleTimeout        time.Duration
-	PowerSettle        time.Duration
-	AdaptivePoll       AdaptivePoll
-	// PowerEvents: the Runner wakes a job as soon as its BMC's event stream
-	// reports the change it waits for (StepperConfig.Wake is the Runner's).
-	PowerEvents PowerEvents
 }
 
 // Runner runs jobs kept in a Store with a bounded pool of workers.
@@ -171,17 +141,14 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Logger.GetSink() == nil {
 		cfg.Logger = logr.Discard()
 	}
+	if cfg.Locks != nil || cfg.Wake != nil {
+		return nil, errors.New("job: Config.Locks and Config.Wake must be unset: the Runner locks systems and wakes jobs itself")
+	}
 	wakes := newJobWakes()
-	st, err := NewStepper(StepperConfig{
-		AdaptivePoll: cfg.AdaptivePoll, PowerEvents: cfg.PowerEvents, Wake: wakes.add,
-		Dialer: cfg.Dialer, Credentials: cfg.Credentials, Boot: cfg.Boot, Clock: cfg.Clock, Logger: cfg.Logger,
-		DefaultTaskTimeout: cfg.DefaultTaskTimeout, PollInterval: cfg.PollInterval,
-		SlowPollAfter: cfg.SlowPollAfter, SlowPollInterval: cfg.SlowPollInterval, ResendAfter: cfg.ResendAfter,
-		BootPollInterval: cfg.BootPollInterval, MaxVerifyResends: cfg.MaxVerifyResends, Retry: cfg.Retry,
-		IdleTimeout: cfg.IdleTimeout, PowerGate: cfg.PowerGate, PowerSettle: cfg.PowerSettle,
-		Observer: cfg.Observer,
-		Locks:    NoLocking, // the Runner's own locks and fences (loop.go, fence.go)
-	})
+	sc := cfg.StepperConfig
+	sc.Wake = wakes.add
+	sc.Locks = NoLocking // the Runner's own locks and fences (loop.go, fence.go)
+	st, err := NewStepper(sc)
 	if err != nil {
 		return nil, err
 	}

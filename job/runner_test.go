@@ -225,7 +225,7 @@ func TestRunnerRetriesTransientErrors(t *testing.T) {
 }
 
 func TestRunnerWrongCredentialsFailsAtOnceWithoutSecret(t *testing.T) {
-	e := newEnv(t, job.Config{Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "wrong-horse-battery"}}})
+	e := newEnv(t, job.Config{StepperConfig: job.StepperConfig{Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "wrong-horse-battery"}}}})
 	url := "redfish://10.0.4.1"
 	b := e.addBMC(t, url, fake.Options{})
 	e.start(t)
@@ -331,7 +331,7 @@ func TestRunnerResumesAfterCrash(t *testing.T) {
 		return nil
 	})
 	cut := &outageStore{Store: store}
-	cfg := job.Config{Store: cut, Dialer: fleet, Credentials: labCreds, LeaseDuration: 200 * time.Millisecond, ScanInterval: 10 * time.Millisecond, PollInterval: time.Millisecond, Owner: "runner-1"}
+	cfg := job.Config{Store: cut, StepperConfig: job.StepperConfig{Dialer: fleet, Credentials: labCreds, PollInterval: time.Millisecond}, LeaseDuration: 200 * time.Millisecond, ScanInterval: 10 * time.Millisecond, Owner: "runner-1"}
 	r1, err := job.NewRunner(cfg)
 	require.NoError(t, err)
 	ctx1, cancel1 := context.WithCancel(context.Background())
@@ -391,7 +391,7 @@ func TestRunnerGracefulStopHandsOver(t *testing.T) {
 		<-ctx.Done()
 		return ctx.Err()
 	})
-	cfg := job.Config{Store: store, Dialer: fleet, Credentials: labCreds, LeaseDuration: time.Hour, ScanInterval: 10 * time.Millisecond, PollInterval: time.Millisecond}
+	cfg := job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: fleet, Credentials: labCreds, PollInterval: time.Millisecond}, LeaseDuration: time.Hour, ScanInterval: 10 * time.Millisecond}
 	r1, err := job.NewRunner(cfg)
 	require.NoError(t, err)
 	ctx1, cancel1 := context.WithCancel(context.Background())
@@ -422,7 +422,7 @@ func TestRunnerStartTwice(t *testing.T) {
 }
 
 func TestNewRunnerRequiresStoreAndDialer(t *testing.T) {
-	_, err := job.NewRunner(job.Config{Dialer: fake.NewFleet()})
+	_, err := job.NewRunner(job.Config{StepperConfig: job.StepperConfig{Dialer: fake.NewFleet()}})
 	require.Error(t, err)
 	assert.True(t, strings.Contains(err.Error(), "Store"))
 	_, err = job.NewRunner(job.Config{Store: memstore.New()})

@@ -223,7 +223,11 @@ func (h *staggerHarness) drive(ctx context.Context) {
 
 func (h *staggerHarness) runner(store storage.Store, owner string) *job.Runner {
 	r, err := job.NewRunner(job.Config{
-		Store: store, Dialer: h, PowerGate: h.limiter(store), Clock: h.clk, Owner: owner,
+		Store: store, StepperConfig: job.StepperConfig{
+			Dialer:    h,
+			PowerGate: h.limiter(store),
+			Clock:     h.clk,
+		}, Owner: owner,
 		Workers: 32, ScanInterval: 200 * time.Millisecond,
 		// Long enough that a slow machine never lets a lease lapse while
 		// the fake clock runs ahead of a busy worker.

@@ -18,11 +18,14 @@ import (
 // per such Wait), while a pending Wait is still woken by signal.
 func TestWaitLeavesNoWaiter(t *testing.T) {
 	store := memstore.New()
-	r, err := NewRunner(Config{Store: store, Clock: clock.Real{}, ScanInterval: time.Hour,
+	r, err := NewRunner(Config{Store: store, StepperConfig: StepperConfig{
+		Clock: clock.Real{},
 		Dialer: bmc.DialerFunc(func(context.Context, bmc.Endpoint, bmc.Credentials) (bmc.Driver, error) {
 			t.Fatal("no BMC call expected")
 			return nil, nil
-		})})
+		}),
+	}, ScanInterval: time.Hour,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,7 +79,7 @@ func TestWorkersStopWithRunner(t *testing.T) {
 		}
 		urls = append(urls, u)
 	}
-	r, err := NewRunner(Config{Store: memstore.New(), Dialer: fleet, PollInterval: time.Millisecond, ScanInterval: 5 * time.Millisecond})
+	r, err := NewRunner(Config{Store: memstore.New(), StepperConfig: StepperConfig{Dialer: fleet, PollInterval: time.Millisecond}, ScanInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -298,7 +298,7 @@ func TestFakeJobHoldingTheSystemSharesItsSession(t *testing.T) {
 	srv, err := fleet.AddNew(fakeURL, fake.Options{Power: bmc.PowerOff, Clock: clk, PowerTransition: 3 * time.Minute})
 	require.NoError(t, err)
 	resolver := monitortest.NewCreds("rack1", bmc.Credentials{Username: "admin", Password: monitortest.Secret})
-	runner, err := job.NewRunner(job.Config{Store: store, Dialer: fleet, Credentials: resolver, Clock: clk, Owner: "host-1", IdleTimeout: 10 * time.Minute})
+	runner, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: fleet, Credentials: resolver, Clock: clk, IdleTimeout: 10 * time.Minute}, Owner: "host-1"})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	runDone := make(chan error, 1)

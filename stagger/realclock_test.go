@@ -153,7 +153,10 @@ func realRun(t *testing.T, sc realScenario, seed uint64) realResult {
 	for r := range 2 {
 		lim, err := stagger.New(stagger.Config{Store: store, Group: func(string) string { return "pdu-1" }, Limit: realLimit, Interval: realInterval})
 		require.NoError(t, err)
-		runner, err := job.NewRunner(job.Config{Store: store, Dialer: d, PowerGate: lim, Owner: fmt.Sprintf("replica-%d", r),
+		runner, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{
+			Dialer:    d,
+			PowerGate: lim,
+		}, Owner: fmt.Sprintf("replica-%d", r),
 			Workers: 16, ScanInterval: 50 * time.Millisecond})
 		require.NoError(t, err)
 		runners = append(runners, runner)

@@ -86,12 +86,16 @@ func newLone(ctx context.Context, name string, opts ipmi.Options) (*lone, error)
 	var sd bmc.SchemeDialer
 	sd.Register("ipmi", d)
 	r, err := job.NewRunner(job.Config{
-		Store: memstore.New(), Dialer: &sd, Workers: 1,
-		Credentials:  job.StaticCredentials{"lab": sim.Credentials},
+		Store: memstore.New(), StepperConfig: job.StepperConfig{
+			Dialer:      &sd,
+			Credentials: job.StaticCredentials{"lab": sim.Credentials},
+			IdleTimeout: time.Millisecond,
+		}, Workers: 1,
+
 		ScanInterval: 10 * time.Millisecond,
 		// Close the session after each job: every job starts with a
 		// handshake on an idle endpoint, a fresh budget.
-		IdleTimeout: time.Millisecond,
+
 	})
 	if err != nil {
 		return nil, err
@@ -186,8 +190,11 @@ func runCrowd(ctx context.Context, n int) error {
 	var sd bmc.SchemeDialer
 	sd.Register("redfish", redfish.NewDialer(redfish.Options{}))
 	r, err := job.NewRunner(job.Config{
-		Store: memstore.New(), Dialer: &sd, EndpointConcurrency: n,
-		Credentials:  job.StaticCredentials{"lab": srv.Credentials()},
+		Store: memstore.New(), StepperConfig: job.StepperConfig{
+			Dialer:      &sd,
+			Credentials: job.StaticCredentials{"lab": srv.Credentials()},
+		}, EndpointConcurrency: n,
+
 		ScanInterval: 50 * time.Millisecond,
 	})
 	if err != nil {

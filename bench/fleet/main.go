@@ -241,7 +241,7 @@ func probe(ctx context.Context, c config, store storage.Store, tgt target) (took
 	if err != nil {
 		return 0, time.Time{}, 0, err
 	}
-	r, err := job.NewRunner(runnerConfig(c, cs, job.Config{Dialer: tgt.probeDialer(), Credentials: tgt.creds(), KeyPrefix: prefix, Owner: "fleet-probe"}))
+	r, err := job.NewRunner(runnerConfig(c, cs, job.Config{StepperConfig: job.StepperConfig{Dialer: tgt.probeDialer(), Credentials: tgt.creds()}, KeyPrefix: prefix, Owner: "fleet-probe"}))
 	if err != nil {
 		return 0, time.Time{}, 0, err
 	}
@@ -331,7 +331,10 @@ func newGeneration(c config, stores []storage.Store, tgt target, counts *writeCo
 		}
 		cs.dead = g.dead
 		g.runners[i], err = job.NewRunner(runnerConfig(c, cs, job.Config{
-			Dialer: trackedDialer{d: tgt.dialer(), t: tr}, Credentials: tgt.creds(), Owner: fmt.Sprintf("fleet-replica-%d", i),
+			StepperConfig: job.StepperConfig{
+				Dialer:      trackedDialer{d: tgt.dialer(), t: tr},
+				Credentials: tgt.creds(),
+			}, Owner: fmt.Sprintf("fleet-replica-%d", i),
 		}))
 		if err != nil {
 			return nil, err

@@ -159,10 +159,13 @@ func run(n int, minDelay, maxDelay time.Duration, seed int64) error {
 	sd.Register("redfish", dialer)
 
 	r, err := job.NewRunner(job.Config{
-		Store:       memstore.New(),
-		Dialer:      &sd,
-		Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "redfishtest-secret"}},
-		Workers:     n,
+		Store: memstore.New(),
+		StepperConfig: job.StepperConfig{
+			Dialer:      &sd,
+			Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "redfishtest-secret"}},
+		},
+
+		Workers: n,
 	})
 	if err != nil {
 		return err

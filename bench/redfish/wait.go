@@ -36,11 +36,11 @@ func waitVariants() []waitVariant {
 	fixed := job.AdaptivePoll{Disabled: true}
 	noEvents := job.PowerEvents{Disabled: true}
 	return []waitVariant{
-		{name: "fixed 1 s (a careful bmclib user)", cfg: job.Config{PollInterval: time.Second, AdaptivePoll: fixed, PowerEvents: noEvents}},
-		{name: "fixed 250 ms (AdaptivePoll.Disabled)", cfg: job.Config{AdaptivePoll: fixed, PowerEvents: noEvents}},
+		{name: "fixed 1 s (a careful bmclib user)", cfg: job.Config{StepperConfig: job.StepperConfig{PollInterval: time.Second, AdaptivePoll: fixed, PowerEvents: noEvents}}},
+		{name: "fixed 250 ms (AdaptivePoll.Disabled)", cfg: job.Config{StepperConfig: job.StepperConfig{AdaptivePoll: fixed, PowerEvents: noEvents}}},
 		{name: "adaptive (default), no events", cfg: job.Config{}},
 		{name: "events (SSE) + adaptive (default)", events: true, cfg: job.Config{}},
-		{name: "events (SSE) + fixed 250 ms", events: true, cfg: job.Config{AdaptivePoll: fixed}},
+		{name: "events (SSE) + fixed 250 ms", events: true, cfg: job.Config{StepperConfig: job.StepperConfig{AdaptivePoll: fixed}}},
 	}
 }
 

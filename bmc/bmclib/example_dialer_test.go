@@ -95,9 +95,11 @@ func ExampleNew_dialer() {
 	dialer.Register("redfish", bmclibDialer)
 
 	runner, err := job.NewRunner(job.Config{
-		Store:       memstore.New(),
-		Dialer:      &dialer,
-		Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "pw-Example-7"}},
+		Store: memstore.New(),
+		StepperConfig: job.StepperConfig{
+			Dialer:      &dialer,
+			Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "pw-Example-7"}},
+		},
 	})
 	if err != nil {
 		panic(err)

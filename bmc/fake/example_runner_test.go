@@ -23,9 +23,11 @@ func ExampleFleet_runner() {
 		panic(err)
 	}
 	runner, err := job.NewRunner(job.Config{
-		Store:       memstore.New(),
-		Dialer:      f,
-		Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "pw"}},
+		Store: memstore.New(),
+		StepperConfig: job.StepperConfig{
+			Dialer:      f,
+			Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "pw"}},
+		},
 	})
 	if err != nil {
 		panic(err)

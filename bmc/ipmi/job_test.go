@@ -19,7 +19,7 @@ func TestNetbootJobOpenIPMI(t *testing.T) {
 	sim := ipmitest.StartOpenIPMI(t, ipmitest.OpenIPMIOptions{PoweredOn: true})
 	var dialers bmc.SchemeDialer
 	dialers.Register("ipmi", dialer(t, sim.DialOptions()))
-	j := jobtest.Run(t, job.Config{Dialer: &dialers, PollInterval: 20 * time.Millisecond, ScanInterval: 50 * time.Millisecond},
+	j := jobtest.Run(t, job.Config{StepperConfig: job.StepperConfig{Dialer: &dialers, PollInterval: 20 * time.Millisecond}, ScanInterval: 50 * time.Millisecond},
 		sim.Credentials, jobtest.Netboot(sim.Endpoint.String(), "", 0), time.Minute)
 	if !conditions.IsTrue(j.Status.Conditions, conditions.TypeCompleted) || j.Status.Result != conditions.ResultSucceeded {
 		t.Fatalf("job ended %s (%s): %s", j.Status.Result, j.Status.Reason, j.Status.Message)

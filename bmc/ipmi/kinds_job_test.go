@@ -24,8 +24,11 @@ func runIPMIJob(t *testing.T, opts ipmi.Options, addr string, creds bmc.Credenti
 	var dialers bmc.SchemeDialer
 	dialers.Register("ipmi", dialer(t, opts))
 	return jobtest.Run(t, job.Config{
-		Dialer: &dialers, PollInterval: 20 * time.Millisecond, ScanInterval: 50 * time.Millisecond,
-		Retry: retry.Policy{Initial: 20 * time.Millisecond, Max: 100 * time.Millisecond, Jitter: 0.2},
+		StepperConfig: job.StepperConfig{
+			Dialer:       &dialers,
+			PollInterval: 20 * time.Millisecond,
+			Retry:        retry.Policy{Initial: 20 * time.Millisecond, Max: 100 * time.Millisecond, Jitter: 0.2},
+		}, ScanInterval: 50 * time.Millisecond,
 	}, creds, job.Spec{BMC: addr, CredentialsRef: "lab", Tasks: tasks}, time.Minute)
 }
 

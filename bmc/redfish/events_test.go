@@ -228,10 +228,14 @@ func TestPowerJobConfirmedByEvent(t *testing.T) {
 	srv := redfishtest.NewServer(redfishtest.Config{EventStream: true, PowerDelay: 1500 * time.Millisecond})
 	t.Cleanup(srv.Close)
 	powerJobs(t, srv, job.Config{
-		PollInterval: time.Second,
-		AdaptivePoll: job.AdaptivePoll{Disabled: true},
+		StepperConfig: job.StepperConfig{
+			PollInterval: time.Second,
+			AdaptivePoll: job.AdaptivePoll{Disabled: true},
+			PowerEvents:  job.PowerEvents{PollInterval: 10 * time.Minute},
+		},
+
 		// Longer than any test: a poll here would be a safety poll.
-		PowerEvents: job.PowerEvents{PollInterval: 10 * time.Minute},
+
 	}, 3, nil)
 	gets := systemGETsAfterReset(srv.Requests())
 	t.Logf("system GETs after each reset: %v", gets)
@@ -255,9 +259,11 @@ func TestPowerJobFallsBackWhenStreamBreaks(t *testing.T) {
 	srv := redfishtest.NewServer(redfishtest.Config{EventStream: true, PowerDelay: 3500 * time.Millisecond})
 	t.Cleanup(srv.Close)
 	powerJobs(t, srv, job.Config{
-		PollInterval: time.Second,
-		AdaptivePoll: job.AdaptivePoll{Disabled: true},
-		PowerEvents:  job.PowerEvents{PollInterval: 10 * time.Minute},
+		StepperConfig: job.StepperConfig{
+			PollInterval: time.Second,
+			AdaptivePoll: job.AdaptivePoll{Disabled: true},
+			PowerEvents:  job.PowerEvents{PollInterval: 10 * time.Minute},
+		},
 	}, 2, func(k int) {
 		if k != 1 {
 			return
@@ -288,7 +294,7 @@ func TestPowerJobFallsBackWhenStreamBreaks(t *testing.T) {
 func TestPowerJobWithoutEventService(t *testing.T) {
 	srv := redfishtest.NewServer(redfishtest.Config{PowerDelay: 300 * time.Millisecond})
 	t.Cleanup(srv.Close)
-	powerJobs(t, srv, job.Config{PollInterval: 50 * time.Millisecond, AdaptivePoll: job.AdaptivePoll{Disabled: true}}, 2, nil)
+	powerJobs(t, srv, job.Config{StepperConfig: job.StepperConfig{PollInterval: 50 * time.Millisecond, AdaptivePoll: job.AdaptivePoll{Disabled: true}}}, 2, nil)
 	for _, r := range srv.Requests() {
 		if r.Path == "/redfish/v1/EventService" || r.Path == "/redfish/v1/EventService/SSE" {
 			t.Fatalf("request %s %s to a BMC without an EventService", r.Method, r.Path)
@@ -310,8 +316,13 @@ func TestPowerJobsShareOneStream(t *testing.T) {
 	var dialer bmc.SchemeDialer
 	dialer.Register("redfish", redfish.NewDialer(testOptions()))
 	r, err := job.NewRunner(job.Config{
-		Store: memstore.New(), Dialer: &dialer, Credentials: job.StaticCredentials{"lab": srv.Credentials()},
-		ScanInterval: 20 * time.Millisecond, PollInterval: time.Second, AdaptivePoll: job.AdaptivePoll{Disabled: true},
+		Store: memstore.New(), StepperConfig: job.StepperConfig{
+			Dialer:       &dialer,
+			Credentials:  job.StaticCredentials{"lab": srv.Credentials()},
+			PollInterval: time.Second,
+			AdaptivePoll: job.AdaptivePoll{Disabled: true},
+		},
+		ScanInterval: 20 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -27,11 +27,14 @@ func runJob(t *testing.T, spec job.Spec, creds bmc.Credentials, opts redfish.Opt
 	var dialer bmc.SchemeDialer
 	dialer.Register("redfish", redfish.NewDialer(opts))
 	return jobtest.Run(t, job.Config{
-		Dialer:       &dialer,
-		PollInterval: 5 * time.Millisecond,
+		StepperConfig: job.StepperConfig{
+			Dialer:       &dialer,
+			PollInterval: 5 * time.Millisecond,
+			Retry:        retry.Policy{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond, Jitter: 0.2},
+			Logger:       opts.Logger,
+		},
+
 		ScanInterval: 20 * time.Millisecond,
-		Retry:        retry.Policy{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond, Jitter: 0.2},
-		Logger:       opts.Logger,
 	}, creds, spec, 2*time.Minute)
 }
 

@@ -23,8 +23,11 @@ func runFleet(t *testing.T, srv *redfishtest.Server, systems []string) time.Dura
 	var dialer bmc.SchemeDialer
 	dialer.Register("redfish", redfish.NewDialer(testOptions()))
 	r, err := job.NewRunner(job.Config{
-		Store: memstore.New(), Dialer: &dialer,
-		Credentials:         job.StaticCredentials{"lab": srv.Credentials()},
+		Store: memstore.New(), StepperConfig: job.StepperConfig{
+			Dialer:      &dialer,
+			Credentials: job.StaticCredentials{"lab": srv.Credentials()},
+		},
+
 		Workers:             64,
 		EndpointConcurrency: 64,
 		ScanInterval:        20 * time.Millisecond,

@@ -50,11 +50,14 @@ func runPowerOff(t *testing.T, srv *redfishtest.Server, settle time.Duration) *j
 		{Power: &task.PowerAction{Op: task.PowerOff}, Timeout: task.Duration{Duration: 20 * time.Second}},
 	}}
 	return jobtest.Run(t, job.Config{
-		Dialer:       &dialer,
-		PollInterval: 50 * time.Millisecond,
+		StepperConfig: job.StepperConfig{
+			Dialer:       &dialer,
+			PollInterval: 50 * time.Millisecond,
+			Retry:        retry.Policy{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond, Jitter: 0.2},
+			PowerSettle:  settle,
+		},
+
 		ScanInterval: 20 * time.Millisecond,
-		Retry:        retry.Policy{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond, Jitter: 0.2},
-		PowerSettle:  settle,
 	}, srv.Credentials(), spec, time.Minute)
 }
 

@@ -106,7 +106,7 @@ func eventServiceRequests(srv *redfishtest.Server) int {
 // request to the EventService and polls; events=on turns the stream on
 // where the Dialer has it off.
 func TestURLOptionEvents(t *testing.T) {
-	cfg := job.Config{PollInterval: 20 * time.Millisecond, AdaptivePoll: job.AdaptivePoll{Disabled: true}}
+	cfg := job.Config{StepperConfig: job.StepperConfig{PollInterval: 20 * time.Millisecond, AdaptivePoll: job.AdaptivePoll{Disabled: true}}}
 	powerOn := func(addr string) job.Spec {
 		return job.Spec{BMC: addr, CredentialsRef: "lab", Tasks: []task.Spec{{Power: &task.PowerAction{Op: task.PowerOn}}}}
 	}

@@ -30,10 +30,15 @@ func TestURLQuerySecretsNeverEchoed(t *testing.T) {
 	dialer.Register("redfish", redfish.NewDialer(opts))
 	store := memstore.New()
 	cfg := job.Config{
-		Store: store, Dialer: &dialer, Logger: opts.Logger,
-		Credentials:  job.StaticCredentials{"lab": srv.Credentials()},
-		PollInterval: 5 * time.Millisecond, ScanInterval: 20 * time.Millisecond,
-		Retry: retry.Policy{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond, Jitter: 0.2},
+		Store: store, StepperConfig: job.StepperConfig{
+			Dialer:       &dialer,
+			Logger:       opts.Logger,
+			Credentials:  job.StaticCredentials{"lab": srv.Credentials()},
+			PollInterval: 5 * time.Millisecond,
+			Retry:        retry.Policy{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond, Jitter: 0.2},
+		},
+
+		ScanInterval: 20 * time.Millisecond,
 	}
 	r, err := job.NewRunner(cfg)
 	if err != nil {

@@ -64,9 +64,12 @@ func TestWirePerJobOnSharedSession(t *testing.T) {
 		specs[id] = spec
 	}
 	jobs := jobtest.RunAll(t, job.Config{
-		Dialer:       &dialer,
-		Credentials:  job.StaticCredentials{"lab": srv.Credentials()},
-		PollInterval: 5 * time.Millisecond,
+		StepperConfig: job.StepperConfig{
+			Dialer:       &dialer,
+			Credentials:  job.StaticCredentials{"lab": srv.Credentials()},
+			PollInterval: 5 * time.Millisecond,
+		},
+
 		ScanInterval: 20 * time.Millisecond,
 	}, specs, 2*time.Minute)
 	if srv.Logins() != 1 {

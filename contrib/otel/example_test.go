@@ -32,8 +32,12 @@ func Example() {
 		panic(err)
 	}
 	runner, err := job.NewRunner(job.Config{
-		Store: memstore.New(), Dialer: fleet, Observer: tracing.JobObserver(),
-		PollInterval: time.Millisecond, ScanInterval: 10 * time.Millisecond,
+		Store: memstore.New(), StepperConfig: job.StepperConfig{
+			Dialer:       fleet,
+			Observer:     tracing.JobObserver(),
+			PollInterval: time.Millisecond,
+		},
+		ScanInterval: 10 * time.Millisecond,
 	})
 	if err != nil {
 		panic(err)

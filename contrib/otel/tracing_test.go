@@ -56,9 +56,14 @@ func TestSpansPerJobAndTask(t *testing.T) {
 		}},
 	}
 	jobs := jobtest.RunAll(t, job.Config{
-		Dialer: fleet, Observer: tracing.JobObserver(),
-		Credentials:  job.StaticCredentials{"lab": {Username: "admin", Password: password}, "old": {Username: "admin", Password: "rotated-away"}},
-		PollInterval: 2 * time.Millisecond, ScanInterval: 20 * time.Millisecond,
+		StepperConfig: job.StepperConfig{
+			Dialer:       fleet,
+			Observer:     tracing.JobObserver(),
+			Credentials:  job.StaticCredentials{"lab": {Username: "admin", Password: password}, "old": {Username: "admin", Password: "rotated-away"}},
+			PollInterval: 2 * time.Millisecond,
+		},
+
+		ScanInterval: 20 * time.Millisecond,
 	}, specs, 20*time.Second)
 
 	spans := sr.Ended()

@@ -29,8 +29,12 @@ func Example() {
 		panic(err)
 	}
 	runner, err := job.NewRunner(job.Config{
-		Store: memstore.New(), Dialer: fleet, Observer: metrics.JobObserver(),
-		PollInterval: time.Millisecond, ScanInterval: 10 * time.Millisecond,
+		Store: memstore.New(), StepperConfig: job.StepperConfig{
+			Dialer:       fleet,
+			Observer:     metrics.JobObserver(),
+			PollInterval: time.Millisecond,
+		},
+		ScanInterval: 10 * time.Millisecond,
 	})
 	if err != nil {
 		panic(err)

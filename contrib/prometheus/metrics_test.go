@@ -101,9 +101,14 @@ func TestScrapeRunnerAndTracker(t *testing.T) {
 	}
 	// RunAll stops the runner: connections closed, their traffic reported.
 	jobtest.RunAll(t, job.Config{
-		Store: store, Dialer: fleet, Observer: m.JobObserver(),
-		Credentials:  job.StaticCredentials{"lab": {Username: "admin", Password: password}, "old": {Username: "admin", Password: "rotated-away"}},
-		PollInterval: 2 * time.Millisecond, ScanInterval: 20 * time.Millisecond,
+		Store: store, StepperConfig: job.StepperConfig{
+			Dialer:       fleet,
+			Observer:     m.JobObserver(),
+			Credentials:  job.StaticCredentials{"lab": {Username: "admin", Password: password}, "old": {Username: "admin", Password: "rotated-away"}},
+			PollInterval: 2 * time.Millisecond,
+		},
+
+		ScanInterval: 20 * time.Millisecond,
 	}, specs, 20*time.Second)
 
 	// A boot-state tracker: one boot completes, one times out.

@@ -34,11 +34,14 @@ func runJob(ctx context.Context, e *env, c *conn, spec job.Spec, tf *targetFlags
 	}
 	p := &progress{e: e, last: map[int]string{}}
 	runner, err := job.NewRunner(job.Config{
-		Store:       memstore.New(),
-		Dialer:      c.dialer,
-		Credentials: job.StaticCredentials{"cli": c.creds},
-		Boot:        c.boot,
-		OnUpdate:    p.update,
+		Store: memstore.New(),
+		StepperConfig: job.StepperConfig{
+			Dialer:      c.dialer,
+			Credentials: job.StaticCredentials{"cli": c.creds},
+			Boot:        c.boot,
+		},
+
+		OnUpdate: p.update,
 	})
 	if err != nil {
 		return job.Job{}, err

@@ -124,10 +124,12 @@ func run(ctx context.Context, path string) (conditions.Result, error) {
 		return "", err
 	}
 	r, err := job.NewRunner(job.Config{
-		Store:       store,
-		Dialer:      &dialer,
-		Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "consumer-Pw-5521"}},
-		Boot:        tracker,
+		Store: store,
+		StepperConfig: job.StepperConfig{
+			Dialer:      &dialer,
+			Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "consumer-Pw-5521"}},
+			Boot:        tracker,
+		},
 	})
 	if err != nil {
 		return "", err

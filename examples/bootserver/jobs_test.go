@@ -38,8 +38,11 @@ func TestJobsCompleteOnBoot(t *testing.T) {
 	fleet := fake.NewFleet()
 	bootErrs := make(chan error, servers)
 	runner, err := job.NewRunner(job.Config{
-		Store: store, Dialer: fleet, Boot: tr,
-		Credentials: job.StaticCredentials{"bmc": {Username: "admin", Password: "pw"}},
+		Store: store, StepperConfig: job.StepperConfig{
+			Dialer:      fleet,
+			Boot:        tr,
+			Credentials: job.StaticCredentials{"bmc": {Username: "admin", Password: "pw"}},
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

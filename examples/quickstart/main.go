@@ -123,11 +123,14 @@ func run(args []string, out io.Writer) error {
 	// 3. The runner.
 	prog := newProgress(out)
 	runner, err := job.NewRunner(job.Config{
-		Store:       store,
-		Dialer:      fleet.dialer,
-		Credentials: job.StaticCredentials{"fleet": fleet.creds},
-		Workers:     *workers,
-		OnUpdate:    prog.update,
+		Store: store,
+		StepperConfig: job.StepperConfig{
+			Dialer:      fleet.dialer,
+			Credentials: job.StaticCredentials{"fleet": fleet.creds},
+		},
+
+		Workers:  *workers,
+		OnUpdate: prog.update,
 	})
 	if err != nil {
 		return err

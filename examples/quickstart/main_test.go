@@ -97,7 +97,7 @@ func TestQuickstartRerunWithTheSameDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := job.NewRunner(job.Config{Store: store, Dialer: fake.NewFleet(), Credentials: job.StaticCredentials{}})
+	r, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: fake.NewFleet(), Credentials: job.StaticCredentials{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestQuickstartRerunWithTheSameDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close(ctx)
-	r, err = job.NewRunner(job.Config{Store: store, Dialer: fake.NewFleet(), Credentials: job.StaticCredentials{}})
+	r, err = job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: fake.NewFleet(), Credentials: job.StaticCredentials{}}})
 	if err != nil {
 		t.Fatal(err)
 	}

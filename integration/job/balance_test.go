@@ -147,7 +147,7 @@ func TestReplicasShareTheFleetPostgres(t *testing.T) {
 	}
 
 	// The jobs, each system's in order, the systems in parallel.
-	submitter, err := job.NewRunner(job.Config{Store: store, Dialer: &bmc.SchemeDialer{}})
+	submitter, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: &bmc.SchemeDialer{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,8 +426,12 @@ func balanceRunnerChild() {
 	dialer := &bmc.SchemeDialer{}
 	dialer.Register("redfish", redfish.NewDialer(redfish.Options{}))
 	r, err := job.NewRunner(job.Config{
-		Store: store, Dialer: dialer, Credentials: job.StaticCredentials{"lab": {Username: balUser, Password: balPassword}},
-		Owner: os.Getenv(envBalOwner), LeaseDuration: balLease(), ScanInterval: 200 * time.Millisecond, PollInterval: 50 * time.Millisecond,
+		Store: store, StepperConfig: job.StepperConfig{
+			Dialer:       dialer,
+			Credentials:  job.StaticCredentials{"lab": {Username: balUser, Password: balPassword}},
+			PollInterval: 50 * time.Millisecond,
+		},
+		Owner: os.Getenv(envBalOwner), LeaseDuration: balLease(), ScanInterval: 200 * time.Millisecond,
 		OnUpdate: func(j job.Job) {
 			done := 0
 			if j.Completed() {

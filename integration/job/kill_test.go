@@ -146,7 +146,7 @@ func TestRunnerSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close(context.Background())
-	reader, err := job.NewRunner(job.Config{Store: store, Dialer: &bmc.SchemeDialer{}})
+	reader, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: &bmc.SchemeDialer{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,10 +283,14 @@ func killRunnerChild() {
 		WrapTransport: func(next http.RoundTripper) http.RoundTripper { return callTagger{next} },
 	}))
 	r, err := job.NewRunner(job.Config{
-		Store: store, Dialer: dialer,
-		Credentials:   job.StaticCredentials{"sim": {Username: killUser, Password: killPassword}},
+		Store: store, StepperConfig: job.StepperConfig{
+			Dialer:       dialer,
+			Credentials:  job.StaticCredentials{"sim": {Username: killUser, Password: killPassword}},
+			PollInterval: 20 * time.Millisecond,
+		},
+
 		Owner:         "kill-runner", // the restarted runner is the same runner
-		LeaseDuration: 2 * time.Second, ScanInterval: 50 * time.Millisecond, PollInterval: 20 * time.Millisecond,
+		LeaseDuration: 2 * time.Second, ScanInterval: 50 * time.Millisecond,
 		Workers: 16,
 	})
 	if err != nil {

@@ -155,10 +155,15 @@ func startReplicaRun(out *replicaOut, name, mode, addr, prefix string, lease tim
 	switch mode {
 	case "runner":
 		r, err := job.NewRunner(job.Config{
-			Store: rr.store, Dialer: dialer, Credentials: creds, Logger: log,
+			Store: rr.store, StepperConfig: job.StepperConfig{
+				Dialer:       dialer,
+				Credentials:  creds,
+				Logger:       log,
+				PollInterval: replicaPollInterval,
+			},
 			Owner: name, LeaseDuration: lease, ScanInterval: 50 * time.Millisecond,
-			PollInterval: replicaPollInterval,
-			OnUpdate:     func(j job.Job) { upd(&j) },
+
+			OnUpdate: func(j job.Job) { upd(&j) },
 		})
 		if err != nil {
 			out.fail("new runner: %v", err)

@@ -327,7 +327,7 @@ func (h *replicaHarness) run(i int, disturb func(name string) disturbance) repli
 	submitted := map[string][]string{}
 	var submitter *job.Runner
 	if h.mode == "runner" {
-		if submitter, err = job.NewRunner(job.Config{Store: store, Dialer: &bmc.SchemeDialer{}}); err != nil {
+		if submitter, err = job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: &bmc.SchemeDialer{}}}); err != nil {
 			h.t.Fatal(err)
 		}
 	}

@@ -105,9 +105,14 @@ func TestStaggerRedfishAtTheBMC(t *testing.T) {
 				returns = append(returns, at)
 			}
 		}}
-		runner, err := job.NewRunner(job.Config{Store: store, Dialer: dialer, PowerGate: gate, Owner: fmt.Sprintf("replica-%d", r),
-			Credentials: job.StaticCredentials{"lab": {Username: user, Password: pw}},
-			Workers:     16, ScanInterval: 50 * time.Millisecond, PollInterval: 50 * time.Millisecond})
+		runner, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{
+			Dialer:       dialer,
+			PowerGate:    gate,
+			Credentials:  job.StaticCredentials{"lab": {Username: user, Password: pw}},
+			PollInterval: 50 * time.Millisecond,
+		}, Owner: fmt.Sprintf("replica-%d", r),
+
+			Workers: 16, ScanInterval: 50 * time.Millisecond})
 		require.NoError(t, err)
 		runners = append(runners, runner)
 	}

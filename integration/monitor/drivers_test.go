@@ -201,8 +201,13 @@ func TestRedfishJobHoldingTheSystemSharesItsSession(t *testing.T) {
 	defer srv.Close()
 	store := memstore.New()
 	resolver := monitortest.NewCreds("bmc", srv.Credentials())
-	runner, err := job.NewRunner(job.Config{Store: store, Dialer: redfish.NewDialer(redfish.Options{}), Credentials: resolver,
-		Clock: clk, Owner: "host-1", IdleTimeout: 10 * time.Minute})
+	runner, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{
+		Dialer:      redfish.NewDialer(redfish.Options{}),
+		Credentials: resolver,
+		Clock:       clk,
+		IdleTimeout: 10 * time.Minute,
+	},
+		Owner: "host-1"})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	runDone := make(chan error, 1)
@@ -307,7 +312,7 @@ func TestIPMIJobHoldingTheSystemSharesItsSession(t *testing.T) {
 	cd := monitortest.NewCountingDialer(newIPMIDialer(t))
 	store := memstore.New()
 	resolver := monitortest.NewCreds("bmc", sim.Credentials)
-	runner, err := job.NewRunner(job.Config{Store: store, Dialer: cd, Credentials: resolver, Owner: "host-1"})
+	runner, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: cd, Credentials: resolver}, Owner: "host-1"})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	runDone := make(chan error, 1)

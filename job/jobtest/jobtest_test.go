@@ -20,7 +20,7 @@ func TestNetbootOnFake(t *testing.T) {
 		t.Fatal(err)
 	}
 	creds := bmc.Credentials{Username: "admin", Password: "jobtest-Pw-7731"}
-	j := jobtest.Run(t, job.Config{Dialer: fleet}, creds, jobtest.Netboot(addr, "", 0), 30*time.Second)
+	j := jobtest.Run(t, job.Config{StepperConfig: job.StepperConfig{Dialer: fleet}}, creds, jobtest.Netboot(addr, "", 0), 30*time.Second)
 	if j.Status.Result != "Succeeded" {
 		t.Fatalf("result %q (%s): %s", j.Status.Result, j.Status.Reason, j.Status.Message)
 	}

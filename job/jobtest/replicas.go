@@ -56,8 +56,12 @@ func Replicas(t testing.TB, store storage.Store) {
 	done := make(chan error, 3)
 	for i := 0; i < 3; i++ {
 		r, err := job.NewRunner(job.Config{
-			Store: store, Dialer: fleet, Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "replicas-Pw-4417"}}, Workers: 4,
-			Owner: fmt.Sprintf("replica-%d", i), ScanInterval: 10 * time.Millisecond, PollInterval: time.Millisecond,
+			Store: store, StepperConfig: job.StepperConfig{
+				Dialer:       fleet,
+				Credentials:  job.StaticCredentials{"lab": {Username: "admin", Password: "replicas-Pw-4417"}},
+				PollInterval: time.Millisecond,
+			}, Workers: 4,
+			Owner: fmt.Sprintf("replica-%d", i), ScanInterval: 10 * time.Millisecond,
 		})
 		require.NoError(t, err)
 		runners = append(runners, r)

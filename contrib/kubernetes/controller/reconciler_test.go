@@ -128,7 +128,7 @@ func TestOneSystemNeverInterleaves(t *testing.T) {
 			}
 			var runnerJob *job.Job
 			if mode == "store+runner" {
-				runner, err := job.NewRunner(job.Config{Store: store, Dialer: fleet, PollInterval: time.Millisecond, ScanInterval: 5 * time.Millisecond})
+				runner, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: fleet, PollInterval: time.Millisecond}, ScanInterval: 5 * time.Millisecond})
 				require.NoError(t, err)
 				rctx, cancel := context.WithCancel(context.Background())
 				done := make(chan error, 1)

@@ -68,7 +68,7 @@ func TestMetricsScrape(t *testing.T) {
 		Dialer: fleet, Store: memstore.New(), Registerer: reg,
 		Credentials: secretcreds.Resolver{Reader: c},
 		Stepper:     job.StepperConfig{PollInterval: time.Millisecond},
-		Runner:      job.Config{PollInterval: time.Millisecond, ScanInterval: 5 * time.Millisecond},
+		Runner:      job.Config{StepperConfig: job.StepperConfig{PollInterval: time.Millisecond}, ScanInterval: 5 * time.Millisecond},
 	})
 	require.NoError(t, err)
 	// The manager's client needs a cluster; the Reconciler gets the fake.

@@ -237,8 +237,12 @@ func TestRunnerPostgresRestart(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close(context.Background()) })
 		r, err := job.NewRunner(job.Config{
-			Store: s, Dialer: fleet, Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "pgrestart-Pw-2290"}}, Owner: fmt.Sprintf("pgr-replica-%d", i),
-			LeaseDuration: 30 * time.Second, PollInterval: 100 * time.Millisecond, OnUpdate: onUpdate,
+			Store: s, StepperConfig: job.StepperConfig{
+				Dialer:       fleet,
+				Credentials:  job.StaticCredentials{"lab": {Username: "admin", Password: "pgrestart-Pw-2290"}},
+				PollInterval: 100 * time.Millisecond,
+			}, Owner: fmt.Sprintf("pgr-replica-%d", i),
+			LeaseDuration: 30 * time.Second, OnUpdate: onUpdate,
 		})
 		require.NoError(t, err)
 		runners = append(runners, r)

@@ -192,7 +192,7 @@ func TestRealJobPassesValidation(t *testing.T) {
 	require.NoError(t, err)
 	spec := jobtest.Netboot(addr, task.BootModeUEFI, time.Minute)
 	spec.Timeout = task.Duration{Duration: 30 * time.Minute}
-	j := jobtest.Run(t, job.Config{Dialer: fleet}, bmc.Credentials{Username: "admin", Password: "secret"}, spec, time.Minute)
+	j := jobtest.Run(t, job.Config{StepperConfig: job.StepperConfig{Dialer: fleet}}, bmc.Credentials{Username: "admin", Password: "secret"}, spec, time.Minute)
 	jobtest.AssertCompleted(t, j, conditions.ResultSucceeded)
 
 	obj := bmcJob(j.Spec)
