@@ -36,12 +36,10 @@ var (
 	ErrCorruptRecord = errors.New("boot record does not decode")
 )
 
-// Clock is the time source the tracker uses for deadlines and waits.
-// internal/clock's Real and Fake fit.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
+// Clock is the time source the tracker uses for deadlines and waits:
+// [clock.Clock], so clock.Real, clock.Fake and any value with Now and After
+// fit.
+type Clock = clock.Clock
 
 // Defaults of [Config].
 const (

@@ -9,11 +9,19 @@ import (
 	"time"
 )
 
-// Clock is the time source. Public packages declare the same two methods in
-// their own Clock interfaces, so any value with these methods fits.
+// Clock is the time source of every bmckit package that waits: their own
+// Clock names (job.Clock, bootstate.Clock, fake.Clock, redfish.Clock) are
+// aliases of it, so any value with these two methods fits all of them.
 type Clock interface {
-	Now() time.Time
+	Source
 	After(d time.Duration) <-chan time.Time
+}
+
+// Source is a time source that only tells the time, for packages that
+// never wait (stagger.Clock, the simulators' Clock are aliases of it).
+// Every Clock is a Source.
+type Source interface {
+	Now() time.Time
 }
 
 // Real is the wall clock.

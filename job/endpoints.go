@@ -6,13 +6,10 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 )
 
-// endpoints caches parsed BMC addresses: a job's address is parsed on every
-// step, and url.Parse was a few percent of the Runner's CPU per task. The
-// cache is bounded: it starts over when it reaches maxCachedEndpoints.
-var endpoints endpointCache
-
-const maxCachedEndpoints = 1 << 17
-
+// endpointCache caches parsed BMC addresses, one per Stepper (and so per
+// Runner): a job's address is parsed on every step, and url.Parse was a few
+// percent of the Runner's CPU per task. It is bounded: it starts over when
+// it reaches maxCachedEndpoints entries. Safe for concurrent use.
 type endpointCache struct {
 	mu sync.RWMutex
 	m  map[string]parsedEndpoint
@@ -23,9 +20,10 @@ type parsedEndpoint struct {
 	err error
 }
 
-// parseEndpoint is bmc.ParseEndpoint, cached.
-func parseEndpoint(raw string) (bmc.Endpoint, error) {
-	c := &endpoints
+const maxCachedEndpoints = 1 << 17
+
+// parse is bmc.ParseEndpoint, cached.
+func (c *endpointCache) parse(raw string) (bmc.Endpoint, error) {
 	c.mu.RLock()
 	p, ok := c.m[raw]
 	c.mu.RUnlock()

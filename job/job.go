@@ -145,7 +145,7 @@ func (s *Spec) Validate() error {
 	if len(s.BMC) > MaxBMCLength {
 		return fmt.Errorf("%w: bmc: %d bytes, at most %d", ErrInvalidSpec, len(s.BMC), MaxBMCLength)
 	}
-	if _, err := parseEndpoint(s.BMC); err != nil {
+	if _, err := bmc.ParseEndpoint(s.BMC); err != nil {
 		return fmt.Errorf("%w: bmc: %v", ErrInvalidSpec, strings.TrimPrefix(err.Error(), "bmc: "))
 	}
 	if len(s.CredentialsRef) > MaxCredentialsRefLength {

@@ -65,7 +65,7 @@ func TestPoolGetKeepsTheJobsClaimOnTheConnection(t *testing.T) {
 	require.NoError(t, err)
 	_, err = st.Pool().Get(ctx, ep, bmc.Credentials{})
 	require.NoError(t, err)
-	require.NoError(t, st.Release(ctx, &job.Job{Name: "an-earlier-job", Spec: job.Spec{BMC: url}}))
+	require.NoError(t, st.Release(ctx, "an-earlier-job", url))
 	assert.Equal(t, 1, st.Pool().Len(), "the job's connection stays open")
 	assert.Equal(t, 1, srv.Sessions().Open)
 	assert.Equal(t, 1, srv.Sessions().Logins)

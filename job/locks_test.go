@@ -188,7 +188,7 @@ func TestStepperReleaseFreesTheSystem(t *testing.T) {
 	res, err = s.Step(ctx, other, func(context.Context, *job.Job) error { return nil })
 	require.NoError(t, err)
 	require.True(t, res.Waiting, "the system is held by j")
-	require.NoError(t, s.Release(ctx, j))
+	require.NoError(t, s.Release(ctx, j.Name, j.Spec.BMC))
 	res, err = s.Step(ctx, other, func(context.Context, *job.Job) error { return nil })
 	require.NoError(t, err)
 	assert.False(t, res.Waiting, "free after Release")

@@ -319,7 +319,7 @@ func (s *Stepper) report(j *Job, prev, cur observedRun) {
 		prev = observedRun{} // a new run (first start, or a new generation)
 	}
 	sys, drv := "", ""
-	if ep, err := parseEndpoint(j.Spec.BMC); err == nil {
+	if ep, err := s.eps.parse(j.Spec.BMC); err == nil {
 		sys, drv = ep.SystemKey(), ep.Protocol
 	}
 	if prev.start.IsZero() && !cur.start.IsZero() {
@@ -379,7 +379,7 @@ func (s *Stepper) observeStepEnd(j *Job) {
 	if s.cfg.Observer.Wire == nil {
 		return
 	}
-	if ep, err := parseEndpoint(j.Spec.BMC); err == nil {
+	if ep, err := s.eps.parse(j.Spec.BMC); err == nil {
 		s.pool.reportWire(ep)
 	}
 }

@@ -16,12 +16,9 @@ import (
 	"github.com/bmckit/bmckit/timestamp"
 )
 
-// Clock is the time source. internal/clock's Real and Fake satisfy it; so
-// does any value with these two methods.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
+// Clock is the time source: [clock.Clock], so clock.Real, clock.Fake and any
+// value with Now and After fit.
+type Clock = clock.Clock
 
 // PersistFunc stores the job's current state. The Stepper calls it with the
 // intent before it touches the BMC and again with each result, so the same
@@ -156,6 +153,7 @@ type Stepper struct {
 	pool    *ConnPool
 	learner *pollLearner // adaptive polling's landing histories
 	waits   waitTable    // power waits in progress, by job
+	eps     endpointCache
 }
 
 // NewStepper validates cfg and applies defaults.
@@ -216,20 +214,21 @@ func (s *Stepper) Close(ctx context.Context) error { return s.pool.Close(ctx) }
 // Pool exposes the connection pool (for hosts that want CloseIdle on a ticker).
 func (s *Stepper) Pool() *ConnPool { return s.pool }
 
-// Release is for a job that will not be stepped again here (its object was
-// deleted, or the caller stops working on it): it closes the BMC connection
-// the Stepper keeps for the job's system if this job was the last to use it
-// (the endpoint's shared session closes once no system uses it) and, with
-// Locks, unlocks the system if the job holds it. Step calls it by itself when a job completes. Idempotent.
-func (s *Stepper) Release(ctx context.Context, j *Job) error {
-	s.waits.end(j.Name)
-	ep, err := parseEndpoint(j.Spec.BMC)
+// Release is for job name, on system bmcURL (its Spec.BMC), when it will
+// not be stepped again here (its object was deleted, or the caller stops
+// working on it): it closes the BMC connection the Stepper keeps for the
+// system if this job was the last to use it (the endpoint's shared session
+// closes once no system uses it) and, with Locks, unlocks the system if the
+// job holds it. Step calls it by itself when a job completes. Idempotent.
+func (s *Stepper) Release(ctx context.Context, name, bmcURL string) error {
+	s.waits.end(name)
+	ep, err := s.eps.parse(bmcURL)
 	if err != nil {
 		return nil // never dialed, never locked
 	}
-	s.pool.releaseFor(ctx, ep, j.Name)
+	s.pool.releaseFor(ctx, ep, name)
 	if !isNoLocking(s.cfg.Locks) {
-		return s.cfg.Locks.Unlock(ctx, ep.SystemKey(), j.Name)
+		return s.cfg.Locks.Unlock(ctx, ep.SystemKey(), name)
 	}
 	return nil
 }
@@ -298,12 +297,12 @@ type stepRun struct {
 
 func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 	j := r.j
-	ep, epErr := parseEndpoint(j.Spec.BMC)
+	ep, epErr := r.s.eps.parse(j.Spec.BMC)
 	r.ep = ep
 	if j.Completed() {
 		// Done here, or completed by a step whose unlock failed: release
 		// again (idempotent).
-		if err := r.s.Release(ctx, j); err != nil {
+		if err := r.s.Release(ctx, j.Name, j.Spec.BMC); err != nil {
 			return StepResult{Done: true}, err
 		}
 		return StepResult{Done: true}, nil

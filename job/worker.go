@@ -4,17 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 
-	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/internal/growstack"
 	"github.com/bmckit/bmckit/storage"
 )
 
-// This file runs one step of a held job, on a goroutine of its own while the
-// step's BMC calls are in flight (bounded by Config.Workers).
+// This file is the Runner's workers: the goroutines that run the steps of
+// held jobs while their BMC calls are in flight (bounded by Config.Workers,
+// reused across steps, retired when idle), one step of a job, and the
+// persist function that writes its record by compare-and-swap.
 
 // stepOutcome is what a step reports back to the loop.
 type stepOutcome struct {
@@ -97,71 +98,121 @@ func (r *Runner) persister(name string, rev *int64) PersistFunc {
 	}
 }
 
-// ownWrites remembers the newest revision this runner wrote per job.
-type ownWrites struct {
-	mu  sync.Mutex
-	rev map[string]int64
-}
-
-func (w *ownWrites) note(name string, rev int64) {
-	w.mu.Lock()
-	if rev > w.rev[name] {
-		w.rev[name] = rev
+// completeWithoutBMC completes a job whose step touches no BMC (canceled
+// before it started, or with an invalid BMC address) without its system's
+// lock. A concurrent writer makes the compare-and-swap fail and the job is
+// looked at again on a later scan.
+func (r *Runner) completeWithoutBMC(ctx context.Context, name string) {
+	j, rev, err := r.load(ctx, name)
+	if err != nil || j.Completed() {
+		return
 	}
-	w.mu.Unlock()
-}
-
-// covers reports whether the change of job name at revision rev is one this
-// runner wrote (or older than one it wrote), like Runner.ownWrite, without
-// forgetting anything: the change feed asks it while reading, before the
-// scan sees the event. Only the scan forgets (ownWrite), and writes only
-// raise a job's revision, so ownWrite later gives the same answer.
-func (w *ownWrites) covers(name string, rev int64) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	wr, ok := w.rev[name]
-	return ok && rev <= wr
-}
-
-// ownWrite reports whether the change of job name at revision rev is one
-// this runner wrote (or older than one it wrote).
-func (r *Runner) ownWrite(name string, rev int64) bool {
-	r.own.mu.Lock()
-	defer r.own.mu.Unlock()
-	w, ok := r.own.rev[name]
-	if ok && rev >= w {
-		delete(r.own.rev, name) // caught up: nothing newer of ours to skip
+	if _, epErr := r.stepper.eps.parse(j.Spec.BMC); epErr == nil && !(j.CancelRequested && j.Status.StartTime == nil) {
+		return
 	}
-	return ok && rev <= w
+	_, err = r.stepper.Step(ctx, j, r.persister(name, &rev))
+	if err != nil && ctx.Err() == nil && !errors.Is(err, storage.ErrConflict) {
+		r.log.Error(err, "completing a job that needs no BMC failed; will retry", "job", name)
+	}
 }
 
-func decodeHead(data []byte, h *jobHead) error { return unmarshalRecord(data, h) }
-
-// claimWant is a system to claim, with the first job of this runner's queue
-// for it.
-type claimWant struct {
-	sys  string
-	head string
-	ep   bmc.Endpoint
+// launchDue starts steps for due jobs while workers are free. A job whose
+// lease lapsed waits for its renewal instead.
+func (l *loop) launchDue(now time.Time) {
+	for l.running < l.r.cfg.Workers {
+		first, ok := l.due.Peek()
+		if !ok || first.Due().After(now) {
+			return
+		}
+		h := l.due.Pop()
+		if !now.Before(h.until) {
+			l.fenced[h] = true
+			continue
+		}
+		// Every BMC request of the step is fenced by the lease (fence.go),
+		// asked right before it is written, whatever this loop is doing,
+		// and the step's ctx ends when the lease lapses (renewals extend
+		// it), by a timer of its own (h.watch). The loop also cancels the
+		// step when it sees the lease lapse (fence).
+		ctx, cancel := context.WithCancel(h.fctx)
+		h.watch.arm(cancel)
+		h.running, h.cancel = true, cancel
+		l.running++
+		w := stepWork{ctx: ctx, cancel: cancel, h: h, j: h.j, rev: h.rev}
+		if n := len(l.idle); n > 0 {
+			sw := l.idle[n-1] // the most recently used: its stack is warm
+			l.idle[n-1] = nil
+			l.idle = l.idle[:n-1]
+			sw.work <- w
+		} else {
+			sw := &stepWorker{work: make(chan stepWork, 1)}
+			l.wg.Add(1)
+			go l.worker(sw, w)
+		}
+	}
 }
 
-// claimed is the result of one claim.
-type claimed struct {
-	claimWant
-	job  string // the job to run: the lock's unfinished holder, or head
-	rev  int64
-	sent time.Time
-	ok   bool
+// stepWork is one step for a worker; a zero stepWork tells it to exit.
+type stepWork struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	h      *held
+	j      *Job
+	rev    int64
 }
 
-// claimAll claims systems concurrently, so a store with group commit
-// batches the lock writes into few commits.
-func (r *Runner) claimAll(ctx context.Context, want []claimWant) []claimed {
-	out := make([]claimed, len(want))
-	fanOut(len(want), func(i int) {
-		w := want[i]
-		job, rev, sent, ok := r.claim(ctx, w.sys, w.head)
-		out[i] = claimed{claimWant: w, job: job, rev: rev, sent: sent, ok: ok}
-	})
-	return out
+// stepWorker is a goroutine that runs steps. Its work channel has room for
+// one step, so the loop never blocks handing one over.
+type stepWorker struct {
+	work  chan stepWork
+	since time.Time // when it became idle, by the Runner's clock
+}
+
+// idleWorkerTimeout is how long a worker stays idle before the loop retires
+// it.
+const idleWorkerTimeout = 2 * time.Second
+
+// worker runs steps: w, then the ones the loop hands it after each outcome.
+// Workers outlive one step so that their stacks, grown by the first step
+// (JSON, BMC calls), are reused: a goroutine per step spent ~10% of the
+// Runner's CPU growing fresh stacks. The loop keeps the idle ones (stepped
+// returns a worker to l.idle with its outcome, before any new step is
+// launched, so there are never more workers than steps recently in flight)
+// and retires those idle for idleWorkerTimeout or beyond maxIdleWorkers
+// (retireIdle), and all of them when it stops. Workers still bounds steps in flight.
+func (l *loop) worker(sw *stepWorker, w stepWork) {
+	defer l.wg.Done()
+	growstack.Grow()
+	for w.h != nil {
+		o := l.r.step(w.ctx, w.h, w.j, w.rev)
+		w.h.watch.disarm()
+		w.cancel()
+		o.worker = sw
+		l.steps <- o
+		w = <-sw.work
+	}
+}
+
+// maxIdleWorkers bounds the idle workers kept. A step's worker is reused
+// at once when its job has another step due; the idle ones beyond this are
+// workers of jobs that completed or wait (a timer, an event), and keeping
+// them would add a goroutine per such job to the one the job's lock
+// release (drop) takes.
+const maxIdleWorkers = 256
+
+// retireIdle stops the workers idle since before now - idleWorkerTimeout,
+// and the longest idle beyond maxIdleWorkers.
+func (l *loop) retireIdle(now time.Time) {
+	n := max(len(l.idle)-maxIdleWorkers, 0)
+	for n < len(l.idle) && now.Sub(l.idle[n].since) >= idleWorkerTimeout {
+		n++
+	}
+	if n > 0 {
+		for _, sw := range l.idle[:n] {
+			sw.work <- stepWork{}
+		}
+		rest := copy(l.idle, l.idle[n:])
+		clear(l.idle[rest:])
+		l.idle = l.idle[:rest]
+	}
 }

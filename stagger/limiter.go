@@ -13,11 +13,9 @@ import (
 	"github.com/bmckit/bmckit/storage"
 )
 
-// Clock stamps admissions. job.Clock, internal/clock's Real and Fake, and
-// any value with a Now method fit.
-type Clock interface {
-	Now() time.Time
-}
+// Clock stamps admissions: [clock.Source], so job.Clock, clock.Real,
+// clock.Fake and any value with a Now method fit.
+type Clock = clock.Source
 
 // Limits and defaults of [Config].
 const (

@@ -41,7 +41,7 @@ type floorResult struct {
 // returns when it completed; the BMC connection is released after.
 func stepToEnd(ctx context.Context, s *job.Stepper, j *job.Job) (time.Time, error) {
 	persist := func(context.Context, *job.Job) error { return nil }
-	defer func() { _ = s.Release(ctx, j) }()
+	defer func() { _ = s.Release(ctx, j.Name, j.Spec.BMC) }()
 	for {
 		res, err := s.Step(ctx, j, persist)
 		if err != nil {

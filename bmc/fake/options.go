@@ -6,15 +6,13 @@ import (
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/clock"
 )
 
 // Clock is the time source the fake uses for latency and for delayed power
-// transitions. Any value with these two methods fits, e.g. a manually
-// advanced fake clock in a test. Defaults to the wall clock.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
+// transitions: [clock.Clock], so a manually advanced clock.Fake in a test
+// fits, as does any value with Now and After. Defaults to the wall clock.
+type Clock = clock.Clock
 
 // realClock is the wall clock.
 type realClock struct{}

@@ -12,14 +12,13 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/budget"
+	"github.com/bmckit/bmckit/clock"
 )
 
-// Clock is the time source for retry back-off and settle polling. Any value
-// with these two methods fits (internal/clock.Real and .Fake do).
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
+// Clock is the time source for retry back-off and settle polling:
+// [clock.Clock], so clock.Real, clock.Fake and any value with Now and After
+// fit.
+type Clock = clock.Clock
 
 type wallClock struct{}
 

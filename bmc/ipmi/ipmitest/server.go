@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	bmckitclock "github.com/bmckit/bmckit/clock"
 	gobmc "github.com/bougou/go-ipmi/pkg/bmc"
 	"github.com/bougou/go-ipmi/pkg/clock"
 	"github.com/bougou/go-ipmi/pkg/hal/mock"
@@ -93,11 +94,9 @@ type Options struct {
 	ReplayOldReplies bool
 }
 
-// Clock is the simulator's time source: any value with Now, such as
-// github.com/bmckit/bmckit/clock's Fake.
-type Clock interface {
-	Now() time.Time
-}
+// Clock is the simulator's time source: bmckit's [bmckitclock.Source], any
+// value with Now (bmckit's clock.Fake, for one).
+type Clock = bmckitclock.Source
 
 type wallClock struct{}
 

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"net/http"
 	"time"
+
+	"github.com/bmckit/bmckit/clock"
 )
 
 // SessionMode selects how the simulated BMC answers session creation.
@@ -101,10 +103,9 @@ type Faults struct {
 	Func func(method, path string) Fault
 }
 
-// Clock is the simulator's time source. Defaults to the wall clock.
-type Clock interface {
-	Now() time.Time
-}
+// Clock is the simulator's time source: [clock.Source], any value with
+// Now (clock.Fake, for one). Defaults to the wall clock.
+type Clock = clock.Source
 
 // Config selects the simulated BMC's personality. The zero value is a
 // well-behaved single-system BMC with sessions (201 with body), optional

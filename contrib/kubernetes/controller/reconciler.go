@@ -343,7 +343,7 @@ func (r *Reconciler[O]) release(ctx context.Context, obj O, j *job.Job, fin stri
 	if !controllerutil.ContainsFinalizer(obj, fin) {
 		return nil
 	}
-	if err := r.Stepper.Release(ctx, j); err != nil {
+	if err := r.Stepper.Release(ctx, j.Name, j.Spec.BMC); err != nil {
 		return fmt.Errorf("releasing the BMC session of %s: %w", j.Name, err)
 	}
 	if !j.Completed() {

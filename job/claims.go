@@ -1,0 +1,249 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/storage"
+)
+
+// This file claims systems for the Runner: the lock write that takes a
+// system for the head of its queue (queue.go) or for the unfinished job
+// that holds it, many at once so a store with group commit batches them,
+// and the loop's handling of the outcomes.
+
+// claim takes system sys's lock for the job that must run on it next: the
+// lock's holder if it is unfinished (a started job is resumed before any
+// other), else head, the first of this runner's queue for sys. It returns
+// that job, the lock's revision and when the lock write was sent.
+func (r *Runner) claim(ctx context.Context, sys, head string) (job string, rev int64, sent time.Time, ok bool) {
+	if !r.locks.observed(sys) {
+		// Most systems are free: try to create the lock first (one write,
+		// no read). No lock record means no job holds the system: a lock is
+		// deleted only after its holder completed.
+		sent = r.cfg.Clock.Now()
+		rev, err := r.locks.write(ctx, sys, lockRecord{Holder: head, Owner: r.cfg.Owner}, 0, r.cfg.LeaseDuration)
+		if err == nil {
+			return head, rev, sent, true
+		}
+		if !errors.Is(err, storage.ErrExists) {
+			if ctx.Err() == nil {
+				r.log.Error(err, "taking system lock failed; will retry", "system", sys)
+			}
+			return "", 0, time.Time{}, false
+		}
+	}
+	cur, curRev, err := r.locks.read(ctx, sys)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Error(err, "reading system lock failed; will retry", "system", sys)
+		}
+		return "", 0, time.Time{}, false
+	}
+	job = head
+	if !r.takeable(sys, cur, curRev) {
+		return "", 0, time.Time{}, false
+	}
+	if cur.Holder != "" && r.locks.ours(cur) && cur.Holder != head {
+		// A started job is resumed before any other.
+		unfinished, err := r.unfinished(ctx, cur.Holder)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Error(err, "reading the lock holder's job failed; will retry", "system", sys, "job", cur.Holder)
+			}
+			return "", 0, time.Time{}, false
+		}
+		if unfinished {
+			job = cur.Holder
+		}
+	}
+	sent = r.cfg.Clock.Now()
+	rev, err = r.locks.write(ctx, sys, lockRecord{Holder: job, Owner: r.cfg.Owner}, curRev, r.cfg.LeaseDuration)
+	if err != nil {
+		if !lostRace(err) && ctx.Err() == nil {
+			r.log.Error(err, "taking system lock failed; will retry", "system", sys)
+		}
+		return "", 0, time.Time{}, false
+	}
+	if cur.Owner != "" && cur.Owner != r.cfg.Owner {
+		r.log.Info("took over an expired system lock", "system", sys, "previousOwner", cur.Owner, "job", job)
+	}
+	return job, rev, sent, true
+}
+
+// takeable reports whether this runner may take system sys's lock cur (at
+// revision rev) now: it is free; or released (no owner), or this runner's
+// own Owner's; or its lease was seen unchanged for a whole lease by this
+// runner's clock. A lock whose holder is a job of another namespace
+// (another KeyPrefix) is taken only so, whoever owns it: only that
+// namespace's runners can resume its holder, so this runner waits for it
+// to be freed or to expire, then takes the system for its own queue's
+// head. It records lease observations (lockTable.expired); claim and the
+// replicas' watch (replicas.go) share it.
+func (r *Runner) takeable(sys string, cur lockRecord, rev int64) bool {
+	switch {
+	case rev == 0 || cur.Holder == "":
+		return true
+	case !r.locks.ours(cur):
+		return r.locks.expired(sys, cur, rev)
+	default:
+		return cur.Owner == "" || cur.Owner == r.cfg.Owner || r.locks.expired(sys, cur, rev)
+	}
+}
+
+// unfinished reports whether job name exists and has not completed.
+func (r *Runner) unfinished(ctx context.Context, name string) (bool, error) {
+	rec, err := r.cfg.Store.Get(ctx, r.jobKey(name))
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var h jobHead
+	if err := unmarshalRecord(rec.Value, &h); err != nil {
+		return false, nil // undecodable: it cannot be run
+	}
+	return !h.completed(), nil
+}
+
+// claim takes the locks of free systems with queued jobs, concurrently, in
+// the background; claimed receives the results. It claims no more than this
+// runner's share of the claimable systems (replicas.go); the locks of the
+// others it only watches.
+func (l *loop) claim() {
+	if l.ctx.Err() != nil {
+		return
+	}
+	now := l.r.cfg.Clock.Now()
+	l.tick(now) // heartbeat listings (replicas.go)
+	if l.claiming {
+		return
+	}
+	r, p := l.r, l.r.peers
+	cands := p.cands[:0]
+	for sys := range r.queue.free {
+		if l.held[sys] != nil || l.handing[sys] {
+			delete(r.queue.free, sys)
+			p.forget(sys)
+			continue
+		}
+		if t, ok := l.retryAt[sys]; ok && now.Before(t) {
+			continue // held by another runner: look again at the next scan interval
+		}
+		if len(r.queue.bySys[sys]) == 0 {
+			delete(r.queue.free, sys)
+			p.forget(sys)
+			continue
+		}
+		cands = append(cands, sys)
+	}
+	room := p.share(len(r.queue.bySys)) - len(l.held) - len(l.handing)
+	if len(cands) > room {
+		p.prefer(cands)
+	}
+	var want []claimWant
+	var watch []string
+	for _, sys := range cands {
+		head := r.queue.bySys[sys][0]
+		if len(want) >= room && !p.overdue(sys, now) {
+			watch = append(watch, sys)
+			l.retryAt[sys] = now.Add(r.cfg.ScanInterval)
+			continue
+		}
+		epKey := head.ep.Key()
+		if l.perEndpoint[epKey] >= r.cfg.EndpointConcurrency {
+			// Parked until a system of its endpoint is released.
+			delete(r.queue.free, sys)
+			pk := l.parked[epKey]
+			if pk == nil {
+				pk = map[string]struct{}{}
+				l.parked[epKey] = pk
+			}
+			pk[sys] = struct{}{}
+			continue
+		}
+		l.perEndpoint[epKey]++ // reserved; claimed() keeps or returns it
+		want = append(want, claimWant{sys: sys, head: head.name, ep: head.ep})
+	}
+	clear(cands)
+	p.cands = cands[:0]
+	clear(p.hinted)
+	if len(want) == 0 && len(watch) == 0 {
+		return
+	}
+	for _, w := range want {
+		delete(r.queue.free, w.sys)
+	}
+	l.claiming = true
+	go func() {
+		ctx, cancel := context.WithTimeout(l.ctx, r.storeCallTimeout())
+		defer cancel()
+		cs := r.claimAll(ctx, want)
+		p.watch(ctx, watch)
+		l.claims <- cs
+	}()
+}
+
+// claimed takes in the systems a claim batch got.
+func (l *loop) claimed(cs []claimed, batch bool) {
+	if batch {
+		l.claiming = false
+	}
+	r := l.r
+	now := r.cfg.Clock.Now()
+	for _, c := range cs {
+		if !c.ok {
+			l.endpointDone(c.ep.Key())
+			if len(r.queue.bySys[c.sys]) > 0 {
+				r.queue.free[c.sys] = struct{}{}
+				l.retryAt[c.sys] = now.Add(r.cfg.ScanInterval)
+			}
+			continue
+		}
+		delete(l.retryAt, c.sys)
+		h := &held{sys: c.sys, ep: c.ep, epKey: c.ep.Key(), job: c.job, lockRev: c.rev, until: l.r.validUntil(c.sent),
+			log: l.r.log.WithValues("job", c.job, "system", c.sys)}
+		h.fence.init(r.cfg.Clock, l.fenceBase, c.sys)
+		h.fence.set(h.until)
+		h.fctx, h.watch.f = bmc.WithFence(l.ctx, &h.fence), &h.fence
+		if j, rev, ok := r.fresh.take(c.job); ok {
+			h.j, h.rev = j, rev // as Submit created it: no read back (freshjobs.go)
+		}
+		l.held[c.sys] = h
+		r.holding.add(c.sys)
+		l.noteUntil(h.until)
+		l.schedule(h, now)
+	}
+}
+
+// claimWant is a system to claim, with the first job of this runner's queue
+// for it.
+type claimWant struct {
+	sys  string
+	head string
+	ep   bmc.Endpoint
+}
+
+// claimed is the result of one claim.
+type claimed struct {
+	claimWant
+	job  string // the job to run: the lock's unfinished holder, or head
+	rev  int64
+	sent time.Time
+	ok   bool
+}
+
+// claimAll claims systems concurrently, so a store with group commit
+// batches the lock writes into few commits.
+func (r *Runner) claimAll(ctx context.Context, want []claimWant) []claimed {
+	out := make([]claimed, len(want))
+	fanOut(len(want), func(i int) {
+		w := want[i]
+		job, rev, sent, ok := r.claim(ctx, w.sys, w.head)
+		out[i] = claimed{claimWant: w, job: job, rev: rev, sent: sent, ok: ok}
+	})
+	return out
+}
