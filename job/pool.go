@@ -113,105 +113,140 @@ func (p *ConnPool) Get(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentia
 // that no longer uses the system cannot close the connection of the job that
 // does. fresh is true when the driver was dialed or opened by this call:
 // everything it counted on the wire (bmc.StatsReporter) was for user.
+//
+// Each round decides under the lock (next) and acts outside it: connections
+// it replaced are closed, then it returns the system's connection, waits for
+// a dial in flight, dials, or opens a view on the endpoint's session.
 func (p *ConnPool) getFor(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials, user string) (drv bmc.Driver, fresh bool, err error) {
-	sys := ep.SystemKey()
-	// The connection's version: the credentials and the address's options
-	// (e.g. ipmi://host?cipher=3): a change of either dials again, and
-	// addresses that differ in options never share a session.
 	now := p.now()
-	p.mu.Lock()
-	h := p.versionLocked(creds, ep.Options)
-	stale := p.sweepLocked(now)
+	for {
+		p.mu.Lock()
+		n := p.nextLocked(ep, creds, user, now)
+		p.mu.Unlock()
+		p.closeAll(ctx, n.stale)
+		switch {
+		case n.drv != nil:
+			return n.drv, false, nil
+		case n.wait != nil:
+			select {
+			case <-n.wait:
+			case <-ctx.Done():
+				return nil, false, ctx.Err()
+			}
+		case n.dial != nil:
+			return p.dial(ctx, n.dial, ep, creds, n.version, user)
+		default:
+			return p.openView(ctx, n.view, ep, creds, n.version, user, now)
+		}
+	}
+}
+
+// poolStep is what getFor does next: return drv, wait for a dial in flight,
+// dial session dial, or open a view on session view; after closing stale.
+type poolStep struct {
+	stale   []bmc.Driver
+	version string // the connection's version (versionLocked)
+	drv     bmc.Driver
+	wait    <-chan struct{}
+	dial    *session
+	view    *session
+}
+
+// nextLocked decides getFor's next step. The connection's version is the
+// credentials and the address's options (e.g. ipmi://host?cipher=3): a
+// change of either dials again, and addresses that differ in options never
+// share a session. Callers hold p.mu.
+func (p *ConnPool) nextLocked(ep bmc.Endpoint, creds bmc.Credentials, user string, now time.Time) poolStep {
+	sys := ep.SystemKey()
+	n := poolStep{version: p.versionLocked(creds, ep.Options), stale: p.sweepLocked(now)}
 	if c := p.systems[sys]; c != nil {
-		if c.credsHash == h && !c.sess.dead {
+		if c.credsHash == n.version && !c.sess.dead {
 			c.lastUsed = now
 			if user != "" {
 				// A Get on behalf of no job (a monitor's read) must not
 				// take the connection away from the job using it.
 				c.user = user
 			}
-			p.mu.Unlock()
-			p.closeAll(ctx, stale)
-			return c.drv, false, nil
+			n.drv = c.drv
+			return n
 		}
-		stale = append(stale, p.dropLocked(sys)...)
+		n.stale = append(n.stale, p.dropLocked(sys)...)
 	}
-	skey := sessionKey(ep, h)
+	skey := sessionKey(ep, n.version)
 	for {
 		s := p.sessions[skey]
-		if s == nil {
+		switch {
+		case s == nil:
 			// Dial a new session; concurrent Gets for this endpoint wait.
-			s = &session{key: skey, ready: make(chan struct{})}
-			p.sessions[skey] = s
-			p.mu.Unlock()
-			p.closeAll(ctx, stale)
-			return p.dial(ctx, s, ep, creds, h, user)
-		}
-		select {
-		case <-s.ready:
-		default:
-			p.mu.Unlock()
-			p.closeAll(ctx, stale)
-			stale = nil
-			select {
-			case <-s.ready:
-			case <-ctx.Done():
-				return nil, false, ctx.Err()
-			}
-			p.mu.Lock()
-			continue
-		}
-		if s.dead || s.err != nil {
+			n.dial = &session{key: skey, ready: make(chan struct{})}
+			p.sessions[skey] = n.dial
+			return n
+		case !isClosed(s.ready):
+			n.wait = s.ready
+			return n
+		case s.dead || s.err != nil:
 			if p.sessions[skey] == s {
 				delete(p.sessions, skey)
 			}
 			continue
-		}
-		if s.ownerSys == sys {
+		case s.ownerSys == sys:
 			s.refs++
-			p.systems[sys] = &sysConn{sess: s, drv: s.owner, credsHash: h, lastUsed: now, user: user}
-			p.mu.Unlock()
-			p.closeAll(ctx, stale)
-			return s.owner, false, nil // it counted the dial and earlier jobs' calls
+			p.systems[sys] = &sysConn{sess: s, drv: s.owner, credsHash: n.version, lastUsed: now, user: user}
+			n.drv = s.owner // it counted the dial and earlier jobs' calls
+			return n
 		}
-		opener, ok := s.owner.(bmc.SystemOpener)
-		if !ok {
+		if _, ok := s.owner.(bmc.SystemOpener); !ok {
 			// This driver has one session per system: dial one of its own,
 			// not shared.
-			p.mu.Unlock()
-			p.closeAll(ctx, stale)
-			return p.dial(ctx, &session{ready: make(chan struct{})}, ep, creds, h, user)
+			n.dial = &session{ready: make(chan struct{})}
+			return n
 		}
 		s.refs++ // keeps the session open while the view is opened
-		p.mu.Unlock()
-		p.closeAll(ctx, stale)
-		view, err := opener.OpenSystem(ctx, ep)
-		p.mu.Lock()
-		if err != nil {
-			stale = p.unrefLocked(s)
-			p.mu.Unlock()
-			p.closeAll(ctx, stale)
-			if errors.Is(err, bmc.ErrNotSupported) {
-				return p.dial(ctx, &session{ready: make(chan struct{})}, ep, creds, h, user)
-			}
-			return nil, false, err
-		}
-		if s.dead {
-			p.mu.Unlock()
-			p.closeAll(ctx, []bmc.Driver{view})
-			return nil, false, bmc.Transient(errors.New("the BMC session was closed while opening the system; retry"))
-		}
-		if old := p.systems[sys]; old != nil {
-			stale = p.dropLocked(sys) // a concurrent Get for the same system
-		}
-		p.systems[sys] = &sysConn{sess: s, drv: view, credsHash: h, lastUsed: now, user: user}
-		if p.wire != nil {
-			p.wireSeen[view] = wireSeen{proto: ep.Protocol, endpoint: ep.Key()}
-		}
-		p.mu.Unlock()
-		p.closeAll(ctx, stale)
-		return view, true, nil
+		n.view = s
+		return n
 	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// openView opens a view for ep's system on session s (whose reference
+// nextLocked took) and installs it as the system's connection.
+func (p *ConnPool) openView(ctx context.Context, s *session, ep bmc.Endpoint, creds bmc.Credentials, h, user string, now time.Time) (bmc.Driver, bool, error) {
+	view, err := s.owner.(bmc.SystemOpener).OpenSystem(ctx, ep)
+	p.mu.Lock()
+	if err != nil {
+		stale := p.unrefLocked(s)
+		p.mu.Unlock()
+		p.closeAll(ctx, stale)
+		if errors.Is(err, bmc.ErrNotSupported) {
+			return p.dial(ctx, &session{ready: make(chan struct{})}, ep, creds, h, user)
+		}
+		return nil, false, err
+	}
+	if s.dead {
+		p.mu.Unlock()
+		p.closeAll(ctx, []bmc.Driver{view})
+		return nil, false, bmc.Transient(errors.New("the BMC session was closed while opening the system; retry"))
+	}
+	sys := ep.SystemKey()
+	var stale []bmc.Driver
+	if p.systems[sys] != nil {
+		stale = p.dropLocked(sys) // a concurrent Get for the same system
+	}
+	p.systems[sys] = &sysConn{sess: s, drv: view, credsHash: h, lastUsed: now, user: user}
+	if p.wire != nil {
+		p.wireSeen[view] = wireSeen{proto: ep.Protocol, endpoint: ep.Key()}
+	}
+	p.mu.Unlock()
+	p.closeAll(ctx, stale)
+	return view, true, nil
 }
 
 // dial fills in session s (registered in p.sessions under s.key when it is
