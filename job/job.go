@@ -141,11 +141,15 @@ var specLimits = strictjson.Limits{Bytes: MaxSpecBytes, String: 4096, Array: Max
 
 // Validate checks the spec; errors wrap ErrInvalidSpec and name the field by
 // its JSON path, e.g. `tasks[1].power.op: "of" is not one of ...`.
-func (s *Spec) Validate() error {
+func (s *Spec) Validate() error { return s.validate(bmc.ParseEndpoint) }
+
+// validate is Validate with the BMC address parsed by parse (the Stepper's
+// cache on every job start).
+func (s *Spec) validate(parse func(string) (bmc.Endpoint, error)) error {
 	if len(s.BMC) > MaxBMCLength {
 		return fmt.Errorf("%w: bmc: %d bytes, at most %d", ErrInvalidSpec, len(s.BMC), MaxBMCLength)
 	}
-	if _, err := bmc.ParseEndpoint(s.BMC); err != nil {
+	if _, err := parse(s.BMC); err != nil {
 		return fmt.Errorf("%w: bmc: %v", ErrInvalidSpec, strings.TrimPrefix(err.Error(), "bmc: "))
 	}
 	if len(s.CredentialsRef) > MaxCredentialsRefLength {

@@ -278,6 +278,11 @@ func (r *Runner) Wait(ctx context.Context, name string) (*Job, error) {
 			r.unwait(name, w)
 			return j, ctx.Err()
 		case <-w.ch:
+			if w.done != nil {
+				// This runner completed it: its own state, not the
+				// record read back and decoded.
+				return copyJob(w.done), nil
+			}
 		case <-r.cfg.Clock.After(r.cfg.ScanInterval):
 			r.unwait(name, w)
 		}
@@ -285,10 +290,11 @@ func (r *Runner) Wait(ctx context.Context, name string) (*Job, error) {
 }
 
 // waiters are the Wait calls of one job: n of them, woken together when ch
-// closes.
+// closes. done, when not nil, is the job as this runner completed it.
 type waiters struct {
-	ch chan struct{}
-	n  int
+	ch   chan struct{}
+	n    int
+	done *Job
 }
 
 func (r *Runner) waitCh(name string) *waiters {
@@ -314,9 +320,16 @@ func (r *Runner) unwait(name string, w *waiters) {
 }
 
 // signal wakes the waiters of job name.
-func (r *Runner) signal(name string) {
+func (r *Runner) signal(name string) { r.signalDone(name, nil) }
+
+// signalDone wakes the waiters of job name, which this runner just stored
+// as j, completed; they return a copy of it.
+func (r *Runner) signalDone(name string, j *Job) {
 	r.mu.Lock()
 	if w := r.waiters[name]; w != nil {
+		if j != nil {
+			w.done = copyJob(j)
+		}
 		close(w.ch)
 		delete(r.waiters, name)
 	}

@@ -504,7 +504,7 @@ func (r *stepRun) initialize(ctx context.Context) (res StepResult, done bool, er
 	conds := make([]conditions.Condition, 2*(len(j.Spec.Tasks)+1))
 	j.Status = Status{ObservedGeneration: j.Generation, StartTime: timestamp.Ptr(now), Tasks: make([]task.Status, len(j.Spec.Tasks)),
 		Conditions: conds[0:0:2]}
-	if err := j.Spec.Validate(); err != nil {
+	if err := j.Spec.validate(r.s.eps.parse); err != nil {
 		res, err := r.finish(ctx, conditions.ResultFailed, conditions.ReasonInvalidSpec, err.Error(), conditions.ReasonSkipped)
 		return res, true, err
 	}

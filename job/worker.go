@@ -92,7 +92,7 @@ func (r *Runner) persister(name string, rev *int64) PersistFunc {
 		*rev = n
 		r.own.note(name, n)
 		if j.Completed() {
-			r.signal(name) // Wait returns completed jobs only
+			r.signalDone(name, j) // Wait returns completed jobs only
 		}
 		return nil
 	}

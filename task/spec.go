@@ -220,9 +220,9 @@ func (e *FieldError) Unwrap() error { return ErrInvalid }
 type action interface {
 	// describe is Spec.Describe's text for an unnamed task.
 	describe() string
-	// validate checks the action's fields; bad builds the error of a
-	// field given by its path under the action ("" for the action itself).
-	validate(bad func(field, format string, args ...any) error) error
+	// validate checks the action's fields; path is the action's JSON
+	// name, under which its errors (fieldErr) name the field.
+	validate(path string) error
 }
 
 // namedAction is one action field: its JSON name and its value (nil when
@@ -335,18 +335,24 @@ func (s *Spec) Validate() error {
 	bad := func(field, format string, args ...any) error {
 		return &FieldError{Path: field, Msg: fmt.Sprintf(format, args...)}
 	}
-	var set, all []string
-	var act namedAction
-	for _, a := range s.actions() {
-		all = append(all, a.name)
+	actions := s.actions()
+	n, act := 0, namedAction{}
+	for _, a := range actions {
 		if a.a != nil {
-			set, act = append(set, a.name), a
+			n, act = n+1, a
 		}
 	}
-	if len(set) == 0 {
-		return &FieldError{Msg: "no action set: set exactly one of " + strings.Join(all, ", ")}
-	}
-	if len(set) > 1 {
+	if n != 1 {
+		var set, all []string
+		for _, a := range actions {
+			all = append(all, a.name)
+			if a.a != nil {
+				set = append(set, a.name)
+			}
+		}
+		if n == 0 {
+			return &FieldError{Msg: "no action set: set exactly one of " + strings.Join(all, ", ")}
+		}
 		sort.Strings(set)
 		return &FieldError{Msg: strings.Join(set, " and ") + " are all set: set exactly one action"}
 	}
@@ -356,13 +362,7 @@ func (s *Spec) Validate() error {
 	if s.Timeout.Duration > 7*24*time.Hour {
 		return bad("timeout", "%s is longer than 7 days", s.Timeout.Duration)
 	}
-	err := act.a.validate(func(field, format string, args ...any) error {
-		if field != "" {
-			field = "." + field
-		}
-		return bad(act.name+field, format, args...)
-	})
-	if err != nil {
+	if err := act.a.validate(act.name); err != nil {
 		return err
 	}
 	if len(s.Name) > 253 {
@@ -371,89 +371,98 @@ func (s *Spec) Validate() error {
 	return nil
 }
 
-func (a *PowerAction) validate(bad func(field, format string, args ...any) error) error {
+func (a *PowerAction) validate(path string) error {
 	switch a.Op {
 	case PowerOn, PowerOff, PowerSoftOff, PowerCycle, PowerReset:
 		return nil
 	}
-	return bad("op", "%q is not one of on, off, soft-off, cycle, reset", a.Op)
+	return fieldErr(path, "op", "%q is not one of on, off, soft-off, cycle, reset", a.Op)
 }
 
-func (*PowerStatusAction) validate(func(string, string, ...any) error) error { return nil }
-func (*ReachableAction) validate(func(string, string, ...any) error) error   { return nil }
+func (*PowerStatusAction) validate(string) error { return nil }
+func (*ReachableAction) validate(string) error   { return nil }
 
-func (a *BMCResetAction) validate(bad func(field, format string, args ...any) error) error {
+func (a *BMCResetAction) validate(path string) error {
 	switch a.Type {
 	case BMCResetWarm, BMCResetCold:
 		return nil
 	}
-	return bad("type", "%q is not one of warm, cold", a.Type)
+	return fieldErr(path, "type", "%q is not one of warm, cold", a.Type)
 }
 
-func (b *BootDeviceAction) validate(bad func(field, format string, args ...any) error) error {
+func (b *BootDeviceAction) validate(path string) error {
 	switch b.Device {
 	case BootPXE, BootDisk, BootCDROM, BootBIOS, BootHTTP:
 	default:
-		return bad("device", "%q is not one of pxe, disk, cdrom, bios, http", b.Device)
+		return fieldErr(path, "device", "%q is not one of pxe, disk, cdrom, bios, http", b.Device)
 	}
 	switch b.Mode {
 	case "", BootModeUEFI, BootModeLegacy:
 	default:
-		return bad("mode", "%q is not one of uefi, legacy (or empty to leave unchanged)", b.Mode)
+		return fieldErr(path, "mode", "%q is not one of uefi, legacy (or empty to leave unchanged)", b.Mode)
 	}
 	if b.Persistent && b.EmulateOnce != nil && *b.EmulateOnce {
-		return bad("emulateOnce", "only a one-time override is emulated; remove it or persistent")
+		return fieldErr(path, "emulateOnce", "only a one-time override is emulated; remove it or persistent")
 	}
 	if b.Device != BootHTTP {
 		if b.URI != "" {
-			return bad("uri", "only device http boots from a URI; remove it or set device http")
+			return fieldErr(path, "uri", "only device http boots from a URI; remove it or set device http")
 		}
 		return nil
 	}
 	if b.Mode == BootModeLegacy {
-		return bad("mode", "UEFI HTTP boot cannot boot in legacy mode: set uefi or leave it empty")
+		return fieldErr(path, "mode", "UEFI HTTP boot cannot boot in legacy mode: set uefi or leave it empty")
 	}
 	if err := checkBootURI(b.URI); err != "" {
-		return bad("uri", "%s", err)
+		return fieldErr(path, "uri", "%s", err)
 	}
 	return nil
 }
 
-func (v *VirtualMediaAction) validate(bad func(field, format string, args ...any) error) error {
+func (v *VirtualMediaAction) validate(path string) error {
 	switch v.Kind {
 	case "", MediaCD, MediaUSB:
 	default:
-		return bad("kind", "%q is not one of cd, usb", v.Kind)
+		return fieldErr(path, "kind", "%q is not one of cd, usb", v.Kind)
 	}
 	if v.Eject && v.ImageURL != "" {
-		return bad("", "imageURL and eject are both set: set one")
+		return fieldErr(path, "", "imageURL and eject are both set: set one")
 	}
 	if !v.Eject && v.ImageURL == "" {
-		return bad("", "set imageURL to insert or eject: true to eject")
+		return fieldErr(path, "", "set imageURL to insert or eject: true to eject")
 	}
 	if len(v.ImageURL) > maxImageURL {
-		return bad("imageURL", "%d bytes, at most %d", len(v.ImageURL), maxImageURL)
+		return fieldErr(path, "imageURL", "%d bytes, at most %d", len(v.ImageURL), maxImageURL)
 	}
 	if v.ImageURL != "" {
 		// Check for credentials first ('@' anywhere, as a password with
 		// '/' or '?' would not parse as userinfo) so that the error below,
 		// which echoes the URL, never repeats a password.
 		if strings.Contains(v.ImageURL, "@") {
-			return bad("imageURL", "credentials in the image URL are not accepted")
+			return fieldErr(path, "imageURL", "credentials in the image URL are not accepted")
 		}
 		u, err := url.Parse(v.ImageURL)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "nfs" && u.Scheme != "cifs") {
-			return bad("imageURL", "%q is not an http(s), nfs or cifs URL with a host", truncate(v.ImageURL, 200))
+			return fieldErr(path, "imageURL", "%q is not an http(s), nfs or cifs URL with a host", truncate(v.ImageURL, 200))
 		}
 	}
 	return nil
 }
 
-func (w *WaitForBootAction) validate(bad func(field, format string, args ...any) error) error {
+func (w *WaitForBootAction) validate(path string) error {
 	if u := w.SystemUUID; u != "" && !looksLikeUUID(u) {
-		return bad("systemUUID", "%q is not a UUID", truncate(u, 80))
+		return fieldErr(path, "systemUUID", "%q is not a UUID", truncate(u, 80))
 	}
 	return w.validatePolicy()
+}
+
+// fieldErr is the *FieldError of field, a path under the action at path
+// ("" for the action itself).
+func fieldErr(path, field, format string, args ...any) error {
+	if field != "" {
+		path += "." + field
+	}
+	return &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)}
 }
 
 // Decode parses a JSON task spec strictly (unknown fields are errors) and
