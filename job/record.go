@@ -13,10 +13,11 @@ import (
 // the Runner's other records (locks, runner records). They are encoded with
 // go-json, a dependency the core already has: the same bytes (checked
 // against encoding/json by TestStoredRecordIsEncodingJSON and
-// FuzzRecord) at about half the Stepper's CPU per stored task
-// (docs/benchmarks.md, "One record format"). The Runner keeps the state of
-// the jobs it runs in memory and decodes a record only when another process
-// wrote it (a host's Update, another replica's step), also with go-json.
+// FuzzRecord) at about half encoding/json's CPU per stored task
+// (docs/benchmarks.md, "Issue 28: the Runner against the floor, and the
+// record format"). The Runner keeps the state of the jobs it runs in
+// memory and decodes a record only when another process wrote it (a host's
+// Update, another replica's step), also with go-json.
 // docs/jobs.md ("Stored records") has the format and its history;
 // legacyrecord.go reads records written before it was plain JSON.
 
