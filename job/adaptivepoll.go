@@ -14,42 +14,64 @@ import (
 // action (a graceful shutdown of one OS, a POST of one firmware). Polling at
 // PollInterval for the whole wait spends most of its requests on reads that
 // cannot succeed yet. The Stepper therefore remembers, in memory, when the
-// recent changes of each (system, action) landed, measured from the request,
-// and polls sparsely before the earliest of them and densely across the
-// window where they landed:
+// recent changes of each (system, action) landed, measured from the moment
+// the action was sent (when the BMC answered it, so that time spent queued
+// behind the endpoint's request budget does not count), and reads the state
+// on a grid fitted to that window [lo, hi] (lo: the 5th percentile of the
+// last 16 landings, hi: the 90th). The rules, with D = DenseInterval and
+// G = MaxGap:
 //
 //   - learning: until MinSamples changes were seen (for the system, or
 //     else for its endpoint: systems behind one BMC tend to behave alike),
 //     polls follow the fixed schedule (PollInterval, SlowPollInterval after
 //     SlowPollAfter);
-//   - before the window: one sparse poll half-way to it, so a change that
-//     came early this time is not missed for long (none when the window
-//     starts within 4 dense intervals);
-//   - the window: polls every DenseInterval from the window's start to its
-//     end plus one DenseInterval (a change is seen within one DenseInterval
-//     of landing: half of it on average);
-//   - after it: the fixed schedule again, as for an unknown BMC.
+//   - the window: reads at hi, hi-D, hi-2D, ... down to the first one that
+//     covers lo (the window is read from its end, so a window narrower than
+//     D costs one read, at its 90th percentile);
+//   - before the window: reads every G counted back from the window's
+//     first read, so that no two reads while a change is expected are more
+//     than G apart (a change that came early is seen within G, not at the
+//     window);
+//   - after it: a read every D, until SlowPollAfter (then the fixed
+//     schedule).
+//
+// So while a change is awaited, the gap between two reads is at most G,
+// and at most D from the window's start on. A change that lands in the
+// window is seen within D of landing; one that lands before it, within G.
 //
 // Each landing is estimated as the middle between the last read that did not
-// show it and the first that did (or the time of the BMC's event, see
-// [bmc.PowerWatcher]), and only from waits this Stepper followed from the
-// request on. The window is the 10th to 90th percentile of the last 16
-// estimates, so one odd change moves it little.
+// show it and the first that did, but at most D/2 before the latter (after a
+// sparse stretch the change most likely landed late in it; the window that
+// results moves earlier by D/2 per change when changes come early, rather
+// than jumping), or the time of the BMC's event, see [bmc.PowerWatcher]; and
+// only from waits this Stepper followed from the request on.
+//
+// Why not more: a BMC whose every change takes a fresh random delay across
+// a wide spread (uniform over 10 s, say) has no window to learn; any
+// schedule with a bounded lag then needs reads across the whole spread
+// (docs/benchmarks.md has the arithmetic and the figures), and this one
+// spends one every D there, half a 250 ms poller's.
 
 // AdaptivePoll configures adaptive polling of power tasks; the zero value
 // turns it on with the defaults below.
 type AdaptivePoll struct {
 	// Disabled turns adaptive polling off: every power wait polls every
 	// PollInterval (SlowPollInterval after SlowPollAfter). Defaults to false
-	// (on): on a BMC whose changes take a predictable time it sends about
-	// half the polls of a 1 s poller for a median detection lag near a
-	// quarter second (docs/benchmarks.md); on others it learns a wide
-	// window or none, and polls as without it.
+	// (on): on a BMC whose changes take a predictable time it sends at most
+	// about half the polls of a 1 s poller for a median detection lag under
+	// 0.3 s (docs/benchmarks.md); on one whose delays spread widely it reads
+	// every DenseInterval across the spread.
 	Disabled bool
-	// DenseInterval is the delay between polls inside the learned window.
-	// Defaults to 2*PollInterval (500ms): a change is seen a quarter second
-	// after it landed, on average.
+	// DenseInterval is the delay between polls inside the learned window
+	// and after it. Defaults to 2*PollInterval (500ms): a change is seen a
+	// quarter second after it landed, on average.
 	DenseInterval time.Duration
+	// MaxGap bounds the gap between two reads of a change that is awaited
+	// on the learned schedule (until SlowPollAfter): before the window,
+	// reads are this far apart. Defaults to 10*PollInterval (2.5s), at least
+	// DenseInterval: a BMC whose changes take about 2 s is then read once,
+	// at the end of its window.
+	MaxGap time.Duration
 	// MinSamples is how many changes of a (system, action) — or of any
 	// system of the endpoint — must have been seen before the schedule
 	// adapts. Defaults to 3.
@@ -62,7 +84,7 @@ type AdaptivePoll struct {
 
 const (
 	pollHistory = 16 // landings kept per key
-	pollLoQ     = 0.1
+	pollLoQ     = 0.05
 	pollHiQ     = 0.9
 )
 
@@ -82,7 +104,7 @@ func (l *landings) add(d time.Duration) {
 	}
 }
 
-// window returns the 10th and 90th percentile of the stored landings.
+// window returns the 5th and 90th percentile of the stored landings.
 func (l *landings) window() (lo, hi time.Duration) {
 	s := slices.Clone(l.d[:l.n])
 	slices.Sort(s)
@@ -184,25 +206,44 @@ func (p *pollLearner) isTrusted(epKey string) bool {
 	return t != nil && t.confirmed && t.misses < 2
 }
 
-// adaptiveDelay is how long after elapsed (time since the request) the next
-// poll is due, given the learned window [lo, hi] and the dense interval;
-// ok is false once past the window (the caller polls on the fixed schedule).
-// Every poll time is a point of a fixed grid (the sparse point lo/2, then
-// lo + k*dense), so steps that run late do not shift the later polls.
-func adaptiveDelay(elapsed, lo, hi, dense time.Duration) (time.Duration, bool) {
+// adaptiveDelay is how long after elapsed (time since the action was sent)
+// the next poll is due, given the learned window [lo, hi], the dense
+// interval and the largest gap (see the rules above). Every poll time is a
+// point of a grid fixed by the window, so steps that run late do not shift
+// the later polls.
+func adaptiveDelay(elapsed, lo, hi, dense, maxGap time.Duration) time.Duration {
 	// A poll due this close is merged with the one just made: a step that
 	// ran a little early must not poll twice in a row.
 	minGap := dense / 4
-	if lo >= 4*dense {
-		if sparse := lo / 2; elapsed+minGap < sparse {
-			return sparse - elapsed, true
-		}
+	// The window's reads, from its end down: the lowest one covers lo (a
+	// read at t sees what landed in (t-dense, t] within dense).
+	first := hi
+	for first-dense > lo {
+		first -= dense
 	}
-	end := hi + dense
-	for t := lo; t <= end+dense/2; t += dense {
-		if elapsed+minGap < t {
-			return t - elapsed, true
+	if elapsed+minGap < first {
+		// Before the window: n reads evenly spaced between the sending
+		// (0) and first, as few as keep every gap within maxGap.
+		n := (first - 1) / maxGap // ceil(first/maxGap) - 1
+		for j := time.Duration(1); j <= n; j++ {
+			if t := first * j / (n + 1); elapsed+minGap < t {
+				return t - elapsed
+			}
 		}
+		return first - elapsed
 	}
-	return 0, false
+	// In the window: points first + k*dense up to hi.
+	if elapsed+minGap < hi {
+		k := (elapsed+minGap-first)/dense + 1
+		return first + k*dense - elapsed
+	}
+	// After it: hi + dense/2, then every dense. The first read after the
+	// window comes sooner: what lands just past the window's end is seen
+	// sooner, and learned closer to where it landed.
+	after := hi + dense/2
+	if elapsed+minGap < after {
+		return after - elapsed
+	}
+	k := (elapsed+minGap-after)/dense + 1
+	return after + k*dense - elapsed
 }

@@ -32,6 +32,7 @@ type slowBMC struct {
 	landAt    time.Time // zero: nothing pending
 	lastLand  time.Time // when the last change landed
 	afterSend int       // PowerState calls since the last SetPower
+	readsAt   []time.Time // when they were made
 	notify    func(bmc.PowerEvent)
 	// landAfterReadBack makes the next change land right after the
 	// action's read-back, with its event sent at once (to a watch that
@@ -49,6 +50,7 @@ func (b *slowBMC) PowerState(context.Context) (bmc.PowerState, error) {
 	b.mu.Lock()
 	b.settle()
 	b.afterSend++
+	b.readsAt = append(b.readsAt, b.clk.Now())
 	st := b.state
 	if !b.landAt.IsZero() {
 		st = bmc.PowerPoweringOff
@@ -79,6 +81,7 @@ func (b *slowBMC) SetPower(_ context.Context, a bmc.PowerAction) error {
 	b.target = a.Target()
 	b.landAt = b.clk.Now().Add(b.delay())
 	b.afterSend = 0
+	b.readsAt = b.readsAt[:0]
 	return nil
 }
 
@@ -100,8 +103,9 @@ func (b watchingBMC) WatchPower(_ context.Context, notify func(bmc.PowerEvent)) 
 
 // pollRun is one job's outcome.
 type pollRun struct {
-	polls int           // reads after the action's read-back
-	lag   time.Duration // from landing to completion
+	polls  int           // reads after the action's read-back
+	lag    time.Duration // from landing to completion
+	maxGap time.Duration // the longest gap between two reads before the landing was seen
 }
 
 // runPowerJobs runs n power jobs (on, off, on, ...) one after the other on
@@ -179,6 +183,9 @@ func runPowerJobsOn(t *testing.T, b *slowBMC, n int, cfg job.StepperConfig, even
 		require.Equal(t, "Succeeded", string(j.Status.Result), j.Status.Message)
 		b.mu.Lock()
 		run := pollRun{polls: b.afterSend - 1, lag: clk.Now().Sub(b.lastLand)}
+		for i := 1; i < len(b.readsAt); i++ {
+			run.maxGap = max(run.maxGap, b.readsAt[i].Sub(b.readsAt[i-1]))
+		}
 		b.mu.Unlock()
 		require.GreaterOrEqual(t, run.lag, time.Duration(0), "job %d completed before its change landed (a transitional state counted)", k)
 		runs = append(runs, run)
@@ -187,43 +194,95 @@ func runPowerJobsOn(t *testing.T, b *slowBMC, n int, cfg job.StepperConfig, even
 }
 
 func summarize(runs []pollRun) (polls int, medianLag time.Duration) {
+	polls, medianLag, _, _ = summarizeAll(runs)
+	return polls, medianLag
+}
+
+// summarizeAll gives the polls, the median and 95th percentile lag, and the
+// longest gap between two reads of any run.
+func summarizeAll(runs []pollRun) (polls int, median, p95, maxGap time.Duration) {
 	lags := make([]time.Duration, len(runs))
 	for i, r := range runs {
 		polls += r.polls
 		lags[i] = r.lag
+		maxGap = max(maxGap, r.maxGap)
 	}
 	slices.Sort(lags)
-	return polls, lags[len(lags)/2]
+	return polls, lags[len(lags)/2], lags[len(lags)*95/100], maxGap
+}
+
+// uniformDelays draws uniformly from [lo, hi], reproducibly.
+func uniformDelays(lo, hi time.Duration, seed int64) func() time.Duration {
+	rng := rand.New(rand.NewSource(seed))
+	return func() time.Duration { return lo + time.Duration(rng.Int63n(int64(hi-lo)+1)) }
 }
 
 // eightPlusMinusOne draws uniformly from 7-9 s, reproducibly.
 func eightPlusMinusOne() func() time.Duration {
-	rng := rand.New(rand.NewSource(7))
-	return func() time.Duration { return 7*time.Second + time.Duration(rng.Int63n(int64(2*time.Second))) }
+	return uniformDelays(7*time.Second, 9*time.Second, 7)
 }
 
-// TestAdaptivePollEightSeconds: on a BMC whose changes take 8±1 s, adaptive
-// polling (the default) sees a change within 0.3 s (median) with at most
-// half the polls of a 1 s poller, once it learned the system.
-func TestAdaptivePollEightSeconds(t *testing.T) {
-	const n, warm = 60, 6 // 3 changes per action to learn
-	adaptive := runPowerJobs(t, n, job.StepperConfig{}, eightPlusMinusOne(), false, -1)[warm:]
-	fixed1s := runPowerJobs(t, n, job.StepperConfig{PollInterval: time.Second, AdaptivePoll: job.AdaptivePoll{Disabled: true}}, eightPlusMinusOne(), false, -1)[warm:]
-	fixedDefault := runPowerJobs(t, n, job.StepperConfig{AdaptivePoll: job.AdaptivePoll{Disabled: true}}, eightPlusMinusOne(), false, -1)[warm:]
+// TestAdaptivePollSpreads runs the default schedule against a 1 s and a
+// 250 ms poller on BMCs whose changes take a delay drawn per change from a
+// spread, once it learned the system (the first 6 jobs, 3 per action, left
+// out). On every spread: median lag <= 0.3 s, p95 <= 1 s, and no gap between
+// two reads longer than MaxGap (2.5 s). The polls it needs depend on the
+// spread: at most half a 1 s poller's where changes take about 2 s; on a
+// 1-11 s spread no schedule with that lag can (docs/benchmarks.md), and it
+// stays under the 250 ms poller's.
+func TestAdaptivePollSpreads(t *testing.T) {
+	const n, warm = 200, 6
+	fixed1s := job.StepperConfig{PollInterval: time.Second, AdaptivePoll: job.AdaptivePoll{Disabled: true}}
+	fixed250 := job.StepperConfig{AdaptivePoll: job.AdaptivePoll{Disabled: true}}
+	for _, c := range []struct {
+		name     string
+		lo, hi   time.Duration
+		maxRatio float64 // adaptive polls / fixed 1 s polls
+	}{
+		{"2±0.2s", 1800 * time.Millisecond, 2200 * time.Millisecond, 0.5},
+		{"8±1s", 7 * time.Second, 9 * time.Second, 0.75},
+		{"1-11s", time.Second, 11 * time.Second, 1.5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := runPowerJobs(t, n, job.StepperConfig{}, uniformDelays(c.lo, c.hi, 3), false, -1)[warm:]
+			f := runPowerJobs(t, n, fixed1s, uniformDelays(c.lo, c.hi, 3), false, -1)[warm:]
+			d := runPowerJobs(t, n, fixed250, uniformDelays(c.lo, c.hi, 3), false, -1)[warm:]
+			aPolls, aMed, aP95, aGap := summarizeAll(a)
+			fPolls, fMed, fP95, _ := summarizeAll(f)
+			dPolls, _, _, _ := summarizeAll(d)
+			t.Logf("polls per job: adaptive %.2f, fixed 1s %.2f (ratio %.2f), fixed 250ms %.2f; lag median/p95: adaptive %s/%s, fixed 1s %s/%s; longest gap %s",
+				float64(aPolls)/float64(len(a)), float64(fPolls)/float64(len(f)), float64(aPolls)/float64(fPolls), float64(dPolls)/float64(len(d)),
+				aMed, aP95, fMed, fP95, aGap)
+			assert.LessOrEqual(t, aMed, 300*time.Millisecond, "median lag")
+			assert.LessOrEqual(t, aP95, time.Second, "p95 lag")
+			assert.LessOrEqual(t, aGap, 2500*time.Millisecond, "gap between reads")
+			assert.LessOrEqual(t, float64(aPolls), c.maxRatio*float64(fPolls), "polls against a 1 s poller")
+			assert.Less(t, aPolls, dPolls, "polls against the 250 ms poller")
+		})
+	}
+}
 
-	aPolls, aLag := summarize(adaptive)
+// TestAdaptivePollEightSeconds: the MaxGap knob trades polls for the lag of
+// early changes: with MaxGap above the window's start, a BMC whose changes
+// take 8±1 s is read once before the window, at half the polls of a 1 s
+// poller.
+func TestAdaptivePollEightSeconds(t *testing.T) {
+	const n, warm = 60, 6
+	adaptive := runPowerJobs(t, n, job.StepperConfig{AdaptivePoll: job.AdaptivePoll{MaxGap: 4 * time.Second}}, eightPlusMinusOne(), false, -1)[warm:]
+	fixed1s := runPowerJobs(t, n, job.StepperConfig{PollInterval: time.Second, AdaptivePoll: job.AdaptivePoll{Disabled: true}}, eightPlusMinusOne(), false, -1)[warm:]
+	aPolls, aLag, _, aGap := summarizeAll(adaptive)
 	fPolls, fLag := summarize(fixed1s)
-	dPolls, dLag := summarize(fixedDefault)
-	t.Logf("polls per job: adaptive %.2f, fixed 1s %.2f, fixed 250ms %.2f; median lag: adaptive %s, fixed 1s %s, fixed 250ms %s",
-		float64(aPolls)/float64(len(adaptive)), float64(fPolls)/float64(len(fixed1s)), float64(dPolls)/float64(len(fixedDefault)), aLag, fLag, dLag)
+	t.Logf("polls per job: adaptive %.2f, fixed 1s %.2f; median lag: adaptive %s, fixed 1s %s; longest gap %s",
+		float64(aPolls)/float64(len(adaptive)), float64(fPolls)/float64(len(fixed1s)), aLag, fLag, aGap)
 	assert.LessOrEqual(t, aLag, 300*time.Millisecond, "median detection lag")
 	assert.LessOrEqual(t, 2*aPolls, fPolls, "adaptive polls must be at most half of a 1 s poller's")
-	assert.Less(t, aPolls, dPolls)
+	assert.LessOrEqual(t, aGap, 4*time.Second, "gap between reads")
 }
 
 // TestAdaptivePollLearnsPerAction: the schedule adapts only after
 // MinSamples changes of the same action, and a change that comes much
-// earlier than learned is still seen (by the sparse poll), not missed.
+// earlier than learned is seen within MaxGap (by a read before the window),
+// not at the window.
 func TestAdaptivePollLearnsPerAction(t *testing.T) {
 	i := 0
 	delays := []time.Duration{8 * time.Second, 8 * time.Second, 8 * time.Second, 8 * time.Second, 8 * time.Second, 8 * time.Second, time.Second, time.Second}
@@ -232,11 +291,12 @@ func TestAdaptivePollLearnsPerAction(t *testing.T) {
 	for k := range 6 {
 		assert.Equal(t, 32, runs[k].polls, "job %d polls on the fixed schedule while learning", k)
 	}
-	// Learned 8 s, the change came after 1 s: seen at the sparse poll (about
-	// 4 s, half-way to the window), with 1 poll.
+	// Learned 8 s, the change came after 1 s: seen at the first read
+	// before the window (3 reads spread over the 8 s, about 2 s apart).
 	for k := 6; k < 8; k++ {
 		assert.Equal(t, 1, runs[k].polls, "job %d", k)
-		assert.InDelta(t, 3*time.Second, runs[k].lag, float64(250*time.Millisecond), "job %d: seen at the sparse poll", k)
+		assert.Greater(t, runs[k].lag, time.Duration(0), "job %d", k)
+		assert.LessOrEqual(t, runs[k].lag, 1500*time.Millisecond, "job %d: seen at the first read before the window", k)
 	}
 }
 

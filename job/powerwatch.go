@@ -50,6 +50,7 @@ type powerWait struct {
 	req           time.Time // the task's RequestTime
 	followed      bool      // this Stepper sent the request: landings are measurable
 	lastNeg       time.Time // the last read that did not show the target
+	negIsReadBack bool      // lastNeg is the action's read-back
 
 	// The watch; guarded by waitTable.mu (notify runs on the driver's goroutine).
 	drv       bmc.Driver
@@ -145,7 +146,13 @@ func (r *stepRun) notePowerRead(i int, a bmc.PowerAction, ok bool, readAt time.T
 		w := r.powerWaitFor(i, a, true, sent)
 		if w != nil {
 			r.s.waits.mu.Lock()
-			w.lastNeg = readAt
+			w.lastNeg, w.negIsReadBack = readAt, sent
+			if sent {
+				// The read-back follows the action's answer: the wait
+				// counts from here (not from the step's start, which
+				// may have queued behind the endpoint's budget).
+				w.req = readAt
+			}
 			r.s.waits.mu.Unlock()
 		}
 		return
@@ -156,7 +163,7 @@ func (r *stepRun) notePowerRead(i int, a bmc.PowerAction, ok bool, readAt time.T
 	}
 	now := r.s.cfg.Clock.Now()
 	r.s.waits.mu.Lock()
-	lastNeg, eventAt, followed := w.lastNeg, w.eventAt, w.followed
+	lastNeg, eventAt, followed, req, fromReadBack := w.lastNeg, w.eventAt, w.followed, w.req, w.negIsReadBack
 	watched := w.drv != nil && !w.liveSince.IsZero() && !w.liveSince.After(lastNeg) && (w.live || !eventAt.Before(lastNeg) && !eventAt.IsZero())
 	r.s.waits.mu.Unlock()
 	r.s.waits.end(r.j.Name)
@@ -173,24 +180,32 @@ func (r *stepRun) notePowerRead(i int, a bmc.PowerAction, ok bool, readAt time.T
 	if !followed || r.s.cfg.AdaptivePoll.Disabled {
 		return
 	}
-	// The middle of (lastNeg, now], but at most half a dense interval
-	// before now: after a sparse stretch (the read before was the sparse
-	// poll, seconds earlier) the change most likely landed late in it, and
-	// taking the middle would pull the learned window ever earlier.
+	// The middle of (lastNeg, now]; but when the read before was the
+	// read-back, at most half a dense interval before now: the schedule
+	// put no read between the two because the learned window starts later
+	// (a narrow window is read once, at its end), so the interval says
+	// nothing of when in it the change came, and its middle would pull the
+	// window ever earlier. After a read of the schedule, the middle: a
+	// change that came early moves the window towards it.
+	dense := r.s.cfg.AdaptivePoll.DenseInterval
 	landed := lastNeg.Add(now.Sub(lastNeg) / 2)
-	if late := now.Add(-r.s.cfg.AdaptivePoll.DenseInterval / 2); late.After(landed) {
+	late := now.Add(-dense)
+	if fromReadBack {
+		late = now.Add(-dense / 4)
+	}
+	if late.After(landed) {
 		landed = late
 	}
 	if announced && !eventAt.After(now) {
 		landed = eventAt
 	}
-	r.s.learner.observe(r.ep, a, landed.Sub(w.req))
+	r.s.learner.observe(r.ep, a, landed.Sub(req))
 }
 
 // powerPoll is when to read the power state again while task i waits for
 // action a to land: the adaptive schedule once the learner knows the
-// (system, action), else the fixed one; stretched to PowerEvents.PollInterval
-// while a trusted event stream is live.
+// (system, action), until SlowPollAfter, else the fixed one; stretched to
+// PowerEvents.PollInterval while a trusted event stream is live.
 func (r *stepRun) powerPoll(ctx context.Context, i int, a bmc.PowerAction) StepResult {
 	res := r.pollAfterAction(i)
 	cfg := &r.s.cfg
@@ -198,8 +213,17 @@ func (r *stepRun) powerPoll(ctx context.Context, i int, a bmc.PowerAction) StepR
 	now := cfg.Clock.Now()
 	if !cfg.AdaptivePoll.Disabled && ts.RequestTime != nil {
 		if lo, hi, ok := r.s.learner.window(r.ep, a); ok {
-			if d, ok := adaptiveDelay(now.Sub(ts.RequestTime.Add(0)), lo, hi, cfg.AdaptivePoll.DenseInterval); ok {
-				res = StepResult{RequeueAfter: d}
+			// Counted from when the action was answered where this
+			// Stepper saw it (the wait), else from the request.
+			sent := ts.RequestTime.Add(0)
+			if w := r.powerWaitFor(i, a, false, false); w != nil {
+				r.s.waits.mu.Lock()
+				sent = w.req
+				r.s.waits.mu.Unlock()
+			}
+			if elapsed := now.Sub(sent); now.Sub(ts.RequestTime.Add(0)) < cfg.SlowPollAfter {
+				ap := &cfg.AdaptivePoll
+				res = StepResult{RequeueAfter: adaptiveDelay(elapsed, lo, hi, ap.DenseInterval, ap.MaxGap)}
 			}
 		}
 	}

@@ -195,6 +195,8 @@ func NewStepper(cfg StepperConfig) (*Stepper, error) {
 		cfg.MaxVerifyResends = 2
 	}
 	def(&cfg.AdaptivePoll.DenseInterval, 2*cfg.PollInterval)
+	def(&cfg.AdaptivePoll.MaxGap, 10*cfg.PollInterval)
+	cfg.AdaptivePoll.MaxGap = max(cfg.AdaptivePoll.MaxGap, cfg.AdaptivePoll.DenseInterval)
 	if cfg.AdaptivePoll.MinSamples <= 0 {
 		cfg.AdaptivePoll.MinSamples = 3
 	}

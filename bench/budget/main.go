@@ -23,6 +23,8 @@ import (
 	"flag"
 	"fmt"
 	"math/rand"
+	"net/http"
+	"net/http/httptrace"
 	"os"
 	"slices"
 	"sync"
@@ -188,7 +190,8 @@ func runCrowd(ctx context.Context, n int) error {
 	srv := redfishtest.NewServer(redfishtest.Config{Systems: n, PowerDelayFunc: delay, DropDuringTransition: true})
 	defer srv.Close()
 	var sd bmc.SchemeDialer
-	sd.Register("redfish", redfish.NewDialer(redfish.Options{}))
+	var st stamps
+	sd.Register("redfish", redfish.NewDialer(redfish.Options{WrapTransport: st.wrap}))
 	r, err := job.NewRunner(job.Config{
 		Store: memstore.New(), StepperConfig: job.StepperConfig{
 			Dialer:      &sd,
@@ -229,6 +232,31 @@ func runCrowd(ctx context.Context, n int) error {
 	for i, q := range reqs {
 		times[i] = q.Time
 	}
+	best := busiest(times)
+	st.mu.Lock()
+	released, written := busiest(st.released), busiest(st.written)
+	nRel, nWr := len(st.released), len(st.written)
+	lat := append([]time.Duration(nil), st.wait...)
+	st.mu.Unlock()
+	fmt.Printf("## %d netboot jobs on one Redfish endpoint, default budget (50/s)\n\n", n)
+	fmt.Println("| jobs | failed | requests | wall | mean requests/s | busiest 1 s window at the simulator |")
+	fmt.Println("|---|---|---|---|---|---|")
+	fmt.Printf("| %d | %d | %d | %s | %.1f | %d |\n", n, failed, len(times), elapsed.Round(time.Second),
+		float64(len(times))/elapsed.Seconds(), best)
+	fmt.Printf("\nThe same requests' busiest one-second window where the client released them from the budget\n")
+	fmt.Printf("(httptrace GetConn, right after Budget.Wait: %d requests): %d; where it finished writing them\n", nRel, released)
+	fmt.Printf("(WroteRequest: %d): %d; at the simulator (its log's arrival time): %d.\n", nWr, written, best)
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		fmt.Printf("Release to written: median %s, p99 %s, max %s.\n", lat[len(lat)/2].Round(time.Microsecond),
+			lat[len(lat)*99/100].Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond))
+	}
+	return nil
+}
+
+// busiest is the most times in any one-second window.
+func busiest(times []time.Time) int {
+	times = slices.Clone(times)
 	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
 	best, lo := 0, 0
 	for hi := range times {
@@ -237,10 +265,43 @@ func runCrowd(ctx context.Context, n int) error {
 		}
 		best = max(best, hi-lo+1)
 	}
-	fmt.Printf("## %d netboot jobs on one Redfish endpoint, default budget (50/s)\n\n", n)
-	fmt.Println("| jobs | failed | requests | wall | mean requests/s | busiest 1 s window |")
-	fmt.Println("|---|---|---|---|---|---|")
-	fmt.Printf("| %d | %d | %d | %s | %.1f | %d |\n", n, failed, len(times), elapsed.Round(time.Second),
-		float64(len(times))/elapsed.Seconds(), best)
-	return nil
+	return best
 }
+
+// stamps records, per request, when the driver released it from the
+// request budget and when it finished writing it (net/http/httptrace: the
+// driver's transport waits for the budget before the base transport, which
+// calls GetConn first).
+type stamps struct {
+	mu                sync.Mutex
+	released, written []time.Time
+	wait              []time.Duration // released to written
+}
+
+func (s *stamps) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		var rel time.Time
+		trace := &httptrace.ClientTrace{
+			GetConn: func(string) {
+				rel = time.Now()
+				s.mu.Lock()
+				s.released = append(s.released, rel)
+				s.mu.Unlock()
+			},
+			WroteRequest: func(httptrace.WroteRequestInfo) {
+				now := time.Now()
+				s.mu.Lock()
+				s.written = append(s.written, now)
+				if !rel.IsZero() {
+					s.wait = append(s.wait, now.Sub(rel))
+				}
+				s.mu.Unlock()
+			},
+		}
+		return next.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -11,6 +11,17 @@
 // EventService's event stream (see wait.go):
 //
 //	go run ./bench/redfish -mode wait -jobs 20
+//
+// With -mode lag it measures detection lag and reads per power job, fixed
+// 1 s polling against the default schedule, with 32 and 200 systems behind
+// one endpoint and two delay spreads (see lag.go):
+//
+//	go run ./bench/redfish -mode lag -systems 32,200 -spreads 1s-11s,1.8s-2.2s -rounds 6 -warmup 2
+//
+// With -mode settle it measures PowerSettle 0, 5 s and 12 s against another
+// client's pending On that the BMC does not show (see settle.go):
+//
+//	go run ./bench/redfish -mode settle
 package main
 
 import (
@@ -41,12 +52,29 @@ func main() {
 	mode := flag.String("mode", "netboot", "netboot: concurrent netboot jobs; wait: power-wait strategies on the -mean±-spread personality")
 	mean := flag.Duration("mean", 8*time.Second, "wait mode: mean power landing delay")
 	spread := flag.Duration("spread", time.Second, "wait mode: the delay is uniform in mean±spread")
-	warmup := flag.Int("warmup", 6, "wait mode: jobs per strategy left out of the figures (adaptive polling learns from 3 changes per action)")
+	warmup := flag.Int("warmup", 6, "wait mode: jobs per strategy left out of the figures (adaptive polling learns from 3 changes per action); lag mode: jobs per system")
+	systems := flag.String("systems", "32,200", "lag mode: systems behind the one endpoint, comma-separated")
+	spreads := flag.String("spreads", "1s-11s,1.8s-2.2s", "lag mode: delay spreads min-max, comma-separated")
+	rounds := flag.Int("rounds", 6, "lag mode: jobs per system, one after the other")
+	reps := flag.Int("reps", 1, "lag mode: alternating repetitions of every run")
+	pause := flag.Duration("pause", 0, "lag mode: a system pauses uniformly 0-2*pause before each job")
+	pending := flag.Duration("pending", 10600*time.Millisecond, "settle mode: when the other client's On lands")
 	flag.Parse()
 	var err error
-	if *mode == "wait" {
+	switch {
+	case *mode == "lag":
+		var ns []int
+		var sps []lagSpread
+		if ns, err = parseInts(*systems); err == nil {
+			if sps, err = parseSpreads(*spreads); err == nil {
+				err = runLag(ns, sps, *rounds, *warmup, *reps, *pause, *seed)
+			}
+		}
+	case *mode == "settle":
+		err = runSettle([]time.Duration{0, 5 * time.Second, 12 * time.Second}, *pending)
+	case *mode == "wait":
 		err = runWait(*jobs, *warmup, *mean, *spread, *seed)
-	} else {
+	default:
 		err = run(*jobs, *minDelay, *maxDelay, *seed)
 	}
 	if err != nil {
