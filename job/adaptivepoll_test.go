@@ -29,9 +29,9 @@ type slowBMC struct {
 	mu        sync.Mutex
 	state     bmc.PowerState
 	target    bmc.PowerState
-	landAt    time.Time // zero: nothing pending
-	lastLand  time.Time // when the last change landed
-	afterSend int       // PowerState calls since the last SetPower
+	landAt    time.Time   // zero: nothing pending
+	lastLand  time.Time   // when the last change landed
+	afterSend int         // PowerState calls since the last SetPower
 	readsAt   []time.Time // when they were made
 	notify    func(bmc.PowerEvent)
 	// landAfterReadBack makes the next change land right after the
