@@ -18,7 +18,7 @@ import (
 // the action was sent (when the BMC answered it, so that time spent queued
 // behind the endpoint's request budget does not count), and reads the state
 // on a grid fitted to that window [lo, hi] (lo: the 5th percentile of the
-// last 16 landings, hi: the 90th). The rules, with D = DenseInterval and
+// last 16 landings, hi: the 95th). The rules, with D = DenseInterval and
 // G = MaxGap:
 //
 //   - learning: until MinSamples changes were seen (for the system, or
@@ -27,7 +27,7 @@ import (
 //     SlowPollAfter);
 //   - the window: reads at hi, hi-D, hi-2D, ... down to the first one that
 //     covers lo (the window is read from its end, so a window narrower than
-//     D costs one read, at its 90th percentile);
+//     D costs one read, at its 95th percentile);
 //   - before the window: reads every G counted back from the window's
 //     first read, so that no two reads while a change is expected are more
 //     than G apart (a change that came early is seen within G, not at the
@@ -85,7 +85,7 @@ type AdaptivePoll struct {
 const (
 	pollHistory = 16 // landings kept per key
 	pollLoQ     = 0.05
-	pollHiQ     = 0.9
+	pollHiQ     = 0.95
 )
 
 // landings is the recent history of one key: when changes landed, measured
@@ -104,7 +104,7 @@ func (l *landings) add(d time.Duration) {
 	}
 }
 
-// window returns the 5th and 90th percentile of the stored landings.
+// window returns the 5th and 95th percentile of the stored landings.
 func (l *landings) window() (lo, hi time.Duration) {
 	s := slices.Clone(l.d[:l.n])
 	slices.Sort(s)

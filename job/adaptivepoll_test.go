@@ -371,3 +371,34 @@ func TestPowerEventsWatchOpensBeforeSend(t *testing.T) {
 	assert.Equal(t, time.Duration(0), runs[2].lag, "the event that came right after the read-back woke the job")
 	assert.Equal(t, 1, runs[2].polls)
 }
+
+// TestAdaptivePollWindowLearnedLate: a window learned too late (changes
+// that took 20 s, e.g. counted from a request that queued behind the
+// endpoint's budget) must neither leave the next changes unseen for long
+// nor stay late: changes that now take 2 s are seen within MaxGap, the
+// window moves to them, and the lag is back under a dense interval within a
+// few changes. (The schedule before issue 25 read once, at 10 s, half-way
+// to the window: 7.9 s of lag for the first two changes of each action,
+// 2.8 s for the next two.)
+func TestAdaptivePollWindowLearnedLate(t *testing.T) {
+	i := 0
+	runs := runPowerJobs(t, 30, job.StepperConfig{}, func() time.Duration {
+		i++
+		if i <= 6 {
+			return 20 * time.Second
+		}
+		return 2 * time.Second
+	}, false, -1)
+	for k, r := range runs[6:] {
+		assert.LessOrEqual(t, r.lag, 2500*time.Millisecond, "job %d: seen within MaxGap", k+6)
+		assert.LessOrEqual(t, r.maxGap, 2500*time.Millisecond, "job %d: gap between reads", k+6)
+	}
+	for k, r := range runs[20:] {
+		assert.LessOrEqual(t, r.lag, 500*time.Millisecond, "job %d: the window moved to the new landings", k+20)
+	}
+	var lags []time.Duration
+	for _, r := range runs[6:] {
+		lags = append(lags, r.lag.Round(time.Millisecond))
+	}
+	t.Logf("lags after the change of pace: %v", lags)
+}

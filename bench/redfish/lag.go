@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,7 +91,7 @@ type lagRun struct {
 	changes  int // measured changes
 }
 
-func runLag(systems []int, spreads []lagSpread, rounds, warmup, reps int, pause time.Duration, seed int64) error {
+func runLag(systems []int, spreads []lagSpread, rounds, warmup, reps int, pause time.Duration, rps float64, seed int64) error {
 	ss := lagStrategies()
 	type key struct{ spread, n, strat int }
 	res := map[key]*lagRun{}
@@ -103,7 +104,7 @@ func runLag(systems []int, spreads []lagSpread, rounds, warmup, reps int, pause 
 					order = []int{1, 0}
 				}
 				for _, k := range order {
-					r, err := runLagOnce(ss[k].cfg, n, sp, rounds, warmup, pause, seed+int64(rep))
+					r, err := runLagOnce(ss[k].cfg, n, sp, rounds, warmup, pause, rps, seed+int64(rep))
 					if err != nil {
 						return fmt.Errorf("%s, %d systems, %s: %w", sp.name, n, ss[k].name, err)
 					}
@@ -123,8 +124,12 @@ func runLag(systems []int, spreads []lagSpread, rounds, warmup, reps int, pause 
 			}
 		}
 	}
-	fmt.Printf("Power jobs through job.Runner and the Redfish driver (default options: request budget 50/s,\n")
-	fmt.Printf("burst 25), N systems behind one simulated endpoint (EndpointConcurrency N), each system running\n")
+	budget := "the default request budget, 50/s"
+	if rps != 0 {
+		budget = fmt.Sprintf("RequestsPerSecond %g", rps)
+	}
+	fmt.Printf("Power jobs through job.Runner and the Redfish driver (%s), N systems behind\n", budget)
+	fmt.Printf("one simulated endpoint (EndpointConcurrency N), each system running\n")
 	fmt.Printf("%d jobs one after the other (on, off, ...), the first %d per system left out (learning); delays\n", rounds, warmup)
 	fmt.Printf("uniform in the spread, drawn per change (seed %d); %d alternating repetitions; before each job a\n", seed, reps)
 	fmt.Printf("system pauses uniformly 0-%s. Wall time %s.\n\n", 2*pause, time.Since(start).Round(time.Second))
@@ -145,6 +150,13 @@ func runLag(systems []int, spreads []lagSpread, rounds, warmup, reps int, pause 
 				if k == 0 {
 					base = rj
 				}
+				if os.Getenv("LAGDEBUG") != "" {
+					hist := map[int]int{}
+					for _, x := range r.reads {
+						hist[x]++
+					}
+					fmt.Fprintln(os.Stderr, sp.name, n, s.name, "polls histogram", hist)
+				}
 				fmt.Printf("| %s | %d | %s | %d | %s | %s | %s | %.2f | %.2f | %.1f | %d | %s |\n", sp.name, n, s.name, r.changes,
 					q(0.5), q(0.95), r.lags[len(r.lags)-1].Round(time.Millisecond), rj, rj/base, float64(r.requests)/r.wall.Seconds(), r.busiest,
 					(r.cpu / time.Duration(n*rounds*reps)).Round(10*time.Microsecond))
@@ -158,7 +170,7 @@ func runLag(systems []int, spreads []lagSpread, rounds, warmup, reps int, pause 
 	return nil
 }
 
-func runLagOnce(base job.Config, n int, sp lagSpread, rounds, warmup int, pause time.Duration, seed int64) (*lagRun, error) {
+func runLagOnce(base job.Config, n int, sp lagSpread, rounds, warmup int, pause time.Duration, rps float64, seed int64) (*lagRun, error) {
 	rng := rand.New(rand.NewSource(seed))
 	var rngMu sync.Mutex
 	delay := func() time.Duration {
@@ -169,7 +181,7 @@ func runLagOnce(base job.Config, n int, sp lagSpread, rounds, warmup int, pause 
 	srv := redfishtest.NewServer(redfishtest.Config{Systems: n, PowerDelayFunc: delay})
 	defer srv.Close()
 	var sd bmc.SchemeDialer
-	sd.Register("redfish", redfish.NewDialer(redfish.Options{}))
+	sd.Register("redfish", redfish.NewDialer(redfish.Options{RequestsPerSecond: rps}))
 	cfg := base
 	cfg.Store = memstore.New()
 	cfg.Dialer = &sd

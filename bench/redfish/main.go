@@ -58,6 +58,7 @@ func main() {
 	rounds := flag.Int("rounds", 6, "lag mode: jobs per system, one after the other")
 	reps := flag.Int("reps", 1, "lag mode: alternating repetitions of every run")
 	pause := flag.Duration("pause", 0, "lag mode: a system pauses uniformly 0-2*pause before each job")
+	rps := flag.Float64("rps", 0, "lag mode: the driver's RequestsPerSecond (0: its default, 50)")
 	pending := flag.Duration("pending", 10600*time.Millisecond, "settle mode: when the other client's On lands")
 	flag.Parse()
 	var err error
@@ -67,7 +68,7 @@ func main() {
 		var sps []lagSpread
 		if ns, err = parseInts(*systems); err == nil {
 			if sps, err = parseSpreads(*spreads); err == nil {
-				err = runLag(ns, sps, *rounds, *warmup, *reps, *pause, *seed)
+				err = runLag(ns, sps, *rounds, *warmup, *reps, *pause, *rps, *seed)
 			}
 		}
 	case *mode == "settle":
