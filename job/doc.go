@@ -35,8 +35,9 @@
 //     action is sent, Requested after the BMC accepted it, Done at the end.
 //   - Verified effects: power is polled until the target state is seen (every
 //     PollInterval, 250ms by default, slower after SlowPollAfter; once the
-//     Stepper learned how long a system's changes of an action take, sparsely
-//     before that time and every 500ms around it, see [AdaptivePoll]; where
+//     Stepper learned how long a system's changes of an action take, at most
+//     2.5s apart before that time and every 500ms around and after it, see
+//     [AdaptivePoll]; where
 //     the driver implements bmc.PowerWatcher and the host can be woken
 //     (StepperConfig.Wake, always in the Runner), the BMC's event ends the
 //     wait with one confirming read, see [PowerEvents]); a power

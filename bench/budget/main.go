@@ -246,6 +246,24 @@ func runCrowd(ctx context.Context, n int) error {
 	fmt.Printf("\nThe same requests' busiest one-second window where the client released them from the budget\n")
 	fmt.Printf("(httptrace GetConn, right after Budget.Wait: %d requests): %d; where it finished writing them\n", nRel, released)
 	fmt.Printf("(WroteRequest: %d): %d; at the simulator (its log's arrival time): %d.\n", nWr, written, best)
+	// Detection lag: from each power change landing to the first GET of
+	// its system the simulator received after it.
+	var lags []time.Duration
+	for _, ch := range srv.PowerChanges() {
+		sys := "/redfish/v1/Systems/" + ch.System
+		for _, q := range reqs {
+			if q.Method == "GET" && q.Path == sys && !q.Time.Before(ch.Lands) {
+				lags = append(lags, q.Time.Sub(ch.Lands))
+				break
+			}
+		}
+	}
+	if len(lags) > 0 {
+		slices.Sort(lags)
+		fmt.Printf("Detection lag of the %d power changes (landing to the first GET of the system after it): median %s,\n",
+			len(lags), lags[len(lags)/2].Round(time.Millisecond))
+		fmt.Printf("p95 %s, max %s.\n", lags[len(lags)*95/100].Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond))
+	}
 	if len(lat) > 0 {
 		slices.Sort(lat)
 		fmt.Printf("Release to written: median %s, p99 %s, max %s.\n", lat[len(lat)/2].Round(time.Microsecond),

@@ -41,7 +41,7 @@ func runSettle(settles []time.Duration, pending time.Duration) error {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("| %s | %s | %s | %s | %d | %d | %s |\n", c.name, s, r.result, r.wall.Round(10*time.Millisecond), r.gets, r.resets, r.final)
+			fmt.Printf("| %s | %s | %s | %s | %d | %d | %s |\n", c.name, s, r.result, r.wall.Round(time.Millisecond), r.gets, r.resets, r.final)
 		}
 	}
 	fmt.Println()
