@@ -28,29 +28,34 @@ import (
 //   - the window: reads at hi, hi-D, hi-2D, ... down to the first one that
 //     covers lo (the window is read from its end, so a window narrower than
 //     D costs one read, at its 95th percentile);
-//   - before the window: reads every G counted back from the window's
-//     first read, so that no two reads while a change is expected are more
-//     than G apart (a change that came early is seen within G, not at the
-//     window);
-//   - after it: a read every D, until SlowPollAfter (then the fixed
+//   - before the window: as few reads as keep every gap within G, evenly
+//     spaced between the sending and the window's first read (a change
+//     that came early is seen within G, not at the window);
+//   - after it: at hi + D/2 (what lands just past the window is seen and
+//     learned sooner), then every D, until SlowPollAfter (then the fixed
 //     schedule).
 //
 // So while a change is awaited, the gap between two reads is at most G,
-// and at most D from the window's start on. A change that lands in the
-// window is seen within D of landing; one that lands before it, within G.
+// and at most D from the window's first read on. A change that lands in or
+// after the window is seen within D of landing; one that lands before it,
+// within G. Every read time is a point of a grid fixed by the window.
 //
 // Each landing is estimated as the middle between the last read that did not
-// show it and the first that did, but at most D/2 before the latter (after a
-// sparse stretch the change most likely landed late in it; the window that
-// results moves earlier by D/2 per change when changes come early, rather
-// than jumping), or the time of the BMC's event, see [bmc.PowerWatcher]; and
-// only from waits this Stepper followed from the request on.
+// show it and the first that did, but at most D before the latter (after a
+// sparse stretch the change most likely landed late in it: a window that
+// is too late moves earlier by up to D per change rather than jumping) and
+// at most D/4 when the read before was the read-back (the schedule put no
+// read between the two, so the interval says nothing of when the change
+// came; the window of a BMC that got faster still moves earlier, slowly);
+// or as the time of the BMC's event, see [bmc.PowerWatcher]; and only from
+// waits this Stepper followed from the request on.
 //
 // Why not more: a BMC whose every change takes a fresh random delay across
-// a wide spread (uniform over 10 s, say) has no window to learn; any
-// schedule with a bounded lag then needs reads across the whole spread
-// (docs/benchmarks.md has the arithmetic and the figures), and this one
-// spends one every D there, half a 250 ms poller's.
+// a wide spread (uniform over 10 s, say) has no narrow window to learn; any
+// schedule with a sub-second lag then needs reads across the whole spread,
+// at least as many as a 1 s poller (docs/jobs.md has the arithmetic,
+// docs/benchmarks.md the figures), and this one spends one every D there,
+// half a 250 ms poller's.
 
 // AdaptivePoll configures adaptive polling of power tasks; the zero value
 // turns it on with the defaults below.
