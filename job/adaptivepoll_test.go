@@ -25,6 +25,9 @@ import (
 type slowBMC struct {
 	clk   *clock.Fake
 	delay func() time.Duration
+	// sendTakes, when set, is how long SetPower takes before the BMC
+	// accepts the action (a request queued behind the endpoint's budget).
+	sendTakes func() time.Duration
 
 	mu        sync.Mutex
 	state     bmc.PowerState
@@ -72,6 +75,9 @@ func (b *slowBMC) PowerState(context.Context) (bmc.PowerState, error) {
 }
 
 func (b *slowBMC) SetPower(_ context.Context, a bmc.PowerAction) error {
+	if b.sendTakes != nil {
+		b.clk.Advance(b.sendTakes())
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.settle()
@@ -401,4 +407,26 @@ func TestAdaptivePollWindowLearnedLate(t *testing.T) {
 		lags = append(lags, r.lag.Round(time.Millisecond))
 	}
 	t.Logf("lags after the change of pace: %v", lags)
+}
+
+// TestAdaptivePollCountsFromTheAnswer: landings are counted from the BMC's
+// answer to the action, not from the step's start, so a request that waited
+// (here every other one of each action, 5 s, as behind a crowd's request
+// budget) does not
+// widen the window of a BMC whose changes take 2 s.
+func TestAdaptivePollCountsFromTheAnswer(t *testing.T) {
+	n := 0
+	b := &slowBMC{clk: clock.NewFake(t0), delay: func() time.Duration { return 2 * time.Second }, state: bmc.PowerOff,
+		sendTakes: func() time.Duration {
+			n++
+			if n%4 >= 2 { // every other change of each action (on, off, on, off)
+				return 5 * time.Second
+			}
+			return 0
+		}}
+	runs := runPowerJobsOn(t, b, 40, job.StepperConfig{}, false, -1, nil)
+	for k, r := range runs[10:] {
+		assert.LessOrEqual(t, r.polls, 2, "job %d: a window of about 2 s is read once or twice", k+10)
+		assert.LessOrEqual(t, r.lag, 500*time.Millisecond, "job %d", k+10)
+	}
 }
