@@ -75,7 +75,7 @@ type lagStrategy struct {
 
 func lagStrategies() []lagStrategy {
 	return []lagStrategy{
-		{name: "fixed 1 s", cfg: job.Config{PollInterval: time.Second, AdaptivePoll: job.AdaptivePoll{Disabled: true}}},
+		{name: "fixed 1 s", cfg: job.Config{StepperConfig: job.StepperConfig{PollInterval: time.Second, AdaptivePoll: job.AdaptivePoll{Disabled: true}}}},
 		{name: "adaptive (default)", cfg: job.Config{}},
 	}
 }

@@ -80,8 +80,8 @@ func settleOnce(settle time.Duration, pending bool, delay time.Duration) (*settl
 	before := len(srv.Requests())
 	var sd bmc.SchemeDialer
 	sd.Register("redfish", redfish.NewDialer(redfish.Options{}))
-	r, err := job.NewRunner(job.Config{Store: memstore.New(), Dialer: &sd, Credentials: job.StaticCredentials{"lab": srv.Credentials()},
-		PowerSettle: settle, ScanInterval: 50 * time.Millisecond})
+	r, err := job.NewRunner(job.Config{Store: memstore.New(), ScanInterval: 50 * time.Millisecond,
+		StepperConfig: job.StepperConfig{Dialer: &sd, Credentials: job.StaticCredentials{"lab": srv.Credentials()}, PowerSettle: settle}})
 	if err != nil {
 		return nil, err
 	}
