@@ -196,6 +196,11 @@ func TestStopWithStoreDownEndsWithinALease(t *testing.T) {
 		}
 	}
 	took := clk.Now().Sub(t0)
-	assert.LessOrEqual(t, took, lease+2*time.Second, "stopping with the store down took %s of the runner's clock", took)
+	// The loop above moves the fake clock 100 ms per millisecond of real
+	// time while anything waits on it, so scheduling delay before the
+	// runner arms its last bound shows up a hundredfold (32.3 s was seen
+	// with -race at load 10). The bound guards against a second lease or a
+	// hang, not against that slack.
+	assert.LessOrEqual(t, took, lease+lease/3, "stopping with the store down took %s of the runner's clock", took)
 	assert.GreaterOrEqual(t, took, lease, "the releases gave up before the lease ran out")
 }
