@@ -28,9 +28,9 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/bmckit/bmckit/bench/internal/measure"
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/ipmi"
 	"github.com/bmckit/bmckit/bmc/ipmi/ipmitest"
@@ -57,12 +57,6 @@ func netboot(addr string) job.Spec {
 		{BootDevice: &task.BootDeviceAction{Device: task.BootPXE, Mode: task.BootModeUEFI}},
 		{Power: &task.PowerAction{Op: task.PowerOn}},
 	}}
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // lone is one mode of part 1: a Runner whose IPMI Dialer has opts.
@@ -108,7 +102,7 @@ func newLone(ctx context.Context, name string, opts ipmi.Options) (*lone, error)
 
 func (l *lone) once(ctx context.Context, i int) error {
 	name := fmt.Sprintf("%s-%d", l.name, i)
-	c0, t0 := cpuTime(), time.Now()
+	c0, t0 := measure.CPUTime(), time.Now()
 	if _, err := l.r.Submit(ctx, name, netboot(l.sim.URL())); err != nil {
 		return err
 	}
@@ -117,7 +111,7 @@ func (l *lone) once(ctx context.Context, i int) error {
 		return err
 	}
 	l.wall = append(l.wall, time.Since(t0))
-	l.cpu = append(l.cpu, cpuTime()-c0)
+	l.cpu = append(l.cpu, measure.CPUTime()-c0)
 	if j.Status.Result != "Succeeded" {
 		return fmt.Errorf("job %s: %s: %s", name, j.Status.Result, j.Status.Message)
 	}
@@ -232,9 +226,9 @@ func runCrowd(ctx context.Context, n int) error {
 	for i, q := range reqs {
 		times[i] = q.Time
 	}
-	best := busiest(times)
+	best := measure.BusiestSecond(times)
 	st.mu.Lock()
-	released, written := busiest(st.released), busiest(st.written)
+	released, written := measure.BusiestSecond(st.released), measure.BusiestSecond(st.written)
 	nRel, nWr := len(st.released), len(st.written)
 	lat := append([]time.Duration(nil), st.wait...)
 	st.mu.Unlock()
@@ -270,20 +264,6 @@ func runCrowd(ctx context.Context, n int) error {
 			lat[len(lat)*99/100].Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond))
 	}
 	return nil
-}
-
-// busiest is the most times in any one-second window.
-func busiest(times []time.Time) int {
-	times = slices.Clone(times)
-	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
-	best, lo := 0, 0
-	for hi := range times {
-		for times[hi].Sub(times[lo]) >= time.Second {
-			lo++
-		}
-		best = max(best, hi-lo+1)
-	}
-	return best
 }
 
 // stamps records, per request, when the driver released it from the

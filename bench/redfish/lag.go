@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/bmckit/bmckit/bench/internal/measure"
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
@@ -197,7 +197,7 @@ func runLagOnce(base job.Config, n int, sp lagSpread, rounds, warmup int, pause 
 	go func() { done <- r.Start(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	c0, t0 := cpuTime(), time.Now()
+	c0, t0 := measure.CPUTime(), time.Now()
 	errs := make(chan error, n)
 	for s := 1; s <= n; s++ {
 		prng := rand.New(rand.NewSource(seed*1000 + int64(s)))
@@ -234,7 +234,7 @@ func runLagOnce(base job.Config, n int, sp lagSpread, rounds, warmup int, pause 
 			return nil, err
 		}
 	}
-	out := &lagRun{wall: time.Since(t0), cpu: cpuTime() - c0}
+	out := &lagRun{wall: time.Since(t0), cpu: measure.CPUTime() - c0}
 	reqs := srv.Requests()
 	out.requests = len(reqs)
 	out.busiest = busiestSecond(reqs)
@@ -282,19 +282,5 @@ func busiestSecond(reqs []redfishtest.Request) int {
 	for i, q := range reqs {
 		times[i] = q.Time
 	}
-	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
-	best, j := 0, 0
-	for i := range times {
-		for times[i].Sub(times[j]) >= time.Second {
-			j++
-		}
-		best = max(best, i-j+1)
-	}
-	return best
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return measure.BusiestSecond(times)
 }
