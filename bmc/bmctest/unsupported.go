@@ -73,13 +73,8 @@ func (tc *tcase) checkUnsupported(c Capability) {
 		tc.requireNotSupported(fmt.Sprintf("EjectMedia(%s)", kind), vm.EjectMedia(ctx, kind))
 		_, err := vm.MediaStatus(ctx, kind)
 		tc.requireNotSupported(fmt.Sprintf("MediaStatus(%s)", kind), err)
-	case bmc.CapabilityBMCReset:
-		r, ok := tc.drv.(bmc.BMCResetter)
-		if !ok {
-			tc.Skipf("%T does not implement bmc.BMCResetter", tc.drv)
-		}
-		tc.requireNotSupported("ResetBMC(warm)", r.ResetBMC(ctx, bmc.BMCResetWarm))
-	case bmc.CapabilityBMCResetWarm, bmc.CapabilityBMCResetCold:
+	case bmc.CapabilityBMCReset, bmc.CapabilityBMCResetWarm, bmc.CapabilityBMCResetCold:
+		// CapabilityBMCReset is checked with a warm reset.
 		r, ok := tc.drv.(bmc.BMCResetter)
 		if !ok {
 			tc.Skipf("%T does not implement bmc.BMCResetter", tc.drv)
