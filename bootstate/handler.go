@@ -130,10 +130,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else {
 			h.t.log.V(1).Info("boot state callback rejected", "systemUUID", req.SystemUUID, "attemptID", req.AttemptID, "error", err.Error())
 		}
-		if status == http.StatusServiceUnavailable {
-			w.Header().Set("Retry-After", "1")
-		}
-		writeError(w, status, refusalBody(err, status))
+		refuse(w, err, status)
 		return
 	}
 	writeJSON(w, http.StatusOK, Response{
@@ -167,6 +164,15 @@ func failureStatus(err error) int {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
+}
+
+// refuse answers a refusal: status, its fixed body, and Retry-After on a
+// 503.
+func refuse(w http.ResponseWriter, err error, status int) {
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeError(w, status, refusalBody(err, status))
 }
 
 // refusalBody is the error text of a refusal. It is fixed per status (and,

@@ -137,11 +137,7 @@ func (t *Tracker) recordFetch(w http.ResponseWriter, r *http.Request, cfg FetchC
 			// The token cannot be checked: never serve (FailOpen covers
 			// recording, not authentication).
 			t.log.Error(err, "fetch token not checked: boot state record unreadable", "systemUUID", u, "signal", cfg.Signal)
-			status := failureStatus(err)
-			if status == http.StatusServiceUnavailable {
-				w.Header().Set("Retry-After", "1")
-			}
-			writeError(w, status, refusalBody(err, status))
+			refuse(w, err, failureStatus(err))
 			return false
 		}
 		return t.fetchFailed(w, cfg, u, err)
@@ -186,7 +182,7 @@ func (t *Tracker) fetchFailed(w http.ResponseWriter, cfg FetchConfig, u string, 
 		// Never serve a bound machine's script or config (which may carry
 		// its token) to another address. The body names no policy.
 		t.log.Info("fetch from an address the boot attempt does not allow; refused", "systemUUID", u, "signal", cfg.Signal, "reason", err.Error())
-		writeError(w, http.StatusForbidden, refusalBody(err, http.StatusForbidden))
+		refuse(w, err, http.StatusForbidden)
 		return false
 	}
 	if errors.Is(err, ErrUnknownSystem) || errors.Is(err, ErrStaleAttempt) || errors.Is(err, ErrAttemptEnded) {
@@ -197,10 +193,6 @@ func (t *Tracker) fetchFailed(w http.ResponseWriter, cfg FetchConfig, u string, 
 	if cfg.FailOpen {
 		return true
 	}
-	status := failureStatus(err)
-	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
-	}
-	writeError(w, status, refusalBody(err, status))
+	refuse(w, err, failureStatus(err))
 	return false
 }
