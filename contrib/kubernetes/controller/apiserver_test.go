@@ -664,7 +664,23 @@ func TestSIGKILLMidJobOnRealAPIServer(t *testing.T) {
 	ns := namespace(t, env)
 	c := adminClient(t, env)
 	var ch changes
-	sim := newSim(redfishtest.Config{PowerDelay: 1500 * time.Millisecond, OnStateChange: ch.add})
+	// The kill point is made exact: the first reset request after the boot
+	// override (the last task's power-on) is held at the BMC, unanswered and
+	// not applied, so the first controller is killed with the first two tasks
+	// done and stored and the third in flight. (Killing on "two changes
+	// seen" raced the third request, which follows the override by
+	// milliseconds: in CI the first controller had sent all three.)
+	var gate atomic.Int32 // 0: before the override, 1: override seen, 2: power-on held
+	sim := newSim(redfishtest.Config{PowerDelay: 1500 * time.Millisecond, OnStateChange: ch.add,
+		Faults: redfishtest.Faults{SlowDelay: 10 * time.Minute, Func: func(method, path string) redfishtest.Fault {
+			switch {
+			case method == http.MethodPatch && strings.HasSuffix(path, "/Systems/1"):
+				gate.CompareAndSwap(0, 1)
+			case method == http.MethodPost && strings.HasSuffix(path, "ComputerSystem.Reset") && gate.CompareAndSwap(1, 2):
+				return redfishtest.FaultSlow
+			}
+			return redfishtest.FaultNone
+		}}})
 	defer sim.Close()
 	require.NoError(t, c.Create(context.Background(), simSecret(ns, "bmc", sim.Credentials())))
 
@@ -681,20 +697,19 @@ func TestSIGKILLMidJobOnRealAPIServer(t *testing.T) {
 	}
 	first := start("first")
 	require.NoError(t, c.Create(context.Background(), netbootJob(ns, "killed", sim.Address("1"), "bmc")))
-	// Kill once the first task finished and the boot override was sent.
-	waitFor(t, time.Minute, "two state changes", func() bool { return len(ch.byJob()[ns+"/killed"]) >= 2 })
+	// Kill once the first two tasks finished and the power-on is held.
+	waitFor(t, time.Minute, "the power-on request", func() bool { return gate.Load() == 2 })
 	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
 	_, _ = first.Process.Wait()
 	killedAt := time.Now()
 	sentBefore := len(ch.byJob()[ns+"/killed"])
 	start("second")
 	waitFor(t, 2*time.Minute, "the job to finish", func() bool { return finished(c, ns, "killed") })
+	require.Equal(t, 2, sentBefore, "state changes applied before the kill")
 	t.Logf("after SIGKILL with %d state changes sent: finished %s later", sentBefore, time.Since(killedAt).Round(100*time.Millisecond))
 	assert.Equal(t, conditions.ResultSucceeded, getJob(t, c, ns, "killed").Status.Result)
 	assert.Equal(t, []string{"reset:ForceOff", "boot:Pxe/Once", "reset:On"}, ch.byJob()[ns+"/killed"], "no finished task re-sent")
-	reps := ch.replicas()
-	assert.Positive(t, reps["first"])
-	assert.Positive(t, reps["second"], "the restarted controller finished the job")
+	assert.Equal(t, map[string]int{"first": 2, "second": 1}, ch.replicas(), "the restarted controller sent the power-on")
 }
 
 // TestHelperControllerProcess is the controller process of
