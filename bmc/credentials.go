@@ -1,6 +1,7 @@
 package bmc
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -47,4 +48,32 @@ func (c Credentials) MarshalJSON() ([]byte, error) {
 // LogValue redacts the password for log/slog.
 func (c Credentials) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("username", c.Username), slog.String("password", redacted))
+}
+
+// CredentialsResolver turns a job's CredentialsRef into credentials at run
+// time (a Kubernetes Secret lookup, a vault, a file). It must be safe for
+// concurrent use. Errors must not contain the secret.
+type CredentialsResolver interface {
+	Resolve(ctx context.Context, ref string) (Credentials, error)
+}
+
+// CredentialsFunc adapts a function to a CredentialsResolver.
+type CredentialsFunc func(ctx context.Context, ref string) (Credentials, error)
+
+// Resolve calls f.
+func (f CredentialsFunc) Resolve(ctx context.Context, ref string) (Credentials, error) {
+	return f(ctx, ref)
+}
+
+// StaticCredentials resolves references from a fixed map, for tests and
+// examples.
+type StaticCredentials map[string]Credentials
+
+// Resolve implements CredentialsResolver.
+func (m StaticCredentials) Resolve(_ context.Context, ref string) (Credentials, error) {
+	c, ok := m[ref]
+	if !ok {
+		return Credentials{}, fmt.Errorf("no credentials named %q", ref)
+	}
+	return c, nil
 }

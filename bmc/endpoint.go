@@ -33,7 +33,7 @@ type Endpoint struct {
 	// driver parses the names and values, refusing any it does not know
 	// with a permanent error naming the option. Options override the
 	// Dialer's options for this address, and are part of the connection's
-	// identity in job.ConnPool: two addresses of one system or endpoint
+	// identity in connpool.Pool: two addresses of one system or endpoint
 	// that differ in options never share a session.
 	Options string
 }

@@ -131,3 +131,32 @@ type Stats struct {
 	Throttled    int64         `json:"throttled,omitempty"`
 	ThrottleWait time.Duration `json:"throttleWait,omitempty"`
 }
+
+// Add returns s plus o, field by field.
+func (s Stats) Add(o Stats) Stats {
+	return Stats{
+		Requests: s.Requests + o.Requests, Connections: s.Connections + o.Connections,
+		Logins: s.Logins + o.Logins, Throttled: s.Throttled + o.Throttled,
+		ThrottleWait: s.ThrottleWait + o.ThrottleWait,
+	}
+}
+
+// Since returns what s (a running total) counted since the earlier total
+// seen, field by field, never below zero.
+func (s Stats) Since(seen Stats) Stats {
+	pos := func(a, b int64) int64 { return max(a-b, 0) }
+	return Stats{
+		Requests: pos(s.Requests, seen.Requests), Connections: pos(s.Connections, seen.Connections),
+		Logins: pos(s.Logins, seen.Logins), Throttled: pos(s.Throttled, seen.Throttled),
+		ThrottleWait: max(s.ThrottleWait-seen.ThrottleWait, 0),
+	}
+}
+
+// Max returns the larger of s and o, field by field.
+func (s Stats) Max(o Stats) Stats {
+	return Stats{
+		Requests: max(s.Requests, o.Requests), Connections: max(s.Connections, o.Connections),
+		Logins: max(s.Logins, o.Logins), Throttled: max(s.Throttled, o.Throttled),
+		ThrottleWait: max(s.ThrottleWait, o.ThrottleWait),
+	}
+}

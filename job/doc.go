@@ -60,14 +60,14 @@
 //     with reason Unauthorized, NotSupported or BMCError. An error wrapping
 //     bmc.ErrSessionExpired also closes the pooled connection, so the retry
 //     logs in again.
-//   - Sessions: connections live in a [ConnPool] keyed by system and a hash
+//   - Sessions: connections live in a [connpool.Pool] keyed by system and a hash
 //     of the credentials, so a controller that reconciles twenty times still
 //     uses one BMC session; systems behind one endpoint share one session
 //     where the driver implements bmc.SystemOpener (Redfish). A job's
 //     connection is closed when it completes, after IdleTimeout, or when the
 //     credentials change; the shared session when no system uses it.
 //   - Credentials never persist: jobs carry a CredentialsRef that the host's
-//     [CredentialsResolver] resolves at run time.
+//     [bmc.CredentialsResolver] resolves at run time.
 //
 // # Scheduling
 //

@@ -25,7 +25,7 @@ func ExampleRunner() {
 		Store: memstore.New(),
 		StepperConfig: job.StepperConfig{
 			Dialer:      fleet,
-			Credentials: job.StaticCredentials{"bmc-5": {Username: "admin", Password: "pw"}},
+			Credentials: bmc.StaticCredentials{"bmc-5": {Username: "admin", Password: "pw"}},
 		},
 	})
 	if err != nil {

@@ -28,7 +28,7 @@ type Spec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	BMC string `json:"bmc"`
-	// CredentialsRef names the credentials; the host's CredentialsResolver
+	// CredentialsRef names the credentials; the host's bmc.CredentialsResolver
 	// turns it into a username and password at run time. Passwords are never
 	// stored in a job. At most 253 bytes (a Kubernetes object name).
 	//

@@ -78,7 +78,7 @@ func TestStepPowerStatusResumed(t *testing.T) {
 
 func TestStepReachable(t *testing.T) {
 	t.Run("answers", func(t *testing.T) {
-		e := newStepEnv(t, fake.Options{Power: bmc.PowerOn, Username: "u", Password: "p"}, job.StepperConfig{Credentials: job.StaticCredentials{"lab": {Username: "u", Password: "p"}}})
+		e := newStepEnv(t, fake.Options{Power: bmc.PowerOn, Username: "u", Password: "p"}, job.StepperConfig{Credentials: bmc.StaticCredentials{"lab": {Username: "u", Password: "p"}}})
 		jb := newJob(reachable)
 		jb.Spec.CredentialsRef = "lab"
 		j, _ := e.reconcile(t, jb, 5)
@@ -88,7 +88,7 @@ func TestStepReachable(t *testing.T) {
 		assert.Equal(t, []fake.Method{fake.MethodDial, fake.MethodPowerState, fake.MethodClose}, methods(e.bmc))
 	})
 	t.Run("wrong password", func(t *testing.T) {
-		e := newStepEnv(t, fake.Options{Username: "u", Password: "p"}, job.StepperConfig{Credentials: job.StaticCredentials{"lab": {Username: "u", Password: "wrong"}}})
+		e := newStepEnv(t, fake.Options{Username: "u", Password: "p"}, job.StepperConfig{Credentials: bmc.StaticCredentials{"lab": {Username: "u", Password: "wrong"}}})
 		jb := newJob(reachable)
 		jb.Spec.CredentialsRef = "lab"
 		j, _ := e.reconcile(t, jb, 5)

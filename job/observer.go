@@ -262,7 +262,7 @@ func (o *Observer) jobEvents() bool {
 func (s *Stepper) observeSetup() {
 	if f := s.cfg.Observer.Wire; f != nil {
 		log := s.cfg.Logger
-		s.pool.setWire(func(proto, endpoint string, d bmc.Stats) {
+		s.pool.SetWire(func(proto, endpoint string, d bmc.Stats) {
 			emit(log, f, WireEvent{Driver: proto, Endpoint: endpoint, Delta: d})
 		})
 	}
@@ -380,7 +380,7 @@ func (s *Stepper) observeStepEnd(j *Job) {
 		return
 	}
 	if ep, err := s.eps.parse(j.Spec.BMC); err == nil {
-		s.pool.reportWire(ep)
+		s.pool.ReportWire(ep)
 	}
 }
 

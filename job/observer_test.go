@@ -67,7 +67,7 @@ func (r *recorder) observer() job.Observer {
 
 func TestObserverJobsTasksErrorsWireQueue(t *testing.T) {
 	rec := newRecorder()
-	creds := job.StaticCredentials{"lab": {Username: "admin", Password: "s3cret-pw"}, "wrong": {Username: "admin", Password: "not-it-pw"}}
+	creds := bmc.StaticCredentials{"lab": {Username: "admin", Password: "s3cret-pw"}, "wrong": {Username: "admin", Password: "not-it-pw"}}
 	e := newEnv(t, job.Config{StepperConfig: job.StepperConfig{Credentials: creds, Observer: rec.observer()}})
 	// Two systems behind one endpoint share a session; a third BMC refuses
 	// the login.

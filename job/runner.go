@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/bmckit/bmckit/bmc/connpool"
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/internal/owner"
 	"github.com/bmckit/bmckit/storage"
@@ -199,7 +200,7 @@ func (r *Runner) Submit(ctx context.Context, name string, spec Spec) (*Job, erro
 // its sessions (package monitor reads systems through it, so it never opens
 // a second session next to a job). The Runner owns it and closes it when
 // Start returns.
-func (r *Runner) Pool() *ConnPool { return r.stepper.Pool() }
+func (r *Runner) Pool() *connpool.Pool { return r.stepper.Pool() }
 
 // Get returns the stored job.
 func (r *Runner) Get(ctx context.Context, name string) (*Job, error) {

@@ -45,7 +45,7 @@ func (s feedStore) Changes(ctx context.Context, prefix string, since int64, limi
 	return s.Store.(storage.ChangeFeed).Changes(ctx, prefix, since, limit)
 }
 
-var labCreds = job.StaticCredentials{"lab": {Username: "admin", Password: "s3cret-pw"}}
+var labCreds = bmc.StaticCredentials{"lab": {Username: "admin", Password: "s3cret-pw"}}
 
 type env struct {
 	fleet  *fake.Fleet
@@ -225,7 +225,7 @@ func TestRunnerRetriesTransientErrors(t *testing.T) {
 }
 
 func TestRunnerWrongCredentialsFailsAtOnceWithoutSecret(t *testing.T) {
-	e := newEnv(t, job.Config{StepperConfig: job.StepperConfig{Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "wrong-horse-battery"}}}})
+	e := newEnv(t, job.Config{StepperConfig: job.StepperConfig{Credentials: bmc.StaticCredentials{"lab": {Username: "admin", Password: "wrong-horse-battery"}}}})
 	url := "redfish://10.0.4.1"
 	b := e.addBMC(t, url, fake.Options{})
 	e.start(t)

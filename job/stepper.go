@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/connpool"
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/retry"
@@ -50,7 +51,7 @@ type StepperConfig struct {
 	Dialer bmc.Dialer
 	// Credentials resolves Spec.CredentialsRef. Defaults to a resolver that
 	// returns empty credentials for an empty ref and an error otherwise.
-	Credentials CredentialsResolver
+	Credentials bmc.CredentialsResolver
 	// Boot tracks boots for wait-for-boot tasks. Required only for jobs that
 	// have such tasks; without it they fail with reason NotSupported.
 	Boot BootTracker
@@ -140,7 +141,7 @@ type StepperConfig struct {
 
 // Stepper advances jobs one step at a time. One Stepper serves any number of
 // jobs concurrently (but never call Step twice at once for the same job);
-// it keeps BMC connections in a ConnPool between steps.
+// it keeps BMC connections in a connpool.Pool between steps.
 //
 // A controller that keeps the job in its own object calls [Stepper.StepPatch]
 // from Reconcile: Step changes the job's status in place, so a patch whose
@@ -150,7 +151,7 @@ type StepperConfig struct {
 // [Stepper.Release] when the object is deleted.
 type Stepper struct {
 	cfg     StepperConfig
-	pool    *ConnPool
+	pool    *connpool.Pool
 	learner *pollLearner // adaptive polling's landing histories
 	waits   waitTable    // power waits in progress, by job
 	eps     endpointCache
@@ -165,11 +166,11 @@ func NewStepper(cfg StepperConfig) (*Stepper, error) {
 		return nil, errors.New("job: StepperConfig.Locks is required: use a SystemLocker shared by every process that steps jobs on the same systems (job.NewStoreLocker over one Store, or a Lease-backed one), or job.NoLocking if the host keeps two jobs off one system by other means")
 	}
 	if cfg.Credentials == nil {
-		cfg.Credentials = CredentialsFunc(func(_ context.Context, ref string) (bmc.Credentials, error) {
+		cfg.Credentials = bmc.CredentialsFunc(func(_ context.Context, ref string) (bmc.Credentials, error) {
 			if ref == "" {
 				return bmc.Credentials{}, nil
 			}
-			return bmc.Credentials{}, fmt.Errorf("no CredentialsResolver configured to resolve %q", ref)
+			return bmc.Credentials{}, fmt.Errorf("no bmc.CredentialsResolver configured to resolve %q", ref)
 		})
 	}
 	if cfg.Clock == nil {
@@ -204,7 +205,7 @@ func NewStepper(cfg StepperConfig) (*Stepper, error) {
 		cfg.AdaptivePoll.MaxKeys = 100_000
 	}
 	def(&cfg.PowerEvents.PollInterval, 10*time.Second)
-	s := &Stepper{cfg: cfg, pool: NewConnPool(cfg.Dialer, cfg.IdleTimeout, cfg.Clock.Now),
+	s := &Stepper{cfg: cfg, pool: connpool.New(cfg.Dialer, cfg.IdleTimeout, cfg.Clock.Now),
 		learner: newPollLearner(cfg.AdaptivePoll), waits: waitTable{m: map[string]*powerWait{}}}
 	s.observeSetup()
 	return s, nil
@@ -214,7 +215,7 @@ func NewStepper(cfg StepperConfig) (*Stepper, error) {
 func (s *Stepper) Close(ctx context.Context) error { return s.pool.Close(ctx) }
 
 // Pool exposes the connection pool (for hosts that want CloseIdle on a ticker).
-func (s *Stepper) Pool() *ConnPool { return s.pool }
+func (s *Stepper) Pool() *connpool.Pool { return s.pool }
 
 // Release is for job name, on system bmcURL (its Spec.BMC), when it will
 // not be stepped again here (its object was deleted, or the caller stops
@@ -228,7 +229,7 @@ func (s *Stepper) Release(ctx context.Context, name, bmcURL string) error {
 	if err != nil {
 		return nil // never dialed, never locked
 	}
-	s.pool.releaseFor(ctx, ep, name)
+	s.pool.ReleaseFor(ctx, ep, name)
 	if !isNoLocking(s.cfg.Locks) {
 		return s.cfg.Locks.Unlock(ctx, ep.SystemKey(), name)
 	}
@@ -555,7 +556,7 @@ func (r *stepRun) driver(ctx context.Context) (bmc.Driver, error) {
 		}
 		return nil, bmc.Permanent(err)
 	}
-	drv, fresh, err := r.s.pool.getFor(ctx, r.ep, creds, r.j.Name)
+	drv, fresh, err := r.s.pool.GetFor(ctx, r.ep, creds, r.j.Name)
 	if err == nil {
 		r.countWire(drv, fresh)
 	}
@@ -769,7 +770,7 @@ func (r *stepRun) startWire() {
 func (r *stepRun) wireTotal() bmc.Stats {
 	w := &r.wire
 	if sr, ok := w.drv.(bmc.StatsReporter); ok {
-		return addStats(w.from, statsSince(sr.Stats(), w.base))
+		return w.from.Add(sr.Stats().Since(w.base))
 	}
 	return w.from
 }
@@ -787,7 +788,7 @@ func (r *stepRun) recordWire() {
 // the logout of a shared session the job's completion ended), and records.
 func (r *stepRun) addWire(st bmc.Stats) {
 	r.startWire()
-	r.wire.from = addStats(r.wire.from, st)
+	r.wire.from = r.wire.from.Add(st)
 	r.wire.counts = true
 	r.recordWire()
 }
@@ -893,7 +894,7 @@ func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, 
 	// whoever sees Completed=True also sees it gone (connections are per
 	// system, so this never closes another job's). If the write fails, the
 	// next step dials again.
-	if closing := r.s.pool.releaseFor(ctx, r.ep, j.Name); closing != (bmc.Stats{}) {
+	if closing := r.s.pool.ReleaseFor(ctx, r.ep, j.Name); closing != (bmc.Stats{}) {
 		r.addWire(closing) // this job ended a shared session: its logout
 	} else {
 		r.recordWire() // after the close: the logout of its own session counts too

@@ -364,32 +364,6 @@ func TestStepWaitForBoot(t *testing.T) {
 	}
 }
 
-func TestConnPoolCredentialsChangeAndIdle(t *testing.T) {
-	b := fake.New(fake.Options{})
-	now := t0
-	var mu sync.Mutex
-	p := job.NewConnPool(b, time.Minute, func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
-	ep, err := bmc.ParseEndpoint("ipmi://10.2.0.1")
-	require.NoError(t, err)
-	ctx := context.Background()
-	d1, err := p.Get(ctx, ep, bmc.Credentials{Username: "a", Password: "1"})
-	require.NoError(t, err)
-	d2, err := p.Get(ctx, ep, bmc.Credentials{Username: "a", Password: "1"})
-	require.NoError(t, err)
-	assert.Same(t, d1, d2)
-	assert.Equal(t, 1, b.Sessions().Logins)
-	_, err = p.Get(ctx, ep, bmc.Credentials{Username: "a", Password: "2"})
-	require.NoError(t, err)
-	assert.Equal(t, 2, b.Sessions().Logins, "changed credentials dial anew")
-	assert.Equal(t, 1, b.Sessions().Open, "and close the old connection")
-	mu.Lock()
-	now = now.Add(2 * time.Minute)
-	mu.Unlock()
-	p.CloseIdle(ctx)
-	assert.Equal(t, 0, b.Sessions().Open, "idle connection closed")
-	assert.Equal(t, 0, p.Len())
-}
-
 // A cycle whose first request failed transiently is sent again: the server
 // being On proves nothing about a cycle, so there is no "already present".
 func TestStepCycleRetriedAfterTransientErrorReallyCycles(t *testing.T) {
@@ -459,7 +433,7 @@ func TestStepEachWaitForBootHasItsOwnAttempt(t *testing.T) {
 func TestStepTransientCredentialsErrorIsRetried(t *testing.T) {
 	calls := 0
 	var mu sync.Mutex
-	res := job.CredentialsFunc(func(ctx context.Context, ref string) (bmc.Credentials, error) {
+	res := bmc.CredentialsFunc(func(ctx context.Context, ref string) (bmc.Credentials, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if calls++; calls == 1 {

@@ -28,7 +28,7 @@
 //
 // # Reads
 //
-// A refresh is one [bmc.Driver.PowerState] call through a job.ConnPool: one
+// A refresh is one [bmc.Driver.PowerState] call through a connpool.Pool: one
 // GET of the system on Redfish when the session is open. Give the monitor
 // the job Runner's pool (Runner.Pool): it then reads a system a job is using
 // on that job's session, never a second one, and its requests count against

@@ -8,7 +8,6 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/monitor"
 	"github.com/bmckit/bmckit/storage/memstore"
 )
@@ -30,7 +29,7 @@ func Example() {
 	mon, err := monitor.New(monitor.Config{
 		Store:       memstore.New(),
 		Dialer:      fleet,
-		Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "pw-Mon-1"}},
+		Credentials: bmc.StaticCredentials{"lab": {Username: "admin", Password: "pw-Mon-1"}},
 	})
 	if err != nil {
 		panic(err)

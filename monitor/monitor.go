@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/connpool"
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/internal/owner"
@@ -42,7 +43,7 @@ type Config struct {
 	// drivers keep it in the Dialer behind the pool). The pool's IdleTimeout
 	// decides whether sessions outlive the refresh interval (see
 	// docs/monitor.md). The monitor never closes a pool it was given.
-	Pool *job.ConnPool
+	Pool *connpool.Pool
 	// Dialer is used when Pool is nil: the monitor then keeps a pool of its
 	// own, whose idle timeout exceeds the interval (one request per refresh
 	// on Redfish), and closes it when Start returns.
@@ -50,7 +51,7 @@ type Config struct {
 	// Credentials resolves each machine's CredentialsRef at every read, as
 	// for jobs. Defaults to a resolver that returns empty credentials for
 	// an empty ref and an error otherwise.
-	Credentials job.CredentialsResolver
+	Credentials bmc.CredentialsResolver
 	// Interval is how often each machine is read, varied by ±Jitter.
 	// Defaults to DefaultInterval (3 minutes).
 	Interval time.Duration
@@ -92,7 +93,7 @@ type Config struct {
 // Safe for concurrent use.
 type Monitor struct {
 	cfg     Config
-	pool    *job.ConnPool
+	pool    *connpool.Pool
 	ownPool bool
 	prefix  string // <KeyPrefix>machines/
 	log     logr.Logger
@@ -139,7 +140,7 @@ func New(cfg Config) (*Monitor, error) {
 		return nil, errors.New("monitor: Config.Pool (a job Runner's, to share its sessions) or Config.Dialer is required")
 	}
 	if cfg.Credentials == nil {
-		cfg.Credentials = job.CredentialsFunc(func(_ context.Context, ref string) (bmc.Credentials, error) {
+		cfg.Credentials = bmc.CredentialsFunc(func(_ context.Context, ref string) (bmc.Credentials, error) {
 			if ref == "" {
 				return bmc.Credentials{}, nil
 			}
@@ -185,7 +186,7 @@ func New(cfg Config) (*Monitor, error) {
 		// Sessions outlive the interval, so a refresh is one request where
 		// the protocol allows it.
 		idle := 2*cfg.Interval + cfg.ReadTimeout
-		m.pool, m.ownPool = job.NewConnPool(cfg.Dialer, idle, cfg.Clock.Now), true
+		m.pool, m.ownPool = connpool.New(cfg.Dialer, idle, cfg.Clock.Now), true
 	}
 	return m, nil
 }

@@ -224,7 +224,7 @@ func (e *credentialsError) Error() string {
 func (e *credentialsError) Unwrap() error { return e.err }
 
 // credsHash identifies a credentials version in memory (never stored or
-// logged), as job.ConnPool does.
+// logged), as connpool.Pool does.
 func credsHash(c bmc.Credentials, err error) string {
 	if err != nil {
 		return "unresolved"

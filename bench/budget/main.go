@@ -84,7 +84,7 @@ func newLone(ctx context.Context, name string, opts ipmi.Options) (*lone, error)
 	r, err := job.NewRunner(job.Config{
 		Store: memstore.New(), StepperConfig: job.StepperConfig{
 			Dialer:      &sd,
-			Credentials: job.StaticCredentials{"lab": sim.Credentials},
+			Credentials: bmc.StaticCredentials{"lab": sim.Credentials},
 			IdleTimeout: time.Millisecond,
 		}, Workers: 1,
 
@@ -189,7 +189,7 @@ func runCrowd(ctx context.Context, n int) error {
 	r, err := job.NewRunner(job.Config{
 		Store: memstore.New(), StepperConfig: job.StepperConfig{
 			Dialer:      &sd,
-			Credentials: job.StaticCredentials{"lab": srv.Credentials()},
+			Credentials: bmc.StaticCredentials{"lab": srv.Credentials()},
 		}, EndpointConcurrency: n,
 
 		ScanInterval: 50 * time.Millisecond,

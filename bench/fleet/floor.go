@@ -66,7 +66,7 @@ func newJob(name string, spec job.Spec) *job.Job {
 	return &job.Job{Name: name, Generation: 1, CreatedAt: time.Now(), Spec: spec}
 }
 
-func newFloorStepper(d bmc.Dialer, creds job.CredentialsResolver) (*job.Stepper, error) {
+func newFloorStepper(d bmc.Dialer, creds bmc.CredentialsResolver) (*job.Stepper, error) {
 	return job.NewStepper(job.StepperConfig{Locks: job.NoLocking, Dialer: d, Credentials: creds})
 }
 

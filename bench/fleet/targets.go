@@ -21,7 +21,7 @@ type target interface {
 	// dialer reaches the fleet; probeDialer the lone system.
 	dialer() bmc.Dialer
 	probeDialer() bmc.Dialer
-	creds() job.CredentialsResolver
+	creds() bmc.CredentialsResolver
 	// spec is job i's spec; probeSpec the lone system's.
 	spec(i int) job.Spec
 	probeSpec() job.Spec
@@ -90,8 +90,8 @@ func newFakeTarget(n, perSystem int, latency, powerDelay time.Duration) (*fakeTa
 
 func (t *fakeTarget) dialer() bmc.Dialer      { return t.fleet }
 func (t *fakeTarget) probeDialer() bmc.Dialer { return t.probeFleet }
-func (t *fakeTarget) creds() job.CredentialsResolver {
-	return job.StaticCredentials{"lab": {Username: "admin", Password: "fleet-bench"}}
+func (t *fakeTarget) creds() bmc.CredentialsResolver {
+	return bmc.StaticCredentials{"lab": {Username: "admin", Password: "fleet-bench"}}
 }
 func (t *fakeTarget) spec(i int) job.Spec { return netboot(t.urls[i%len(t.urls)], "lab") }
 func (t *fakeTarget) probeSpec() job.Spec { return netboot(t.probeURL, "lab") }
@@ -220,8 +220,8 @@ func (t *redfishTarget) recorder(e int) func(redfishtest.StateChange) {
 
 func (t *redfishTarget) dialer() bmc.Dialer      { return t.drv }
 func (t *redfishTarget) probeDialer() bmc.Dialer { return t.probeD }
-func (t *redfishTarget) creds() job.CredentialsResolver {
-	return job.StaticCredentials{"lab": t.probe.Credentials()}
+func (t *redfishTarget) creds() bmc.CredentialsResolver {
+	return bmc.StaticCredentials{"lab": t.probe.Credentials()}
 }
 
 // spec: job i is on endpoint i%k, system i/k+1.

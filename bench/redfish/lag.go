@@ -185,7 +185,7 @@ func runLagOnce(base job.Config, n int, sp lagSpread, rounds, warmup int, pause 
 	cfg := base
 	cfg.Store = memstore.New()
 	cfg.Dialer = &sd
-	cfg.Credentials = job.StaticCredentials{"lab": srv.Credentials()}
+	cfg.Credentials = bmc.StaticCredentials{"lab": srv.Credentials()}
 	cfg.EndpointConcurrency = n
 	r, err := job.NewRunner(cfg)
 	if err != nil {

@@ -191,7 +191,7 @@ func run(n int, minDelay, maxDelay time.Duration, seed int64) error {
 		Store: memstore.New(),
 		StepperConfig: job.StepperConfig{
 			Dialer:      &sd,
-			Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "redfishtest-secret"}},
+			Credentials: bmc.StaticCredentials{"lab": {Username: "admin", Password: "redfishtest-secret"}},
 		},
 
 		Workers: n,

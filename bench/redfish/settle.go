@@ -81,7 +81,7 @@ func settleOnce(settle time.Duration, pending bool, delay time.Duration) (*settl
 	var sd bmc.SchemeDialer
 	sd.Register("redfish", redfish.NewDialer(redfish.Options{}))
 	r, err := job.NewRunner(job.Config{Store: memstore.New(), ScanInterval: 50 * time.Millisecond,
-		StepperConfig: job.StepperConfig{Dialer: &sd, Credentials: job.StaticCredentials{"lab": srv.Credentials()}, PowerSettle: settle}})
+		StepperConfig: job.StepperConfig{Dialer: &sd, Credentials: bmc.StaticCredentials{"lab": srv.Credentials()}, PowerSettle: settle}})
 	if err != nil {
 		return nil, err
 	}

@@ -116,7 +116,7 @@ func runWaitVariant(v waitVariant, n int, mean, spread time.Duration, seed int64
 	cfg := v.cfg
 	cfg.Store = memstore.New()
 	cfg.Dialer = &sd
-	cfg.Credentials = job.StaticCredentials{"lab": srv.Credentials()}
+	cfg.Credentials = bmc.StaticCredentials{"lab": srv.Credentials()}
 	r, err := job.NewRunner(cfg)
 	if err != nil {
 		return nil, err

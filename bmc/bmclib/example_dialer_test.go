@@ -98,7 +98,7 @@ func ExampleNew_dialer() {
 		Store: memstore.New(),
 		StepperConfig: job.StepperConfig{
 			Dialer:      &dialer,
-			Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "pw-Example-7"}},
+			Credentials: bmc.StaticCredentials{"lab": {Username: "admin", Password: "pw-Example-7"}},
 		},
 	})
 	if err != nil {

@@ -18,7 +18,7 @@
 //	runner, err := job.NewRunner(job.Config{
 //		Store:       memstore.New(),
 //		Dialer:      f,
-//		Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "pw"}},
+//		Credentials: bmc.StaticCredentials{"lab": {Username: "admin", Password: "pw"}},
 //	})
 //
 // (ExampleFleet_runner runs this, compiled and checked by go test.)

@@ -26,7 +26,7 @@ func ExampleFleet_runner() {
 		Store: memstore.New(),
 		StepperConfig: job.StepperConfig{
 			Dialer:      f,
-			Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "pw"}},
+			Credentials: bmc.StaticCredentials{"lab": {Username: "admin", Password: "pw"}},
 		},
 	})
 	if err != nil {

@@ -289,7 +289,7 @@ func newRedfishStepper(t *testing.T, srv *redfishtest.Server, clk *clock.Fake) *
 	dialer.Register("redfish", redfish.NewDialer(testOptions()))
 	s, err := job.NewStepper(job.StepperConfig{Locks: job.NoLocking,
 		Dialer:       &dialer,
-		Credentials:  job.StaticCredentials{"lab": srv.Credentials()},
+		Credentials:  bmc.StaticCredentials{"lab": srv.Credentials()},
 		Clock:        clk,
 		PollInterval: 5 * time.Millisecond,
 		Retry:        retry.Policy{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond},

@@ -189,7 +189,7 @@ func powerJobs(t *testing.T, srv *redfishtest.Server, cfg job.Config, n int, dur
 	dialer.Register("redfish", redfish.NewDialer(testOptions()))
 	cfg.Dialer = &dialer
 	cfg.Store = memstore.New()
-	cfg.Credentials = job.StaticCredentials{"lab": srv.Credentials()}
+	cfg.Credentials = bmc.StaticCredentials{"lab": srv.Credentials()}
 	cfg.ScanInterval = 20 * time.Millisecond
 	r, err := job.NewRunner(cfg)
 	if err != nil {
@@ -318,7 +318,7 @@ func TestPowerJobsShareOneStream(t *testing.T) {
 	r, err := job.NewRunner(job.Config{
 		Store: memstore.New(), StepperConfig: job.StepperConfig{
 			Dialer:       &dialer,
-			Credentials:  job.StaticCredentials{"lab": srv.Credentials()},
+			Credentials:  bmc.StaticCredentials{"lab": srv.Credentials()},
 			PollInterval: time.Second,
 			AdaptivePoll: job.AdaptivePoll{Disabled: true},
 		},

@@ -25,7 +25,7 @@ func runFleet(t *testing.T, srv *redfishtest.Server, systems []string) time.Dura
 	r, err := job.NewRunner(job.Config{
 		Store: memstore.New(), StepperConfig: job.StepperConfig{
 			Dialer:      &dialer,
-			Credentials: job.StaticCredentials{"lab": srv.Credentials()},
+			Credentials: bmc.StaticCredentials{"lab": srv.Credentials()},
 		},
 
 		Workers:             64,

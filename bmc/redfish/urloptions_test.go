@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/connpool"
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
 	"github.com/bmckit/bmckit/conditions"
@@ -183,7 +184,7 @@ func TestURLOptionTimeout(t *testing.T) {
 
 // Systems behind one endpoint share a session only when their addresses
 // carry the same options: OpenSystem refuses other options (so nothing
-// dialed with events=off serves an address without it), and job.ConnPool
+// dialed with events=off serves an address without it), and connpool.Pool
 // dials a session per option set.
 func TestURLOptionsSessions(t *testing.T) {
 	srv := redfishtest.NewServer(redfishtest.Config{Systems: 2})
@@ -216,7 +217,7 @@ func TestURLOptionsSessions(t *testing.T) {
 		}
 		return n
 	}
-	pool := job.NewConnPool(d, time.Minute, nil)
+	pool := connpool.New(d, time.Minute, nil)
 	t.Cleanup(func() { _ = pool.Close(ctx) })
 	before := logins()
 	a, err := pool.Get(ctx, withOptions(t, srv.Address("1")+"?bootOnce=emulate"), srv.Credentials())

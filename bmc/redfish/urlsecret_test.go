@@ -33,7 +33,7 @@ func TestURLQuerySecretsNeverEchoed(t *testing.T) {
 		Store: store, StepperConfig: job.StepperConfig{
 			Dialer:       &dialer,
 			Logger:       opts.Logger,
-			Credentials:  job.StaticCredentials{"lab": srv.Credentials()},
+			Credentials:  bmc.StaticCredentials{"lab": srv.Credentials()},
 			PollInterval: 5 * time.Millisecond,
 			Retry:        retry.Policy{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond, Jitter: 0.2},
 		},

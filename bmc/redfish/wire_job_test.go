@@ -66,7 +66,7 @@ func TestWirePerJobOnSharedSession(t *testing.T) {
 	jobs := jobtest.RunAll(t, job.Config{
 		StepperConfig: job.StepperConfig{
 			Dialer:       &dialer,
-			Credentials:  job.StaticCredentials{"lab": srv.Credentials()},
+			Credentials:  bmc.StaticCredentials{"lab": srv.Credentials()},
 			PollInterval: 5 * time.Millisecond,
 		},
 

@@ -59,7 +59,7 @@ func TestSpansPerJobAndTask(t *testing.T) {
 		StepperConfig: job.StepperConfig{
 			Dialer:       fleet,
 			Observer:     tracing.JobObserver(),
-			Credentials:  job.StaticCredentials{"lab": {Username: "admin", Password: password}, "old": {Username: "admin", Password: "rotated-away"}},
+			Credentials:  bmc.StaticCredentials{"lab": {Username: "admin", Password: password}, "old": {Username: "admin", Password: "rotated-away"}},
 			PollInterval: 2 * time.Millisecond,
 		},
 

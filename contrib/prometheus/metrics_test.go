@@ -104,7 +104,7 @@ func TestScrapeRunnerAndTracker(t *testing.T) {
 		Store: store, StepperConfig: job.StepperConfig{
 			Dialer:       fleet,
 			Observer:     m.JobObserver(),
-			Credentials:  job.StaticCredentials{"lab": {Username: "admin", Password: password}, "old": {Username: "admin", Password: "rotated-away"}},
+			Credentials:  bmc.StaticCredentials{"lab": {Username: "admin", Password: password}, "old": {Username: "admin", Password: "rotated-away"}},
 			PollInterval: 2 * time.Millisecond,
 		},
 

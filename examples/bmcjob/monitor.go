@@ -18,7 +18,6 @@ import (
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/monitor"
 	"github.com/bmckit/bmckit/storage/memstore"
 )
@@ -54,7 +53,7 @@ func monitorCmd(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("monitor: BMC address %d: %s", i+1, strings.TrimPrefix(err.Error(), "bmc: "))
 		}
 	}
-	creds := job.StaticCredentials{"cli": {Username: *user, Password: password}}
+	creds := bmc.StaticCredentials{"cli": {Username: *user, Password: password}}
 	var dialer bmc.Dialer
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

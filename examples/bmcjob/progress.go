@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/memstore"
@@ -37,7 +38,7 @@ func runJob(ctx context.Context, e *env, c *conn, spec job.Spec, tf *targetFlags
 		Store: memstore.New(),
 		StepperConfig: job.StepperConfig{
 			Dialer:      c.dialer,
-			Credentials: job.StaticCredentials{"cli": c.creds},
+			Credentials: bmc.StaticCredentials{"cli": c.creds},
 			Boot:        c.boot,
 		},
 

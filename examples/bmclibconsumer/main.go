@@ -127,7 +127,7 @@ func run(ctx context.Context, path string) (conditions.Result, error) {
 		Store: store,
 		StepperConfig: job.StepperConfig{
 			Dialer:      &dialer,
-			Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "consumer-Pw-5521"}},
+			Credentials: bmc.StaticCredentials{"lab": {Username: "admin", Password: "consumer-Pw-5521"}},
 			Boot:        tracker,
 		},
 	})

@@ -41,7 +41,7 @@ func TestJobsCompleteOnBoot(t *testing.T) {
 		Store: store, StepperConfig: job.StepperConfig{
 			Dialer:      fleet,
 			Boot:        tr,
-			Credentials: job.StaticCredentials{"bmc": {Username: "admin", Password: "pw"}},
+			Credentials: bmc.StaticCredentials{"bmc": {Username: "admin", Password: "pw"}},
 		},
 	})
 	if err != nil {

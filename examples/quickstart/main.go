@@ -126,7 +126,7 @@ func run(args []string, out io.Writer) error {
 		Store: store,
 		StepperConfig: job.StepperConfig{
 			Dialer:      fleet.dialer,
-			Credentials: job.StaticCredentials{"fleet": fleet.creds},
+			Credentials: bmc.StaticCredentials{"fleet": fleet.creds},
 		},
 
 		Workers:  *workers,

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/boltstore"
@@ -97,7 +98,7 @@ func TestQuickstartRerunWithTheSameDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: fake.NewFleet(), Credentials: job.StaticCredentials{}}})
+	r, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: fake.NewFleet(), Credentials: bmc.StaticCredentials{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestQuickstartRerunWithTheSameDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close(ctx)
-	r, err = job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: fake.NewFleet(), Credentials: job.StaticCredentials{}}})
+	r, err = job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: fake.NewFleet(), Credentials: bmc.StaticCredentials{}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -428,7 +428,7 @@ func balanceRunnerChild() {
 	r, err := job.NewRunner(job.Config{
 		Store: store, StepperConfig: job.StepperConfig{
 			Dialer:       dialer,
-			Credentials:  job.StaticCredentials{"lab": {Username: balUser, Password: balPassword}},
+			Credentials:  bmc.StaticCredentials{"lab": {Username: balUser, Password: balPassword}},
 			PollInterval: 50 * time.Millisecond,
 		},
 		Owner: os.Getenv(envBalOwner), LeaseDuration: balLease(), ScanInterval: 200 * time.Millisecond,

@@ -285,7 +285,7 @@ func killRunnerChild() {
 	r, err := job.NewRunner(job.Config{
 		Store: store, StepperConfig: job.StepperConfig{
 			Dialer:       dialer,
-			Credentials:  job.StaticCredentials{"sim": {Username: killUser, Password: killPassword}},
+			Credentials:  bmc.StaticCredentials{"sim": {Username: killUser, Password: killPassword}},
 			PollInterval: 20 * time.Millisecond,
 		},
 

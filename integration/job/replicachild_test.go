@@ -144,7 +144,7 @@ func startReplicaRun(out *replicaOut, name, mode, addr, prefix string, lease tim
 		RequestsPerSecond: -1, // the simulator serves all; the budget would only slow the run
 		WrapTransport:     func(next http.RoundTripper) http.RoundTripper { return replicaTagger{name: name, out: out, next: next} },
 	}))
-	creds := job.StaticCredentials{"sim": {Username: reqLogUser, Password: reqLogPassword}}
+	creds := bmc.StaticCredentials{"sim": {Username: reqLogUser, Password: reqLogPassword}}
 	upd := func(j *job.Job) {
 		done := 0
 		if j.Completed() {

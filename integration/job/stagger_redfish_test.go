@@ -108,7 +108,7 @@ func TestStaggerRedfishAtTheBMC(t *testing.T) {
 		runner, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{
 			Dialer:       dialer,
 			PowerGate:    gate,
-			Credentials:  job.StaticCredentials{"lab": {Username: user, Password: pw}},
+			Credentials:  bmc.StaticCredentials{"lab": {Username: user, Password: pw}},
 			PollInterval: 50 * time.Millisecond,
 		}, Owner: fmt.Sprintf("replica-%d", r),
 

@@ -186,7 +186,7 @@ func wfbKillChild() {
 	dialer.Register("redfish", redfish.NewDialer(redfish.Options{}))
 	s, err := job.NewStepper(job.StepperConfig{Locks: job.NoLocking,
 		Dialer: dialer, Clock: clk, Boot: tr, BootPollInterval: 20 * time.Second,
-		Credentials: job.StaticCredentials{"sim": {Username: os.Getenv(envWFBUser), Password: os.Getenv(envWFBPass)}},
+		Credentials: bmc.StaticCredentials{"sim": {Username: os.Getenv(envWFBUser), Password: os.Getenv(envWFBPass)}},
 	})
 	if err != nil {
 		fail("stepper: %v", err)

@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/connpool"
 	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/internal/monitortest"
-	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/monitor"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/boltstore"
@@ -179,10 +179,10 @@ func benchFleet(b *testing.B, n int, target, storeName, poolMode string) {
 			return t
 		}
 	}
-	cfg := monitor.Config{Store: store, Credentials: job.StaticCredentials{"lab": {Username: "admin", Password: "redfishtest-secret"}},
+	cfg := monitor.Config{Store: store, Credentials: bmc.StaticCredentials{"lab": {Username: "admin", Password: "redfishtest-secret"}},
 		Clock: clk, Owner: "bench"}
 	if poolMode == "idle2m" {
-		cfg.Pool = job.NewConnPool(dialer, 2*time.Minute, clk.Now)
+		cfg.Pool = connpool.New(dialer, 2*time.Minute, clk.Now)
 		defer cfg.Pool.Close(ctx)
 	} else {
 		cfg.Dialer = dialer

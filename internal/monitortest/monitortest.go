@@ -37,7 +37,7 @@ var T0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // line or an error.
 const Secret = "s3cret-Pa55word"
 
-// Creds is a job.CredentialsResolver whose answers a test changes. Safe for
+// Creds is a bmc.CredentialsResolver whose answers a test changes. Safe for
 // concurrent use.
 type Creds struct {
 	mu sync.Mutex
@@ -56,7 +56,7 @@ func (c *Creds) Set(ref string, v bmc.Credentials) {
 	c.mu.Unlock()
 }
 
-// Resolve implements job.CredentialsResolver; an unknown ref is an error.
+// Resolve implements bmc.CredentialsResolver; an unknown ref is an error.
 func (c *Creds) Resolve(_ context.Context, ref string) (bmc.Credentials, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -47,7 +47,7 @@ func Netboot(addr string, mode task.BootMode, taskTimeout time.Duration) job.Spe
 func Run(t testing.TB, cfg job.Config, creds bmc.Credentials, spec job.Spec, wait time.Duration) *job.Job {
 	t.Helper()
 	cfg.Store = memstore.New()
-	cfg.Credentials = job.StaticCredentials{"lab": creds}
+	cfg.Credentials = bmc.StaticCredentials{"lab": creds}
 	return RunAll(t, cfg, map[string]job.Spec{"netboot": spec}, wait)["netboot"]
 }
 
@@ -56,7 +56,7 @@ func Run(t testing.TB, cfg job.Config, creds bmc.Credentials, spec job.Spec, wai
 // job to complete, stops the runner (so BMC sessions are closed and their
 // traffic reported to observers) and returns the completed jobs. It fails
 // the test if a job does not complete in time, if the runner does not stop
-// cleanly, or, when cfg.Credentials is a job.StaticCredentials, if any
+// cleanly, or, when cfg.Credentials is a bmc.StaticCredentials, if any
 // stored record holds one of its passwords.
 func RunAll(t testing.TB, cfg job.Config, specs map[string]job.Spec, wait time.Duration) map[string]*job.Job {
 	t.Helper()
@@ -96,7 +96,7 @@ func RunAll(t testing.TB, cfg job.Config, specs map[string]job.Spec, wait time.D
 	if err != nil {
 		t.Fatal(err)
 	}
-	if creds, ok := cfg.Credentials.(job.StaticCredentials); ok {
+	if creds, ok := cfg.Credentials.(bmc.StaticCredentials); ok {
 		for _, rec := range recs {
 			for _, c := range creds {
 				if HoldsSecret(string(rec.Value), c.Password) {

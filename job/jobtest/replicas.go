@@ -58,7 +58,7 @@ func Replicas(t testing.TB, store storage.Store) {
 		r, err := job.NewRunner(job.Config{
 			Store: store, StepperConfig: job.StepperConfig{
 				Dialer:       fleet,
-				Credentials:  job.StaticCredentials{"lab": {Username: "admin", Password: "replicas-Pw-4417"}},
+				Credentials:  bmc.StaticCredentials{"lab": {Username: "admin", Password: "replicas-Pw-4417"}},
 				PollInterval: time.Millisecond,
 			}, Workers: 4,
 			Owner: fmt.Sprintf("replica-%d", i), ScanInterval: 10 * time.Millisecond,

@@ -47,7 +47,7 @@ type Options[O Object] struct {
 	Namespace string
 	// Credentials resolves the "namespace/name" references [JobFor] makes.
 	// Defaults to secretcreds.Resolver over the manager's (cached) client.
-	Credentials job.CredentialsResolver
+	Credentials bmc.CredentialsResolver
 	// Registerer receives the Prometheus adapter's metrics. Defaults to
 	// controller-runtime's registry, which the manager serves on /metrics.
 	Registerer prometheus.Registerer

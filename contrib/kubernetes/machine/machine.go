@@ -26,9 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/connpool"
 	"github.com/bmckit/bmckit/contrib/kubernetes/api/v1alpha1"
 	"github.com/bmckit/bmckit/contrib/kubernetes/secretcreds"
-	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/monitor"
 	"github.com/bmckit/bmckit/storage/memstore"
 	"github.com/bmckit/bmckit/timestamp"
@@ -39,12 +39,12 @@ type Options struct {
 	// Pool is the connection pool to read BMCs through: pass the job
 	// Stepper's (controller.Controller.Stepper.Pool()), so a machine a job
 	// is using is read on that job's session.
-	Pool *job.ConnPool
+	Pool *connpool.Pool
 	// Dialer is used when Pool is nil.
 	Dialer bmc.Dialer
 	// Credentials resolves "namespace/name" references. Defaults to
 	// secretcreds.Resolver over the manager's client.
-	Credentials job.CredentialsResolver
+	Credentials bmc.CredentialsResolver
 	// Interval is how often each machine is read (monitor.Config.Interval,
 	// default 3 minutes).
 	Interval time.Duration

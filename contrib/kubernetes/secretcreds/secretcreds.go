@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bmckit/bmckit/bmc"
-	"github.com/bmckit/bmckit/job"
 )
 
 // Keys of a BMC credentials Secret (the ones Rufio uses).
@@ -23,7 +22,7 @@ const (
 	PasswordKey = "password"
 )
 
-// Resolver is a job.CredentialsResolver over Kubernetes Secrets:
+// Resolver is a bmc.CredentialsResolver over Kubernetes Secrets:
 // a reference "namespace/name" (what controller.JobFor makes of an object's
 // credentialsRef) names a Secret whose data holds the keys "username" and
 // "password". An empty reference resolves to empty credentials.
@@ -47,9 +46,9 @@ type Resolver struct {
 	Reader client.Reader
 }
 
-var _ job.CredentialsResolver = Resolver{}
+var _ bmc.CredentialsResolver = Resolver{}
 
-// Resolve implements job.CredentialsResolver.
+// Resolve implements bmc.CredentialsResolver.
 func (s Resolver) Resolve(ctx context.Context, ref string) (bmc.Credentials, error) {
 	if ref == "" {
 		return bmc.Credentials{}, nil // a BMC without authentication

@@ -239,7 +239,7 @@ func TestRunnerPostgresRestart(t *testing.T) {
 		r, err := job.NewRunner(job.Config{
 			Store: s, StepperConfig: job.StepperConfig{
 				Dialer:       fleet,
-				Credentials:  job.StaticCredentials{"lab": {Username: "admin", Password: "pgrestart-Pw-2290"}},
+				Credentials:  bmc.StaticCredentials{"lab": {Username: "admin", Password: "pgrestart-Pw-2290"}},
 				PollInterval: 100 * time.Millisecond,
 			}, Owner: fmt.Sprintf("pgr-replica-%d", i),
 			LeaseDuration: 30 * time.Second, OnUpdate: onUpdate,

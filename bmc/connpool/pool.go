@@ -1,4 +1,12 @@
-package job
+// Package connpool keeps BMC connections open across calls: one session
+// per system, shared by the systems behind one endpoint where the driver can
+// ([bmc.SystemOpener]), closed when idle, when the credentials change, or
+// when their user releases them. The job package's Stepper and Runner and
+// package monitor each use one; a host that makes its own BMC calls beside
+// them can too. It knows nothing of jobs: a "user" is any string naming who
+// holds a system's connection (a job's name), so that a release by a user
+// that no longer holds it is ignored.
+package connpool
 
 import (
 	"context"
@@ -11,7 +19,7 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 )
 
-// ConnPool keeps BMC connections open across steps, so a controller that
+// Pool keeps BMC connections open across calls, so a controller that
 // reconciles a job twenty times uses one BMC session, not twenty.
 //
 // Connections are kept per system ([bmc.Endpoint.SystemKey], the identity
@@ -19,11 +27,11 @@ import (
 // credentials version when the driver implements [bmc.SystemOpener]: the first
 // system dials (logs in), the others open views on that session, so fifty
 // jobs on fifty systems of one chassis manager cost one login. A system's
-// connection is closed when its job completes (Release), when the credentials
+// connection is closed when its user is done with it (Release), when the credentials
 // for it change, or after it was idle for IdleTimeout; a session is logged out
 // when no system uses it any more. Safe for concurrent use; concurrent Gets
 // that need the same new session wait for one dial.
-type ConnPool struct {
+type Pool struct {
 	dialer      bmc.Dialer
 	idleTimeout time.Duration
 	now         func() time.Time
@@ -39,7 +47,7 @@ type ConnPool struct {
 	lastVersion string
 
 	// wire, if set, receives what each session cost on the wire since it
-	// was last reported (an Observer's Wire; see observer.go); wireSeen
+	// was last reported (SetWire; the job package's Observer.Wire); wireSeen
 	// holds, per driver (a session's owner and each view on it, which
 	// count their own calls), what was reported so far.
 	wire     func(protocol, endpoint string, delta bmc.Stats)
@@ -66,16 +74,16 @@ type sysConn struct {
 	user      string // the job that last got it
 }
 
-// NewConnPool returns a pool that dials with d. idleTimeout defaults to 2
+// New returns a pool that dials with d. idleTimeout defaults to 2
 // minutes; now defaults to time.Now.
-func NewConnPool(d bmc.Dialer, idleTimeout time.Duration, now func() time.Time) *ConnPool {
+func New(d bmc.Dialer, idleTimeout time.Duration, now func() time.Time) *Pool {
 	if idleTimeout <= 0 {
 		idleTimeout = 2 * time.Minute
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &ConnPool{dialer: d, idleTimeout: idleTimeout, now: now, systems: map[string]*sysConn{}, sessions: map[string]*session{}}
+	return &Pool{dialer: d, idleTimeout: idleTimeout, now: now, systems: map[string]*sysConn{}, sessions: map[string]*session{}}
 }
 
 func credsHash(c bmc.Credentials) string {
@@ -87,7 +95,7 @@ func credsHash(c bmc.Credentials) string {
 // last one: most steps of a runner use the same credentials and options,
 // and hashing them on every step was ~5% of the Runner's CPU. Callers hold
 // p.mu.
-func (p *ConnPool) versionLocked(creds bmc.Credentials, options string) string {
+func (p *Pool) versionLocked(creds bmc.Credentials, options string) string {
 	if p.lastVersion == "" || creds.Username != p.lastCreds.Username || creds.Password != p.lastCreds.Password || options != p.lastOptions {
 		p.lastCreds = bmc.Credentials{Username: creds.Username, Password: creds.Password}
 		p.lastOptions = options
@@ -104,12 +112,12 @@ func sessionKey(ep bmc.Endpoint, credsHash string) string {
 // Get returns the open driver for ep's system, dialing (or opening a view on
 // the endpoint's session) if there is none, and closing the old connection
 // first if the credentials changed.
-func (p *ConnPool) Get(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (bmc.Driver, error) {
-	drv, _, err := p.getFor(ctx, ep, creds, "")
+func (p *Pool) Get(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (bmc.Driver, error) {
+	drv, _, err := p.GetFor(ctx, ep, creds, "")
 	return drv, err
 }
 
-// getFor is Get on behalf of job user, recorded so that releaseFor by a job
+// GetFor is Get on behalf of user (a job's name), recorded so that ReleaseFor by a job
 // that no longer uses the system cannot close the connection of the job that
 // does. fresh is true when the driver was dialed or opened by this call:
 // everything it counted on the wire (bmc.StatsReporter) was for user.
@@ -117,7 +125,7 @@ func (p *ConnPool) Get(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentia
 // Each round decides under the lock (next) and acts outside it: connections
 // it replaced are closed, then it returns the system's connection, waits for
 // a dial in flight, dials, or opens a view on the endpoint's session.
-func (p *ConnPool) getFor(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials, user string) (drv bmc.Driver, fresh bool, err error) {
+func (p *Pool) GetFor(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials, user string) (drv bmc.Driver, fresh bool, err error) {
 	now := p.now()
 	for {
 		p.mu.Lock()
@@ -156,7 +164,7 @@ type poolStep struct {
 // credentials and the address's options (e.g. ipmi://host?cipher=3): a
 // change of either dials again, and addresses that differ in options never
 // share a session. Callers hold p.mu.
-func (p *ConnPool) nextLocked(ep bmc.Endpoint, creds bmc.Credentials, user string, now time.Time) poolStep {
+func (p *Pool) nextLocked(ep bmc.Endpoint, creds bmc.Credentials, user string, now time.Time) poolStep {
 	sys := ep.SystemKey()
 	n := poolStep{version: p.versionLocked(creds, ep.Options), stale: p.sweepLocked(now)}
 	if c := p.systems[sys]; c != nil {
@@ -218,7 +226,7 @@ func isClosed(c <-chan struct{}) bool {
 
 // openView opens a view for ep's system on session s (whose reference
 // nextLocked took) and installs it as the system's connection.
-func (p *ConnPool) openView(ctx context.Context, s *session, ep bmc.Endpoint, creds bmc.Credentials, h, user string, now time.Time) (bmc.Driver, bool, error) {
+func (p *Pool) openView(ctx context.Context, s *session, ep bmc.Endpoint, creds bmc.Credentials, h, user string, now time.Time) (bmc.Driver, bool, error) {
 	view, err := s.owner.(bmc.SystemOpener).OpenSystem(ctx, ep)
 	p.mu.Lock()
 	if err != nil {
@@ -251,7 +259,7 @@ func (p *ConnPool) openView(ctx context.Context, s *session, ep bmc.Endpoint, cr
 
 // dial fills in session s (registered in p.sessions under s.key when it is
 // shared) and installs it as ep's system connection.
-func (p *ConnPool) dial(ctx context.Context, s *session, ep bmc.Endpoint, creds bmc.Credentials, h, user string) (bmc.Driver, bool, error) {
+func (p *Pool) dial(ctx context.Context, s *session, ep bmc.Endpoint, creds bmc.Credentials, h, user string) (bmc.Driver, bool, error) {
 	drv, err := p.dialer.Dial(ctx, ep, creds)
 	p.mu.Lock()
 	defer close(s.ready)
@@ -281,16 +289,16 @@ func (p *ConnPool) dial(ctx context.Context, s *session, ep bmc.Endpoint, creds 
 
 // Release closes and forgets the connection for ep's system, if any; the
 // endpoint's session is logged out when no other system uses it.
-func (p *ConnPool) Release(ctx context.Context, ep bmc.Endpoint) error {
-	p.releaseFor(ctx, ep, "")
+func (p *Pool) Release(ctx context.Context, ep bmc.Endpoint) error {
+	p.ReleaseFor(ctx, ep, "")
 	return nil
 }
 
-// releaseFor is Release, but only if job user (or anyone, for "") was the
+// ReleaseFor is Release, but only if user (or anyone, for "") was the
 // last to get the connection. It returns what closing cost on the wire
 // beyond the system's own driver: the logout of the shared session this
 // release ended, which its owner (another system's driver) counts.
-func (p *ConnPool) releaseFor(ctx context.Context, ep bmc.Endpoint, user string) bmc.Stats {
+func (p *Pool) ReleaseFor(ctx context.Context, ep bmc.Endpoint, user string) bmc.Stats {
 	sys := ep.SystemKey()
 	p.mu.Lock()
 	c := p.systems[sys]
@@ -306,7 +314,7 @@ func (p *ConnPool) releaseFor(ctx context.Context, ep bmc.Endpoint, user string)
 // Invalidate closes the whole session ep's system uses, for every system
 // sharing it: the session is spent (expired, or its login failed), so the
 // next Get dials again.
-func (p *ConnPool) Invalidate(ctx context.Context, ep bmc.Endpoint) {
+func (p *Pool) Invalidate(ctx context.Context, ep bmc.Endpoint) {
 	p.mu.Lock()
 	c := p.systems[ep.SystemKey()]
 	if c == nil {
@@ -326,7 +334,7 @@ func (p *ConnPool) Invalidate(ctx context.Context, ep bmc.Endpoint) {
 
 // dropLocked forgets sys's connection and returns the drivers to close: its
 // view, and the session's owner when no system uses the session any more.
-func (p *ConnPool) dropLocked(sys string) []bmc.Driver {
+func (p *Pool) dropLocked(sys string) []bmc.Driver {
 	c := p.systems[sys]
 	if c == nil {
 		return nil
@@ -339,7 +347,7 @@ func (p *ConnPool) dropLocked(sys string) []bmc.Driver {
 	return append(out, p.unrefLocked(c.sess)...)
 }
 
-func (p *ConnPool) unrefLocked(s *session) []bmc.Driver {
+func (p *Pool) unrefLocked(s *session) []bmc.Driver {
 	s.refs--
 	if s.refs > 0 {
 		return nil
@@ -354,7 +362,7 @@ func (p *ConnPool) unrefLocked(s *session) []bmc.Driver {
 // CloseIdle closes connections idle for longer than the idle timeout.
 // Get does this too (at most twice per idle timeout, so Get stays cheap with
 // many connections); call it from a ticker if the pool may go unused.
-func (p *ConnPool) CloseIdle(ctx context.Context) {
+func (p *Pool) CloseIdle(ctx context.Context) {
 	p.mu.Lock()
 	p.nextSweep = time.Time{}
 	stale := p.sweepLocked(p.now())
@@ -362,7 +370,7 @@ func (p *ConnPool) CloseIdle(ctx context.Context) {
 	p.closeAll(ctx, stale)
 }
 
-func (p *ConnPool) sweepLocked(now time.Time) []bmc.Driver {
+func (p *Pool) sweepLocked(now time.Time) []bmc.Driver {
 	if now.Before(p.nextSweep) {
 		return nil
 	}
@@ -377,7 +385,7 @@ func (p *ConnPool) sweepLocked(now time.Time) []bmc.Driver {
 }
 
 // Close closes every connection.
-func (p *ConnPool) Close(ctx context.Context) error {
+func (p *Pool) Close(ctx context.Context) error {
 	p.mu.Lock()
 	var all []bmc.Driver
 	for k := range p.systems {
@@ -389,7 +397,7 @@ func (p *ConnPool) Close(ctx context.Context) error {
 }
 
 // Len is the number of systems with an open connection.
-func (p *ConnPool) Len() int {
+func (p *Pool) Len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.systems)
@@ -399,14 +407,14 @@ func (p *ConnPool) Len() int {
 // list them in that order). Logouts are attempted even when ctx is done (a
 // stopping runner), or the BMC keeps the session until it times out, but
 // bounded.
-func (p *ConnPool) closeAll(ctx context.Context, ds []bmc.Driver) {
+func (p *Pool) closeAll(ctx context.Context, ds []bmc.Driver) {
 	p.closeCounting(ctx, ds, nil)
 }
 
 // closeCounting is closeAll, and returns what closing the drivers other
 // than own cost on the wire (bmc.StatsReporter): nobody else uses them, so
 // what they count meanwhile is their Close.
-func (p *ConnPool) closeCounting(ctx context.Context, ds []bmc.Driver, own bmc.Driver) bmc.Stats {
+func (p *Pool) closeCounting(ctx context.Context, ds []bmc.Driver, own bmc.Driver) bmc.Stats {
 	var cost bmc.Stats
 	if len(ds) == 0 {
 		return cost
@@ -425,7 +433,7 @@ func (p *ConnPool) closeCounting(ctx context.Context, ds []bmc.Driver, own bmc.D
 		}
 		_ = d.Close(ctx)
 		if counts {
-			cost = addStats(cost, statsSince(sr.Stats(), before))
+			cost = cost.Add(sr.Stats().Since(before))
 		}
 		p.reportClosed(d)
 	}
@@ -438,15 +446,17 @@ type wireSeen struct {
 	st              bmc.Stats
 }
 
-// setWire turns on wire accounting (before the pool is used).
-func (p *ConnPool) setWire(f func(protocol, endpoint string, delta bmc.Stats)) {
+// SetWire turns on wire accounting, before the pool is used: f receives
+// what each system's driver cost on the wire since it was last reported
+// (by ReportWire, and when a driver is closed), its protocol and endpoint key.
+func (p *Pool) SetWire(f func(protocol, endpoint string, delta bmc.Stats)) {
 	p.wire, p.wireSeen = f, map[bmc.Driver]wireSeen{}
 }
 
-// reportWire reports the traffic of ep's system's driver since it was last
+// ReportWire reports the traffic of ep's system's driver since it was last
 // reported. Drivers that share a session count their own calls (the
 // owner also the login and logout), so each request is counted once.
-func (p *ConnPool) reportWire(ep bmc.Endpoint) {
+func (p *Pool) ReportWire(ep bmc.Endpoint) {
 	if p.wire == nil {
 		return
 	}
@@ -465,7 +475,7 @@ func (p *ConnPool) reportWire(ep bmc.Endpoint) {
 // reportDriver reports drv's traffic since the last report; the driver is
 // read outside the pool's lock, and concurrent reports never count a
 // request twice (what was seen only grows).
-func (p *ConnPool) reportDriver(drv bmc.Driver) {
+func (p *Pool) reportDriver(drv bmc.Driver) {
 	sr, ok := drv.(bmc.StatsReporter)
 	if !ok {
 		return
@@ -477,8 +487,8 @@ func (p *ConnPool) reportDriver(drv bmc.Driver) {
 		p.mu.Unlock()
 		return
 	}
-	d := statsSince(st, seen.st)
-	seen.st = statsMax(st, seen.st)
+	d := st.Since(seen.st)
+	seen.st = st.Max(seen.st)
 	p.wireSeen[drv] = seen
 	p.mu.Unlock()
 	if d != (bmc.Stats{}) {
@@ -488,7 +498,7 @@ func (p *ConnPool) reportDriver(drv bmc.Driver) {
 
 // reportClosed reports a closed driver's last traffic (a session's logout)
 // and forgets it.
-func (p *ConnPool) reportClosed(d bmc.Driver) {
+func (p *Pool) reportClosed(d bmc.Driver) {
 	if p.wire == nil {
 		return
 	}
@@ -499,37 +509,12 @@ func (p *ConnPool) reportClosed(d bmc.Driver) {
 }
 
 // reportDialError reports the traffic of a failed dial that counts it.
-func (p *ConnPool) reportDialError(ep bmc.Endpoint, err error) {
+func (p *Pool) reportDialError(ep bmc.Endpoint, err error) {
 	var sr bmc.StatsReporter
 	if p.wire == nil || !errors.As(err, &sr) {
 		return
 	}
 	if st := sr.Stats(); st != (bmc.Stats{}) {
 		p.wire(ep.Protocol, ep.Key(), st)
-	}
-}
-
-func statsSince(cur, seen bmc.Stats) bmc.Stats {
-	pos := func(a, b int64) int64 { return max(a-b, 0) }
-	return bmc.Stats{
-		Requests: pos(cur.Requests, seen.Requests), Connections: pos(cur.Connections, seen.Connections),
-		Logins: pos(cur.Logins, seen.Logins), Throttled: pos(cur.Throttled, seen.Throttled),
-		ThrottleWait: max(cur.ThrottleWait-seen.ThrottleWait, 0),
-	}
-}
-
-func addStats(a, b bmc.Stats) bmc.Stats {
-	return bmc.Stats{
-		Requests: a.Requests + b.Requests, Connections: a.Connections + b.Connections,
-		Logins: a.Logins + b.Logins, Throttled: a.Throttled + b.Throttled,
-		ThrottleWait: a.ThrottleWait + b.ThrottleWait,
-	}
-}
-
-func statsMax(a, b bmc.Stats) bmc.Stats {
-	return bmc.Stats{
-		Requests: max(a.Requests, b.Requests), Connections: max(a.Connections, b.Connections),
-		Logins: max(a.Logins, b.Logins), Throttled: max(a.Throttled, b.Throttled),
-		ThrottleWait: max(a.ThrottleWait, b.ThrottleWait),
 	}
 }
