@@ -14,7 +14,7 @@ var ErrFenced = errors.New("request not sent: the caller's lease on the system m
 
 // Fence decides whether requests may still be sent on behalf of a caller.
 // The job package puts one in the ctx of every call it makes while it holds
-// a system (a Runner's lease, a [job.SystemLocker]'s lock); drivers ask it
+// a system (a Runner's lease, a [syslock.Locker]'s lock); drivers ask it
 // through [Admit] immediately before each request is written, so a process
 // that was paused anywhere before that point (a GC pause, a VM migration,
 // SIGSTOP, a frozen container) sends nothing once it resumes with its lease

@@ -16,6 +16,7 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -136,7 +137,7 @@ func runPowerJobsOn(t *testing.T, b *slowBMC, n int, cfg job.StepperConfig, even
 	cfg.Dialer = bmc.DialerFunc(func(context.Context, bmc.Endpoint, bmc.Credentials) (bmc.Driver, error) { return drv, nil })
 	cfg.Clock = clk
 	if cfg.Locks == nil {
-		cfg.Locks = job.NoLocking
+		cfg.Locks = syslock.NoLocking
 	}
 	if events {
 		cfg.Wake = func(name string) { wmu.Lock(); woken[name] = true; wmu.Unlock() }
@@ -346,7 +347,7 @@ func TestPowerEventsStreamBreaksMidWait(t *testing.T) {
 func TestPowerEventsNeedWake(t *testing.T) {
 	clk := clock.NewFake(t0)
 	b := &slowBMC{clk: clk, delay: func() time.Duration { return time.Second }, state: bmc.PowerOff}
-	st, err := job.NewStepper(job.StepperConfig{Locks: job.NoLocking, Clock: clk, Dialer: bmc.DialerFunc(func(context.Context, bmc.Endpoint, bmc.Credentials) (bmc.Driver, error) {
+	st, err := job.NewStepper(job.StepperConfig{Locks: syslock.NoLocking, Clock: clk, Dialer: bmc.DialerFunc(func(context.Context, bmc.Endpoint, bmc.Credentials) (bmc.Driver, error) {
 		return watchingBMC{b}, nil
 	})})
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -30,7 +31,7 @@ func BenchSteps(b *testing.B, cfg StepperConfig, stored bool) {
 	// No call log, as in the job_test benchmarks' fleet (benchBMC there).
 	cfg.Dialer = fake.New(fake.Options{Power: bmc.PowerOn, CallLogSize: -1})
 	if cfg.Locks == nil {
-		cfg.Locks = NoLocking // as the Runner's own Stepper
+		cfg.Locks = syslock.NoLocking // as the Runner's own Stepper
 	}
 	s, err := NewStepper(cfg)
 	if err != nil {

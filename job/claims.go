@@ -7,6 +7,7 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/syslock"
 )
 
 // This file claims systems for the Runner: the lock write that takes a
@@ -19,12 +20,12 @@ import (
 // other), else head, the first of this runner's queue for sys. It returns
 // that job, the lock's revision and when the lock write was sent.
 func (r *Runner) claim(ctx context.Context, sys, head string) (job string, rev int64, sent time.Time, ok bool) {
-	if !r.locks.observed(sys) {
+	if !r.locks.Observed(sys) {
 		// Most systems are free: try to create the lock first (one write,
 		// no read). No lock record means no job holds the system: a lock is
 		// deleted only after its holder completed.
 		sent = r.cfg.Clock.Now()
-		rev, err := r.locks.write(ctx, sys, lockRecord{Holder: head, Owner: r.cfg.Owner}, 0, r.cfg.LeaseDuration)
+		rev, err := r.locks.Write(ctx, sys, syslock.Record{Holder: head, Owner: r.cfg.Owner}, 0, r.cfg.LeaseDuration)
 		if err == nil {
 			return head, rev, sent, true
 		}
@@ -35,7 +36,7 @@ func (r *Runner) claim(ctx context.Context, sys, head string) (job string, rev i
 			return "", 0, time.Time{}, false
 		}
 	}
-	cur, curRev, err := r.locks.read(ctx, sys)
+	cur, curRev, err := r.locks.Read(ctx, sys)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Error(err, "reading system lock failed; will retry", "system", sys)
@@ -46,7 +47,7 @@ func (r *Runner) claim(ctx context.Context, sys, head string) (job string, rev i
 	if !r.takeable(sys, cur, curRev) {
 		return "", 0, time.Time{}, false
 	}
-	if cur.Holder != "" && r.locks.ours(cur) && cur.Holder != head {
+	if cur.Holder != "" && r.locks.Ours(cur) && cur.Holder != head {
 		// A started job is resumed before any other.
 		unfinished, err := r.unfinished(ctx, cur.Holder)
 		if err != nil {
@@ -60,9 +61,9 @@ func (r *Runner) claim(ctx context.Context, sys, head string) (job string, rev i
 		}
 	}
 	sent = r.cfg.Clock.Now()
-	rev, err = r.locks.write(ctx, sys, lockRecord{Holder: job, Owner: r.cfg.Owner}, curRev, r.cfg.LeaseDuration)
+	rev, err = r.locks.Write(ctx, sys, syslock.Record{Holder: job, Owner: r.cfg.Owner}, curRev, r.cfg.LeaseDuration)
 	if err != nil {
-		if !lostRace(err) && ctx.Err() == nil {
+		if !syslock.LostRace(err) && ctx.Err() == nil {
 			r.log.Error(err, "taking system lock failed; will retry", "system", sys)
 		}
 		return "", 0, time.Time{}, false
@@ -82,14 +83,14 @@ func (r *Runner) claim(ctx context.Context, sys, head string) (job string, rev i
 // to be freed or to expire, then takes the system for its own queue's
 // head. It records lease observations (lockTable.expired); claim and the
 // replicas' watch (replicas.go) share it.
-func (r *Runner) takeable(sys string, cur lockRecord, rev int64) bool {
+func (r *Runner) takeable(sys string, cur syslock.Record, rev int64) bool {
 	switch {
 	case rev == 0 || cur.Holder == "":
 		return true
-	case !r.locks.ours(cur):
-		return r.locks.expired(sys, cur, rev)
+	case !r.locks.Ours(cur):
+		return r.locks.Expired(sys, cur, rev)
 	default:
-		return cur.Owner == "" || cur.Owner == r.cfg.Owner || r.locks.expired(sys, cur, rev)
+		return cur.Owner == "" || cur.Owner == r.cfg.Owner || r.locks.Expired(sys, cur, rev)
 	}
 }
 
@@ -206,9 +207,9 @@ func (l *loop) claimed(cs []claimed, batch bool) {
 		delete(l.retryAt, c.sys)
 		h := &held{sys: c.sys, ep: c.ep, epKey: c.ep.Key(), job: c.job, lockRev: c.rev, until: l.r.validUntil(c.sent),
 			log: l.r.log.WithValues("job", c.job, "system", c.sys)}
-		h.fence.init(r.cfg.Clock, l.fenceBase, c.sys)
-		h.fence.set(h.until)
-		h.fctx, h.watch.f = bmc.WithFence(l.ctx, &h.fence), &h.fence
+		h.fence.Init(r.cfg.Clock, l.fenceBase, c.sys)
+		h.fence.Set(h.until)
+		h.fctx, h.watch.F = bmc.WithFence(l.ctx, &h.fence), &h.fence
 		if j, rev, ok := r.fresh.take(c.job); ok {
 			h.j, h.rev = j, rev // as Submit created it: no read back (freshjobs.go)
 		}

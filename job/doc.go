@@ -96,8 +96,8 @@
 // one that holds more gives systems back when their jobs complete, so the
 // death of one replica stalls only its share of the fleet for a lease.
 //
-// On the controller path, StepperConfig.Locks ([SystemLocker];
-// [NewStoreLocker] over any Store) gives Step the same guarantee: Step locks
+// On the controller path, StepperConfig.Locks ([syslock.Locker];
+// [syslock.NewStoreLocker] over any Store) gives Step the same guarantee: Step locks
 // the system before it touches the BMC, unlocks it once the job completed,
 // and returns a StepResult with Waiting set (touching nothing) while another
 // job holds it. Call [Stepper.Release] when a job's object is deleted.

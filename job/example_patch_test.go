@@ -9,6 +9,7 @@ import (
 	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -47,7 +48,7 @@ func (o *BMCJob) DeepCopy() *BMCJob {
 func ExampleStepper_StepPatch() {
 	ctx := context.Background()
 	stepper, err := job.NewStepper(job.StepperConfig{Dialer: fake.New(fake.Options{Power: bmc.PowerOn}),
-		Locks: job.NewStoreLocker(memstore.New(), job.StoreLockerConfig{})}) // shared by every replica
+		Locks: syslock.NewStoreLocker(memstore.New(), syslock.StoreLockerConfig{})}) // shared by every replica
 	if err != nil {
 		panic(err)
 	}

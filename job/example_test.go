@@ -9,6 +9,7 @@ import (
 	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -70,8 +71,8 @@ func ExampleStepper() {
 	stepper, err := job.NewStepper(job.StepperConfig{
 		Dialer: b,
 		// Any storage.Store; a controller may use a Kubernetes Lease-backed
-		// SystemLocker instead.
-		Locks:             job.NewStoreLocker(memstore.New(), job.StoreLockerConfig{}),
+		// syslock.Locker instead.
+		Locks:             syslock.NewStoreLocker(memstore.New(), syslock.StoreLockerConfig{}),
 		LockRetryInterval: 20 * time.Millisecond, // defaults to 2s
 	})
 	if err != nil {
@@ -134,7 +135,7 @@ func ExampleStoreLockerConfig_owner() {
 	locks := memstore.New()                                                      // shared by the replicas
 	replica := func(owner string) *job.Stepper {
 		s, err := job.NewStepper(job.StepperConfig{Dialer: b,
-			Locks: job.NewStoreLocker(locks, job.StoreLockerConfig{Owner: owner})})
+			Locks: syslock.NewStoreLocker(locks, syslock.StoreLockerConfig{Owner: owner})})
 		if err != nil {
 			panic(err)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -30,8 +31,8 @@ func TestNewStepperRequiresLocks(t *testing.T) {
 	_, err := job.NewStepper(job.StepperConfig{Dialer: b})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "StepperConfig.Locks")
-	assert.Contains(t, err.Error(), "job.NoLocking")
-	s, err := job.NewStepper(job.StepperConfig{Dialer: b, Locks: job.NoLocking})
+	assert.Contains(t, err.Error(), "syslock.NoLocking")
+	s, err := job.NewStepper(job.StepperConfig{Dialer: b, Locks: syslock.NoLocking})
 	require.NoError(t, err)
 	_ = s.Close(context.Background())
 }
@@ -44,18 +45,18 @@ func TestStoreLockerOneJobTwoProcesses(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(t0)
 	store := memstore.New()
-	a := job.NewStoreLocker(store, job.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk, Owner: "replica-a"})
-	b := job.NewStoreLocker(store, job.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk, Owner: "replica-b"})
+	a := syslock.NewStoreLocker(store, syslock.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk, Owner: "replica-a"})
+	b := syslock.NewStoreLocker(store, syslock.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk, Owner: "replica-b"})
 
 	_, err := a.Lock(ctx, sysA, "netboot")
 	require.NoError(t, err)
 	_, err = b.Lock(ctx, sysA, "netboot")
-	var busy *job.BusyError
+	var busy *syslock.BusyError
 	require.ErrorAs(t, err, &busy, "the same job, another process")
 	assert.Equal(t, "netboot", busy.Holder)
 	assert.Equal(t, "replica-a", busy.Owner)
 	require.NoError(t, b.Unlock(ctx, sysA, "netboot"), "another process's unlock does nothing")
-	info, err := job.ReadLock(ctx, store, sysA)
+	info, err := syslock.Read(ctx, store, sysA)
 	require.NoError(t, err)
 	assert.Equal(t, "replica-a", info.Owner)
 
@@ -63,7 +64,7 @@ func TestStoreLockerOneJobTwoProcesses(t *testing.T) {
 	_, err = b.Lock(ctx, sysA, "netboot")
 	require.NoError(t, err, "unchanged for a whole lease: b continues the job")
 	_, err = a.Lock(ctx, sysA, "netboot")
-	require.ErrorIs(t, err, job.ErrSystemBusy, "a lost it")
+	require.ErrorIs(t, err, syslock.ErrBusy, "a lost it")
 }
 
 // Lockers (and Runners) that keep their jobs under different key prefixes
@@ -73,16 +74,16 @@ func TestLockersUnderTwoPrefixesExclude(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(t0)
 	store := memstore.New()
-	x := job.NewStoreLocker(store, job.StoreLockerConfig{Clock: clk, KeyPrefix: "tenant-x/"})
-	y := job.NewStoreLocker(store, job.StoreLockerConfig{Clock: clk, KeyPrefix: "tenant-y/"})
+	x := syslock.NewStoreLocker(store, syslock.StoreLockerConfig{Clock: clk, KeyPrefix: "tenant-x/"})
+	y := syslock.NewStoreLocker(store, syslock.StoreLockerConfig{Clock: clk, KeyPrefix: "tenant-y/"})
 	_, err := x.Lock(ctx, sysA, "a")
 	require.NoError(t, err)
 	_, err = y.Lock(ctx, sysA, "b")
-	require.ErrorIs(t, err, job.ErrSystemBusy)
+	require.ErrorIs(t, err, syslock.ErrBusy)
 	_, err = y.Lock(ctx, sysA, "a")
-	require.ErrorIs(t, err, job.ErrSystemBusy, "a job of the same name in another namespace is another job")
+	require.ErrorIs(t, err, syslock.ErrBusy, "a job of the same name in another namespace is another job")
 	require.NoError(t, y.Unlock(ctx, sysA, "a"), "does nothing to x's lock")
-	info, err := job.ReadLock(ctx, store, sysA)
+	info, err := syslock.Read(ctx, store, sysA)
 	require.NoError(t, err)
 	assert.Equal(t, "a", info.Holder)
 	assert.Equal(t, "tenant-x/", info.HolderKeyPrefix)
@@ -98,7 +99,7 @@ func TestRunnerWaitsForLockerOfAnotherPrefix(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	store := memstore.New()
-	locker := job.NewStoreLocker(store, job.StoreLockerConfig{KeyPrefix: "controller/"})
+	locker := syslock.NewStoreLocker(store, syslock.StoreLockerConfig{KeyPrefix: "controller/"})
 	_, err := locker.Lock(ctx, sysA, "crd-job")
 	require.NoError(t, err)
 
@@ -152,7 +153,7 @@ type claimWatch struct {
 
 func (w *claimWatch) Create(ctx context.Context, key string, value []byte) (int64, error) {
 	rev, err := w.Store.Create(ctx, key, value)
-	if errors.Is(err, storage.ErrExists) && strings.HasPrefix(key, job.LockKeyPrefix) {
+	if errors.Is(err, storage.ErrExists) && strings.HasPrefix(key, syslock.KeyPrefix) {
 		select {
 		case w.refused <- struct{}{}:
 		default:
@@ -180,7 +181,7 @@ func TestStepperFenceRefusesAfterAPause(t *testing.T) {
 		return nil
 	})
 	s, err := job.NewStepper(job.StepperConfig{Dialer: b, Clock: clk,
-		Locks: job.NewStoreLocker(memstore.New(), job.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk})})
+		Locks: syslock.NewStoreLocker(memstore.New(), syslock.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk})})
 	require.NoError(t, err)
 	defer s.Close(ctx)
 	obj := &crd{}
@@ -200,7 +201,7 @@ func TestStepperFenceRefusesAfterAPause(t *testing.T) {
 	close(resume)
 	r := <-out
 	require.ErrorIs(t, r.err, bmc.ErrFenced)
-	var fe *job.FencedError
+	var fe *syslock.FencedError
 	require.ErrorAs(t, r.err, &fe)
 	assert.Equal(t, sysA, fe.System)
 	assert.Equal(t, bmc.PowerOn, b.State().Power, "the fenced request took no effect")
@@ -233,7 +234,7 @@ func TestStepperFenceCountsFromBeforeTheLock(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(t0)
 	b := fake.New(fake.Options{Power: bmc.PowerOn, Clock: clk})
-	hang := &hangingLocker{SystemLocker: job.NewStoreLocker(memstore.New(), job.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk}),
+	hang := &hangingLocker{Locker: syslock.NewStoreLocker(memstore.New(), syslock.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk}),
 		during: func() { clk.Advance(2 * time.Minute) }}
 	s, err := job.NewStepper(job.StepperConfig{Dialer: b, Clock: clk, Locks: hang})
 	require.NoError(t, err)
@@ -249,13 +250,13 @@ func TestStepperFenceCountsFromBeforeTheLock(t *testing.T) {
 // hangingLocker runs during inside Lock, before the inner locker answers
 // (a store call that hangs while the clock goes on).
 type hangingLocker struct {
-	job.SystemLocker
+	syslock.Locker
 	during func()
 }
 
 func (h *hangingLocker) Lock(ctx context.Context, system, holder string) (time.Duration, error) {
 	h.during()
-	return h.SystemLocker.Lock(ctx, system, holder)
+	return h.Locker.Lock(ctx, system, holder)
 }
 
 // casObj is a host's object stored by compare-and-swap (an optimistic
@@ -290,7 +291,7 @@ func (o *casObj) load(t *testing.T) (*job.Job, func(context.Context, *job.Job) e
 
 // A controller replica stepping a stale copy of a job that another replica
 // completed and unlocked meanwhile takes the free system for it, and must
-// not act: it stores the job first (LockTaker), its compare-and-swap fails,
+// not act: it stores the job first (syslock.Taker), its compare-and-swap fails,
 // and the BMC hears nothing from it.
 func TestStaleCopyOfACompletedJobDoesNotAct(t *testing.T) {
 	ctx := context.Background()
@@ -299,7 +300,7 @@ func TestStaleCopyOfACompletedJobDoesNotAct(t *testing.T) {
 	b := fake.New(fake.Options{Power: bmc.PowerOff, Clock: clk, PowerTransition: 2 * time.Second})
 	newReplica := func(owner string) *job.Stepper {
 		s, err := job.NewStepper(job.StepperConfig{Dialer: b, Clock: clk,
-			Locks: job.NewStoreLocker(store, job.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk, Owner: owner})})
+			Locks: syslock.NewStoreLocker(store, syslock.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk, Owner: owner})})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close(ctx) })
 		return s
@@ -330,7 +331,7 @@ func TestStaleCopyOfACompletedJobDoesNotAct(t *testing.T) {
 	}
 	done, _ := obj.load(t)
 	assertCompleted(t, done, conditions.ResultSucceeded)
-	info, err := job.ReadLock(ctx, store, sysA)
+	info, err := syslock.Read(ctx, store, sysA)
 	require.NoError(t, err)
 	require.Empty(t, info.Holder, "unlocked at completion")
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/syslock"
 )
 
 // This file holds the Runner's leases: one renewal loop for every system
@@ -16,7 +17,7 @@ import (
 // *sending* of the last successful write, by this runner's own (monotonic)
 // clock; other runners take it over only after seeing it unchanged for a
 // whole LeaseDuration by theirs. Every BMC request of a step is admitted by
-// the lease's fence (fence.go) immediately before it is written, so no
+// the lease's fence (syslock.Fence) immediately before it is written, so no
 // request is sent once the lease might have expired, even by a process that
 // was paused; a step's context ends at the validity it had when the step
 // began, and no step starts on a lapsed lease. A lapsed lease is not
@@ -26,7 +27,7 @@ import (
 // the lock was taken over: the lease is lost for good.
 
 func (r *Runner) validUntil(sent time.Time) time.Time {
-	return sent.Add(r.cfg.LeaseDuration - leaseMargin(r.cfg.LeaseDuration))
+	return sent.Add(r.cfg.LeaseDuration - syslock.Margin(r.cfg.LeaseDuration))
 }
 
 // storeCallTimeout bounds the store calls the Runner makes while it holds
@@ -34,7 +35,7 @@ func (r *Runner) validUntil(sent time.Time) time.Time {
 // longer could not have granted anything anyway, and the loop must keep
 // turning.
 func (r *Runner) storeCallTimeout() time.Duration {
-	return r.cfg.LeaseDuration - leaseMargin(r.cfg.LeaseDuration)
+	return r.cfg.LeaseDuration - syslock.Margin(r.cfg.LeaseDuration)
 }
 
 // renewal is the outcome of renewing one held system's lock.
@@ -52,7 +53,7 @@ func (r *Runner) renewAll(ctx context.Context, hs []*held, out chan<- []renewal)
 	fanOut(len(hs), func(i int) {
 		h := hs[i]
 		sent := r.cfg.Clock.Now()
-		rev, err := r.locks.write(ctx, h.sys, lockRecord{Holder: h.job, Owner: r.cfg.Owner}, h.lockRev, r.cfg.LeaseDuration)
+		rev, err := r.locks.Write(ctx, h.sys, syslock.Record{Holder: h.job, Owner: r.cfg.Owner}, h.lockRev, r.cfg.LeaseDuration)
 		res[i] = renewal{h: h, rev: rev, sent: sent, err: err}
 	})
 	out <- res
@@ -92,13 +93,13 @@ func (r *Runner) release(ctx context.Context, sys, job string, rev int64, comple
 	for failures := 1; ; failures++ {
 		var err error
 		if completed {
-			err = r.cfg.Store.Delete(ctx, r.locks.key(sys), rev)
+			err = r.cfg.Store.Delete(ctx, r.locks.Key(sys), rev)
 			if errors.Is(err, storage.ErrConflict) {
 				// A renewal in flight when the job completed may have
 				// rewritten the lock since rev. Still this job's and this
 				// runner's: delete it at its current revision. (Left alone,
 				// it would stay until its lease ran out.)
-				cur, curRev, rerr := r.locks.read(ctx, sys)
+				cur, curRev, rerr := r.locks.Read(ctx, sys)
 				switch {
 				case rerr != nil:
 					err = rerr
@@ -108,9 +109,9 @@ func (r *Runner) release(ctx context.Context, sys, job string, rev int64, comple
 				}
 			}
 		} else {
-			_, err = r.locks.write(ctx, sys, lockRecord{Holder: job}, rev, r.cfg.LeaseDuration)
+			_, err = r.locks.Write(ctx, sys, syslock.Record{Holder: job}, rev, r.cfg.LeaseDuration)
 		}
-		if err == nil || lostRace(err) {
+		if err == nil || syslock.LostRace(err) {
 			return
 		}
 		if !r.cfg.Clock.Now().Before(deadline) {

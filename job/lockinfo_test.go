@@ -12,35 +12,9 @@ import (
 	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/job"
-	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
-
-func TestReadLockSeesStoreLockerRecords(t *testing.T) {
-	ctx := context.Background()
-	s := memstore.New()
-	sys := "10.0.0.5:443/redfish/v1/Systems/1"
-
-	info, err := job.ReadLock(ctx, s, sys)
-	require.NoError(t, err)
-	assert.Equal(t, job.LockInfo{}, info, "no record: free")
-
-	l := job.NewStoreLocker(s, job.StoreLockerConfig{LeaseDuration: time.Minute, Owner: "replica-a"})
-	_, err = l.Lock(ctx, sys, "netboot-1")
-	require.NoError(t, err)
-	info, err = job.ReadLock(ctx, s, sys)
-	require.NoError(t, err)
-	assert.Equal(t, "netboot-1", info.Holder)
-	assert.Equal(t, "replica-a", info.Owner, "the process acting for the job")
-	assert.Equal(t, "bmckit/", info.HolderKeyPrefix)
-	assert.Equal(t, time.Minute, info.Lease)
-	assert.NotZero(t, info.Revision)
-
-	require.NoError(t, l.Unlock(ctx, sys, "netboot-1"))
-	info, err = job.ReadLock(ctx, s, sys)
-	require.NoError(t, err)
-	assert.Empty(t, info.Holder)
-}
 
 // A Get on behalf of no job (package monitor reading through the pool) keeps
 // the connection attributed to the job that uses it, so a stale Release by
@@ -52,7 +26,7 @@ func TestPoolGetKeepsTheJobsClaimOnTheConnection(t *testing.T) {
 	fleet := fake.NewFleet()
 	srv, err := fleet.AddNew(url, fake.Options{Clock: clk, PowerTransition: time.Minute})
 	require.NoError(t, err)
-	st, err := job.NewStepper(job.StepperConfig{Locks: job.NoLocking, Dialer: fleet, Clock: clk})
+	st, err := job.NewStepper(job.StepperConfig{Locks: syslock.NoLocking, Dialer: fleet, Clock: clk})
 	require.NoError(t, err)
 	defer st.Close(ctx)
 

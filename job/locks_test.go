@@ -2,7 +2,6 @@ package job_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -18,78 +17,14 @@ import (
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
 const sysA = "10.1.0.1:443/redfish/v1/Systems/1"
 
-func TestStoreLockerExcludesOtherHolders(t *testing.T) {
-	ctx := context.Background()
-	clk := clock.NewFake(t0)
-	store := memstore.New()
-	l := job.NewStoreLocker(store, job.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk})
-
-	d, err := l.Lock(ctx, sysA, "a")
-	require.NoError(t, err)
-	assert.Equal(t, 50*time.Second, d, "valid for the lease minus a sixth")
-	_, err = l.Lock(ctx, sysA, "b")
-	var busy *job.BusyError
-	require.ErrorAs(t, err, &busy)
-	assert.True(t, errors.Is(err, job.ErrSystemBusy))
-	assert.Equal(t, "a", busy.Holder)
-
-	// The holder renews (idempotent); another holder still waits.
-	_, err = l.Lock(ctx, sysA, "a")
-	require.NoError(t, err)
-	require.NoError(t, l.Unlock(ctx, sysA, "b"), "unlocking someone else's lock does nothing")
-	_, err = l.Lock(ctx, sysA, "b")
-	require.ErrorIs(t, err, job.ErrSystemBusy)
-
-	require.NoError(t, l.Unlock(ctx, sysA, "a"))
-	_, err = l.Lock(ctx, sysA, "b")
-	require.NoError(t, err, "free after the holder unlocked")
-	require.NoError(t, l.Unlock(ctx, sysA, "b"))
-	require.NoError(t, l.Unlock(ctx, sysA, "b"), "idempotent")
-}
-
-// A lock whose holder stopped renewing is taken over only after the taker
-// saw it unchanged for a whole lease by its own clock: a taker whose wall
-// clock is far ahead of the holder's gains nothing.
-func TestStoreLockerExpiryIsObservedNotCompared(t *testing.T) {
-	ctx := context.Background()
-	store := memstore.New()
-	holderClk := clock.NewFake(t0)
-	takerClk := clock.NewFake(t0.Add(time.Hour)) // an hour ahead
-	holder := job.NewStoreLocker(store, job.StoreLockerConfig{LeaseDuration: time.Minute, Clock: holderClk})
-	taker := job.NewStoreLocker(store, job.StoreLockerConfig{LeaseDuration: time.Minute, Clock: takerClk})
-
-	_, err := holder.Lock(ctx, sysA, "a")
-	require.NoError(t, err)
-	_, err = taker.Lock(ctx, sysA, "b")
-	require.ErrorIs(t, err, job.ErrSystemBusy, "first sight starts the count")
-	takerClk.Advance(59 * time.Second)
-	_, err = taker.Lock(ctx, sysA, "b")
-	require.ErrorIs(t, err, job.ErrSystemBusy)
-
-	// A renewal (a new revision) restarts the taker's count.
-	holderClk.Advance(25 * time.Second) // past the holder's fast path (a third of the lease)
-	_, err = holder.Lock(ctx, sysA, "a")
-	require.NoError(t, err)
-	takerClk.Advance(30 * time.Second)
-	_, err = taker.Lock(ctx, sysA, "b")
-	require.ErrorIs(t, err, job.ErrSystemBusy, "renewed 30s ago by the taker's clock")
-	takerClk.Advance(time.Minute)
-	_, err = taker.Lock(ctx, sysA, "b")
-	require.NoError(t, err, "unchanged for a whole lease: taken over")
-
-	// The old holder's next renewal finds it taken.
-	holderClk.Advance(time.Minute)
-	_, err = holder.Lock(ctx, sysA, "a")
-	require.ErrorIs(t, err, job.ErrSystemBusy)
-}
-
 // Two controllers (two Steppers with their own objects) reconcile two jobs
-// aimed at one system, interleaving their reconciles. With a SystemLocker,
+// aimed at one system, interleaving their reconciles. With a syslock.Locker,
 // one job runs to completion before the other touches the BMC, and the
 // waiting one is told so (StepResult.Waiting) without a write.
 func TestTwoSteppersOnOneSystemNeverInterleave(t *testing.T) {
@@ -118,7 +53,7 @@ func TestTwoSteppersOnOneSystemNeverInterleave(t *testing.T) {
 	var ctrls []*ctrl
 	for i, name := range []string{"first", "second"} {
 		s, err := job.NewStepper(job.StepperConfig{Dialer: b, Clock: clk,
-			Locks: job.NewStoreLocker(store, job.StoreLockerConfig{Clock: clk})})
+			Locks: syslock.NewStoreLocker(store, syslock.StoreLockerConfig{Clock: clk})})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close(ctx) })
 		j := newJob(powerOff, pxeOnce, powerOn)
@@ -176,7 +111,7 @@ func TestStepperReleaseFreesTheSystem(t *testing.T) {
 	// The power-off never lands (the fake clock stands still): j keeps the
 	// system.
 	b := fake.New(fake.Options{Power: bmc.PowerOn, PowerTransition: time.Second, Clock: clk})
-	s, err := job.NewStepper(job.StepperConfig{Dialer: b, Clock: clk, Locks: job.NewStoreLocker(store, job.StoreLockerConfig{Clock: clk})})
+	s, err := job.NewStepper(job.StepperConfig{Dialer: b, Clock: clk, Locks: syslock.NewStoreLocker(store, syslock.StoreLockerConfig{Clock: clk})})
 	require.NoError(t, err)
 	defer s.Close(ctx)
 	j := newJob(powerOff, powerOn)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/bmckit/bmckit/syslock"
 )
 
 // lockSweepEvery is how many leases apart sweepLocks runs after its first
@@ -53,7 +55,7 @@ func (r *Runner) sweepLocks(ctx context.Context) {
 // and ends the sweep until the next one. It returns how many locks it
 // deleted.
 func (r *Runner) sweepOwnLocks(ctx context.Context) int {
-	recs, err := r.cfg.Store.List(ctx, LockKeyPrefix)
+	recs, err := r.cfg.Store.List(ctx, syslock.KeyPrefix)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Error(err, "listing system locks to clear this runner's stale ones failed; will try again later")
@@ -64,8 +66,8 @@ func (r *Runner) sweepOwnLocks(ctx context.Context) int {
 	own := recs[:0]
 	var holders []string
 	for _, rec := range recs {
-		var l lockRecord
-		if unmarshalRecord(rec.Value, &l) == nil && l.Owner == r.cfg.Owner && l.Holder != "" && r.locks.ours(l) && !r.holdsKey(rec.Key) {
+		var l syslock.Record
+		if unmarshalRecord(rec.Value, &l) == nil && l.Owner == r.cfg.Owner && l.Holder != "" && r.locks.Ours(l) && !r.holdsKey(rec.Key) {
 			own = append(own, rec)
 			holders = append(holders, l.Holder)
 		}
@@ -102,7 +104,7 @@ func (r *Runner) sweepOwnLocks(ctx context.Context) int {
 		switch err := r.cfg.Store.Delete(sctx, rec.Key, rec.Revision); {
 		case err == nil:
 			deleted.Add(1)
-		case lostRace(err):
+		case syslock.LostRace(err):
 		default:
 			fail(err, "deleting a stale system lock failed; the sweep stops until the next one", "key", rec.Key, "job", holder)
 		}
@@ -117,7 +119,7 @@ func (r *Runner) sweepOwnLocks(ctx context.Context) int {
 // holdsKey reports whether the lock at key is of a system the loop holds or
 // hands over now.
 func (r *Runner) holdsKey(key string) bool {
-	sys, err := url.PathUnescape(strings.TrimPrefix(key, LockKeyPrefix))
+	sys, err := url.PathUnescape(strings.TrimPrefix(key, syslock.KeyPrefix))
 	if err != nil {
 		return false
 	}

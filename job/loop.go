@@ -11,6 +11,7 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/internal/dueheap"
 	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/syslock"
 )
 
 // This file is the Runner's event loop. One goroutine owns all scheduling
@@ -30,10 +31,10 @@ type held struct {
 	log   logr.Logger
 
 	lockRev      int64
-	until        time.Time       // lease validity, by this runner's clock
-	fence        leaseFence      // until, as the bmc.Fence of every request for this system
-	fctx         context.Context // the loop's ctx with fence: the parent of each step's
-	watch        lapseWatch      // cancels the step in flight when the fence lapses
+	until        time.Time          // lease validity, by this runner's clock
+	fence        syslock.Fence      // until, as the bmc.Fence of every request for this system
+	fctx         context.Context    // the loop's ctx with fence: the parent of each step's
+	watch        syslock.LapseWatch // cancels the step in flight when the fence lapses
 	renewFailing bool
 
 	j     *Job  // as last loaded or written; nil: load before the next step
@@ -314,7 +315,7 @@ func (l *loop) drop(h *held, completed bool) {
 	delete(l.fenced, h)
 	l.due.Remove(h)
 	if h.lost {
-		h.fence.close()
+		h.fence.Close()
 	}
 	if completed && !h.lost && l.ctx.Err() == nil && len(r.queue.bySys[h.sys]) > 0 && len(l.parked[h.epKey]) == 0 &&
 		!r.peers.giveBack(len(l.held)+len(l.handing)+1, len(r.queue.bySys)) {
@@ -332,7 +333,7 @@ func (l *loop) drop(h *held, completed bool) {
 	go func() {
 		defer l.wg.Done()
 		l.releaseConn(h)
-		h.fence.close()
+		h.fence.Close()
 		if completed && !h.lost {
 			r.release(l.ctx, h.sys, h.job, h.lockRev, true, deadline)
 			r.poke() // the system may have more jobs
@@ -361,10 +362,10 @@ func (l *loop) handOver(h *held, next *queued) {
 	go func() {
 		defer l.wg.Done()
 		l.releaseConn(h)
-		h.fence.close()
+		h.fence.Close()
 		sent := r.cfg.Clock.Now()
-		rev, err := r.locks.write(l.ctx, h.sys, lockRecord{Holder: next.name, Owner: r.cfg.Owner}, h.lockRev, r.cfg.LeaseDuration)
-		if err != nil && !lostRace(err) && l.ctx.Err() == nil {
+		rev, err := r.locks.Write(l.ctx, h.sys, syslock.Record{Holder: next.name, Owner: r.cfg.Owner}, h.lockRev, r.cfg.LeaseDuration)
+		if err != nil && !syslock.LostRace(err) && l.ctx.Err() == nil {
 			r.log.Error(err, "passing the system lock to the next job failed; will claim it again", "system", h.sys, "job", next.name)
 		}
 		l.handovers <- claimed{claimWant: want, job: next.name, rev: rev, sent: sent, ok: err == nil}
@@ -419,7 +420,7 @@ func (l *loop) renewed(rs []renewal) {
 		case x.err == nil:
 			r.health.store(now, nil)
 			h.lockRev, h.until = x.rev, r.validUntil(x.sent)
-			h.fence.set(h.until)
+			h.fence.Set(h.until)
 			l.noteUntil(h.until)
 			if h.renewFailing {
 				r.log.Info("system lock renewed after store errors", "system", h.sys, "job", h.job)
@@ -430,10 +431,10 @@ func (l *loop) renewed(rs []renewal) {
 				l.schedule(h, now)
 			}
 		case l.ctx.Err() != nil:
-		case lostRace(x.err):
+		case syslock.LostRace(x.err):
 			r.log.Info("lost the system lock to another runner; stopping the job here", "system", h.sys, "job", h.job)
 			h.lost = true
-			h.fence.close()
+			h.fence.Close()
 			l.observeLeaseLost(h)
 			if h.running {
 				h.cancel() // stepped drops it
@@ -485,7 +486,7 @@ func (l *loop) stop() {
 	fanOut(len(hs), func(i int) {
 		h := hs[i]
 		l.releaseConn(h)
-		h.fence.close()
+		h.fence.Close()
 		if !h.lost {
 			r.release(l.ctx, h.sys, h.job, h.lockRev, h.done, deadline)
 		}

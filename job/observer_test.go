@@ -17,6 +17,7 @@ import (
 	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -214,7 +215,7 @@ func TestObserverStepperPathAndPanics(t *testing.T) {
 	require.NoError(t, err)
 	var finished, started []job.JobEvent
 	var mu sync.Mutex
-	st, err := job.NewStepper(job.StepperConfig{Locks: job.NoLocking,
+	st, err := job.NewStepper(job.StepperConfig{Locks: syslock.NoLocking,
 		Dialer: fleet, PollInterval: time.Millisecond,
 		Observer: job.JoinObservers(
 			job.Observer{TaskStarted: func(job.TaskEvent) { panic("observer bug") }},

@@ -12,6 +12,7 @@ import (
 	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -87,7 +88,7 @@ func (a *apiServer) patchStatus(t *testing.T, name string, patch map[string]any)
 func TestStepPatchStoresEveryChange(t *testing.T) {
 	ctx := context.Background()
 	b := fake.New(fake.Options{Power: bmc.PowerOn})
-	stepper, err := job.NewStepper(job.StepperConfig{Locks: job.NoLocking, Dialer: b})
+	stepper, err := job.NewStepper(job.StepperConfig{Locks: syslock.NoLocking, Dialer: b})
 	require.NoError(t, err)
 	defer stepper.Close(ctx)
 
@@ -145,7 +146,7 @@ func TestStepPatchStoresEveryChange(t *testing.T) {
 // what the next call receives.
 func TestStepPatchHandsOutCopies(t *testing.T) {
 	ctx := context.Background()
-	stepper, err := job.NewStepper(job.StepperConfig{Locks: job.NoLocking, Dialer: fake.New(fake.Options{Power: bmc.PowerOn})})
+	stepper, err := job.NewStepper(job.StepperConfig{Locks: syslock.NoLocking, Dialer: fake.New(fake.Options{Power: bmc.PowerOn})})
 	require.NoError(t, err)
 	defer stepper.Close(ctx)
 	j := &job.Job{Name: "j", Generation: 1, Spec: job.Spec{BMC: "ipmi://10.0.0.7", Tasks: []task.Spec{

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/job/internal/powerpoll"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -175,7 +176,7 @@ func (r *stepRun) notePowerRead(i int, a bmc.PowerAction, ok bool, readAt time.T
 	announced := !eventAt.IsZero() && !eventAt.Before(lastNeg)
 	if watched {
 		// The stream was open while the change landed: did it say so?
-		r.s.learner.eventSeen(r.ep.Key(), announced)
+		r.s.learner.EventSeen(r.ep.Key(), announced)
 	}
 	if !followed || r.s.cfg.AdaptivePoll.Disabled {
 		return
@@ -199,7 +200,7 @@ func (r *stepRun) notePowerRead(i int, a bmc.PowerAction, ok bool, readAt time.T
 	if announced && !eventAt.After(now) {
 		landed = eventAt
 	}
-	r.s.learner.observe(r.ep, a, landed.Sub(req))
+	r.s.learner.Observe(r.ep, a, landed.Sub(req))
 }
 
 // powerPoll is when to read the power state again while task i waits for
@@ -212,7 +213,7 @@ func (r *stepRun) powerPoll(ctx context.Context, i int, a bmc.PowerAction) StepR
 	ts := &r.j.Status.Tasks[i]
 	now := cfg.Clock.Now()
 	if !cfg.AdaptivePoll.Disabled && ts.RequestTime != nil {
-		if lo, hi, ok := r.s.learner.window(r.ep, a); ok {
+		if lo, hi, ok := r.s.learner.Window(r.ep, a); ok {
 			// Counted from when the action was answered where this
 			// Stepper saw it (the wait), else from the request.
 			sent := ts.RequestTime.Add(0)
@@ -223,11 +224,11 @@ func (r *stepRun) powerPoll(ctx context.Context, i int, a bmc.PowerAction) StepR
 			}
 			if elapsed := now.Sub(sent); now.Sub(ts.RequestTime.Add(0)) < cfg.SlowPollAfter {
 				ap := &cfg.AdaptivePoll
-				res = StepResult{RequeueAfter: adaptiveDelay(elapsed, lo, hi, ap.DenseInterval, ap.MaxGap)}
+				res = StepResult{RequeueAfter: powerpoll.Delay(elapsed, lo, hi, ap.DenseInterval, ap.MaxGap)}
 			}
 		}
 	}
-	if r.watchPower(ctx, i, a) && r.s.learner.isTrusted(r.ep.Key()) {
+	if r.watchPower(ctx, i, a) && r.s.learner.Trusted(r.ep.Key()) {
 		res.RequeueAfter = max(res.RequeueAfter, cfg.PowerEvents.PollInterval)
 	}
 	return res
@@ -348,7 +349,7 @@ func (l *loop) wakeJobs(names map[string]struct{}) {
 // and the usual polls cover that gap.
 func (r *stepRun) watchBeforeSend(ctx context.Context, i int, a bmc.PowerAction) {
 	cfg := &r.s.cfg
-	if cfg.Wake == nil || cfg.PowerEvents.Disabled || !r.s.learner.isTrusted(r.ep.Key()) {
+	if cfg.Wake == nil || cfg.PowerEvents.Disabled || !r.s.learner.Trusted(r.ep.Key()) {
 		return
 	}
 	ts := &r.j.Status.Tasks[i]

@@ -19,6 +19,7 @@ import (
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 	"github.com/bmckit/bmckit/timestamp"
 )
@@ -55,7 +56,7 @@ func TestStoredRecordIsEncodingJSON(t *testing.T) {
 		var j Job
 		fillRandom(r, reflect.ValueOf(&j).Elem(), float64(i%5)/5, 0)
 		check("random job", &j)
-		var l lockRecord
+		var l syslock.Record
 		fillRandom(r, reflect.ValueOf(&l).Elem(), float64(i%5)/5, 0)
 		check("random lock", l)
 	}
@@ -391,7 +392,7 @@ func stateJobs(t testing.TB) map[string]*Job {
 	run := func(prefix string, opts fake.Options, j *Job) {
 		clk := clock.NewFake(t0dec)
 		opts.Clock = clk
-		s, err := NewStepper(StepperConfig{Locks: NoLocking, Dialer: fake.New(opts), Clock: clk})
+		s, err := NewStepper(StepperConfig{Locks: syslock.NoLocking, Dialer: fake.New(opts), Clock: clk})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/syslock"
 )
 
 // This file shares the claimable systems among the Runner replicas on one
@@ -122,9 +123,9 @@ func (p *peers) stop(ctx context.Context) {
 	if rev == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseMargin(p.r.cfg.LeaseDuration))
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), syslock.Margin(p.r.cfg.LeaseDuration))
 	defer cancel()
-	if err := p.r.cfg.Store.Delete(ctx, p.key, rev); err != nil && !lostRace(err) {
+	if err := p.r.cfg.Store.Delete(ctx, p.key, rev); err != nil && !syslock.LostRace(err) {
 		p.r.log.Error(err, "deleting this runner's heartbeat record failed; the other replicas drop it a lease from now", "key", p.key)
 	}
 }
@@ -251,7 +252,7 @@ func (p *peers) write(ctx context.Context, held int) error {
 			p.mu.Unlock()
 			return nil
 		}
-		if !lostRace(err) || try == 2 {
+		if !syslock.LostRace(err) || try == 2 {
 			return err
 		}
 		rec, gerr := r.cfg.Store.Get(ctx, p.key)
@@ -431,7 +432,7 @@ func (p *peers) prefer(systems []string) {
 			rs[i].rank, rs[i].at = 0, at
 		} else if _, ok := p.hinted[sys]; ok {
 			rs[i].rank = 1
-		} else if !p.r.locks.observed(sys) {
+		} else if !p.r.locks.Observed(sys) {
 			rs[i].rank = 2
 		}
 		if !p.mine(sys) {
@@ -503,7 +504,7 @@ func (p *peers) watch(ctx context.Context, systems []string) {
 	r := p.r
 	fanOut(len(systems), func(i int) {
 		sys := systems[i]
-		cur, rev, err := r.locks.read(ctx, sys)
+		cur, rev, err := r.locks.Read(ctx, sys)
 		if err != nil {
 			return
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/syslock"
 )
 
 func TestShareOf(t *testing.T) {
@@ -125,7 +126,7 @@ func TestPeersRestartAndOverdue(t *testing.T) {
 	assert.False(t, p.overdue("10.0.0.1:443/redfish/v1/Systems/1", clk.Now()))
 	clk.Advance(30 * time.Second)
 	assert.True(t, p.overdue("10.0.0.1:443/redfish/v1/Systems/1", clk.Now()))
-	_, err = r.locks.write(ctx, "10.0.0.1:443/redfish/v1/Systems/1", lockRecord{Holder: "j", Owner: "other"}, 0, 30*time.Second)
+	_, err = r.locks.Write(ctx, "10.0.0.1:443/redfish/v1/Systems/1", syslock.Record{Holder: "j", Owner: "other"}, 0, 30*time.Second)
 	require.NoError(t, err)
 	p.watch(ctx, []string{"10.0.0.1:443/redfish/v1/Systems/1"})
 	assert.False(t, p.overdue("10.0.0.1:443/redfish/v1/Systems/1", clk.Now()), "taken by another runner meanwhile")

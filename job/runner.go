@@ -15,6 +15,7 @@ import (
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/internal/owner"
 	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/syslock"
 )
 
 // Config configures a Runner. The zero value of every field but Store and
@@ -60,7 +61,7 @@ type Config struct {
 	// KeyPrefix is prepended to the keys of the runner's jobs and of its
 	// replicas' heartbeats: runners with different prefixes keep separate
 	// job namespaces in one Store. System locks are not under it (they live
-	// under LockKeyPrefix, so that runners of every namespace exclude each
+	// under syslock.KeyPrefix, so that runners of every namespace exclude each
 	// other on a system; see docs/jobs.md, "Exclusivity"). Defaults to
 	// "bmckit/".
 	KeyPrefix string
@@ -87,7 +88,7 @@ type Runner struct {
 	cfg     Config
 	stepper *Stepper
 	log     logr.Logger
-	locks   *lockTable
+	locks   *syslock.Table
 
 	wake     chan struct{}
 	jobWakes *jobWakes // jobs to step now (StepperConfig.Wake)
@@ -134,7 +135,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		cfg.ScanInterval = time.Second
 	}
 	if cfg.KeyPrefix == "" {
-		cfg.KeyPrefix = defaultKeyPrefix
+		cfg.KeyPrefix = syslock.DefaultNamespace
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -148,13 +149,13 @@ func NewRunner(cfg Config) (*Runner, error) {
 	wakes := newJobWakes()
 	sc := cfg.StepperConfig
 	sc.Wake = wakes.add
-	sc.Locks = NoLocking // the Runner's own locks and fences (loop.go, fence.go)
+	sc.Locks = syslock.NoLocking // the Runner's own locks and fences (loop.go; syslock.Fence)
 	st, err := NewStepper(sc)
 	if err != nil {
 		return nil, err
 	}
 	r := &Runner{
-		cfg: cfg, stepper: st, log: cfg.Logger, locks: newLockTable(cfg.Store, cfg.KeyPrefix, cfg.Clock),
+		cfg: cfg, stepper: st, log: cfg.Logger, locks: syslock.NewTable(cfg.Store, cfg.KeyPrefix, cfg.Clock),
 		follower: storage.NewFollower(cfg.Store, cfg.KeyPrefix+"jobs/"), queue: newQueue(&st.eps),
 		wake: make(chan struct{}, 1), jobWakes: wakes, own: ownWrites{rev: map[string]int64{}}, waiters: map[string]*waiters{},
 		fresh: freshJobs{jobs: map[string]freshJob{}},

@@ -12,7 +12,9 @@ import (
 	"github.com/bmckit/bmckit/bmc/connpool"
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/job/internal/powerpoll"
 	"github.com/bmckit/bmckit/retry"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 	"github.com/bmckit/bmckit/timestamp"
 )
@@ -90,15 +92,15 @@ type StepperConfig struct {
 	IdleTimeout time.Duration
 	// Locks keeps two jobs (and two processes stepping one job) from acting
 	// on one system at the same time on the controller path (see
-	// [SystemLocker] and [NewStoreLocker]). Step locks the job's system
+	// [syslock.Locker] and [syslock.NewStoreLocker]). Step locks the job's system
 	// before it touches the BMC and unlocks it once the job completed; while
 	// another job, or another process, holds the system, Step touches
 	// nothing and returns a StepResult with Waiting set. Every BMC request of
 	// the step is fenced by the lock's validity (see docs/jobs.md, "The
 	// fence"). Required: a host that keeps two jobs off one system by other
-	// means says so with [NoLocking]; NewStepper refuses nil, so a lock
+	// means says so with [syslock.NoLocking]; NewStepper refuses nil, so a lock
 	// cannot be left out by accident.
-	Locks SystemLocker
+	Locks syslock.Locker
 	// LockRetryInterval is the RequeueAfter of a Step that found its system
 	// held by another job. Defaults to 2s.
 	LockRetryInterval time.Duration
@@ -152,8 +154,8 @@ type StepperConfig struct {
 type Stepper struct {
 	cfg     StepperConfig
 	pool    *connpool.Pool
-	learner *pollLearner // adaptive polling's landing histories
-	waits   waitTable    // power waits in progress, by job
+	learner *powerpoll.Learner // adaptive polling's landing histories
+	waits   waitTable          // power waits in progress, by job
 	eps     endpointCache
 }
 
@@ -163,7 +165,7 @@ func NewStepper(cfg StepperConfig) (*Stepper, error) {
 		return nil, errors.New("job: StepperConfig.Dialer is required")
 	}
 	if cfg.Locks == nil {
-		return nil, errors.New("job: StepperConfig.Locks is required: use a SystemLocker shared by every process that steps jobs on the same systems (job.NewStoreLocker over one Store, or a Lease-backed one), or job.NoLocking if the host keeps two jobs off one system by other means")
+		return nil, errors.New("job: StepperConfig.Locks is required: use a syslock.Locker shared by every process that steps jobs on the same systems (syslock.NewStoreLocker over one Store, or a Lease-backed one), or syslock.NoLocking if the host keeps two jobs off one system by other means")
 	}
 	if cfg.Credentials == nil {
 		cfg.Credentials = bmc.CredentialsFunc(func(_ context.Context, ref string) (bmc.Credentials, error) {
@@ -206,7 +208,7 @@ func NewStepper(cfg StepperConfig) (*Stepper, error) {
 	}
 	def(&cfg.PowerEvents.PollInterval, 10*time.Second)
 	s := &Stepper{cfg: cfg, pool: connpool.New(cfg.Dialer, cfg.IdleTimeout, cfg.Clock.Now),
-		learner: newPollLearner(cfg.AdaptivePoll), waits: waitTable{m: map[string]*powerWait{}}}
+		learner: powerpoll.New(cfg.AdaptivePoll.MinSamples, cfg.AdaptivePoll.MaxKeys), waits: waitTable{m: map[string]*powerWait{}}}
 	s.observeSetup()
 	return s, nil
 }
@@ -230,7 +232,7 @@ func (s *Stepper) Release(ctx context.Context, name, bmcURL string) error {
 		return nil // never dialed, never locked
 	}
 	s.pool.ReleaseFor(ctx, ep, name)
-	if !isNoLocking(s.cfg.Locks) {
+	if !syslock.IsNoLocking(s.cfg.Locks) {
 		return s.cfg.Locks.Unlock(ctx, ep.SystemKey(), name)
 	}
 	return nil
@@ -318,19 +320,19 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 		j.Status = Status{ObservedGeneration: j.Generation, StartTime: timestamp.Ptr(now), Tasks: make([]task.Status, len(j.Spec.Tasks))}
 		return r.finish(ctx, conditions.ResultCanceled, conditions.ReasonCanceled, "canceled on request before it started", conditions.ReasonCanceled)
 	}
-	if locks := r.s.cfg.Locks; !isNoLocking(locks) && epErr == nil {
+	if locks := r.s.cfg.Locks; !syslock.IsNoLocking(locks) && epErr == nil {
 		// The lock's validity counts from before the call: whatever the
 		// locker took to answer (a store that hung) is already spent.
 		asked := r.s.cfg.Clock.Now()
 		var validFor time.Duration
 		var taken bool
 		var err error
-		if lt, ok := locks.(LockTaker); ok {
+		if lt, ok := locks.(syslock.Taker); ok {
 			validFor, taken, err = lt.TakeLock(ctx, ep.SystemKey(), j.Name)
 		} else {
 			validFor, err = locks.Lock(ctx, ep.SystemKey(), j.Name)
 		}
-		if errors.Is(err, ErrSystemBusy) {
+		if errors.Is(err, syslock.ErrBusy) {
 			r.log.V(1).Info("system held by another job or process; waiting", "error", err.Error())
 			return StepResult{RequeueAfter: r.s.cfg.LockRetryInterval, Waiting: true}, nil
 		}
@@ -339,19 +341,19 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 		}
 		// Nothing this step does may outlive the lock: every BMC request
 		// is fenced by it, and the step's calls end when it may lapse.
-		f := newLeaseFence(r.s.cfg.Clock, asked, ep.SystemKey())
-		f.set(asked.Add(validFor))
+		f := syslock.NewFence(r.s.cfg.Clock, asked, ep.SystemKey())
+		f.Set(asked.Add(validFor))
 		if err := f.Admit(); err != nil {
 			return StepResult{}, err // Lock took longer than the lock lasts
 		}
 		var cancel context.CancelFunc
-		ctx, cancel = fencedCtx(ctx, f)
+		ctx, cancel = syslock.FencedContext(ctx, f)
 		defer cancel()
 		if taken && !fresh {
 			// The system was taken anew for a job that has started: store
 			// the job first, so a stale copy (completed and unlocked by
 			// another replica meanwhile) fails here, at the host's
-			// compare-and-swap, before any BMC call (LockTaker). A fresh
+			// compare-and-swap, before any BMC call (syslock.Taker). A fresh
 			// job's first write (its intent) comes first anyway.
 			if err := r.persist(ctx, j); err != nil {
 				return StepResult{}, fmt.Errorf("confirming job %q before acting on system %s it just locked: %w", j.Name, ep.SystemKey(), err)
@@ -906,7 +908,7 @@ func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, 
 	// Unlock only once the completion is stored: a job that holds its system
 	// until then cannot be overtaken by the next one. A failed unlock is
 	// retried by the next Step, which finds the job completed.
-	if locks := r.s.cfg.Locks; !isNoLocking(locks) && r.ep.Host != "" {
+	if locks := r.s.cfg.Locks; !syslock.IsNoLocking(locks) && r.ep.Host != "" {
 		// Tried even when the step's ctx ended (the completion is stored),
 		// but bounded: a store that hangs must not hold the step.
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)

@@ -18,6 +18,7 @@ import (
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -71,7 +72,7 @@ func newStepEnv(t *testing.T, opts fake.Options, cfg job.StepperConfig) *stepEnv
 	e.bmc = fake.New(opts)
 	cfg.Dialer = e.bmc
 	if cfg.Locks == nil {
-		cfg.Locks = job.NoLocking
+		cfg.Locks = syslock.NoLocking
 	}
 	cfg.Clock = e.clk
 	s, err := job.NewStepper(cfg)
@@ -246,7 +247,7 @@ func TestStepResendsDroppedPowerRequest(t *testing.T) {
 		drv.Driver = d
 		return drv, err
 	})
-	s, err := job.NewStepper(job.StepperConfig{Locks: job.NoLocking, Dialer: dialer, Clock: clk, ResendAfter: 5 * time.Second})
+	s, err := job.NewStepper(job.StepperConfig{Locks: syslock.NoLocking, Dialer: dialer, Clock: clk, ResendAfter: 5 * time.Second})
 	require.NoError(t, err)
 	e := &stepEnv{clk: clk, bmc: b, stepper: s, crd: &crd{}}
 	j, _ := e.reconcile(t, newJob(powerOff), 100)
@@ -392,7 +393,7 @@ func TestStepEachWaitForBootHasItsOwnAttempt(t *testing.T) {
 	e := newStepEnv(t, fake.Options{Power: bmc.PowerOff}, job.StepperConfig{})
 	tr, err := bootstate.NewTracker(bootstate.Config{Store: memstore.New(), Clock: e.clk, InsecureSkipAuth: true})
 	require.NoError(t, err)
-	e.stepper, err = job.NewStepper(job.StepperConfig{Locks: job.NoLocking, Dialer: e.bmc, Clock: e.clk, Boot: tr})
+	e.stepper, err = job.NewStepper(job.StepperConfig{Locks: syslock.NoLocking, Dialer: e.bmc, Clock: e.clk, Boot: tr})
 	require.NoError(t, err)
 	const uuid = "4c4c4544-0042-4a10-8031-b2c04f4e4a31"
 	wfb := task.Spec{WaitForBoot: &task.WaitForBootAction{}}

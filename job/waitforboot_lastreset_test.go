@@ -15,6 +15,7 @@ import (
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -69,7 +70,7 @@ func newRetryEnvWith(t *testing.T, opts fake.Options) *stepEnv {
 	e := newStepEnv(t, opts, job.StepperConfig{})
 	tr, err := bootstate.NewTracker(bootstate.Config{Store: memstore.New(), Clock: e.clk, InsecureSkipAuth: true})
 	require.NoError(t, err)
-	e.stepper, err = job.NewStepper(job.StepperConfig{Locks: job.NoLocking, Dialer: e.bmc, Clock: e.clk, Boot: tr, BootPollInterval: 20 * time.Second})
+	e.stepper, err = job.NewStepper(job.StepperConfig{Locks: syslock.NoLocking, Dialer: e.bmc, Clock: e.clk, Boot: tr, BootPollInterval: 20 * time.Second})
 	require.NoError(t, err)
 	return e
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -41,7 +42,7 @@ func newRetryEnv(t *testing.T) (*stepEnv, *bootstate.Tracker) {
 	e := newStepEnv(t, fake.Options{Power: bmc.PowerOff}, job.StepperConfig{})
 	tr, err := bootstate.NewTracker(bootstate.Config{Store: memstore.New(), Clock: e.clk, InsecureSkipAuth: true})
 	require.NoError(t, err)
-	e.stepper, err = job.NewStepper(job.StepperConfig{Locks: job.NoLocking, Dialer: e.bmc, Clock: e.clk, Boot: tr, BootPollInterval: 20 * time.Second})
+	e.stepper, err = job.NewStepper(job.StepperConfig{Locks: syslock.NoLocking, Dialer: e.bmc, Clock: e.clk, Boot: tr, BootPollInterval: 20 * time.Second})
 	require.NoError(t, err)
 	return e, tr
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -30,7 +31,7 @@ func TestStepWirePerJobOnSharedSession(t *testing.T) {
 	require.NoError(t, err)
 	b2, err := fleet.AddNew(s2, opts)
 	require.NoError(t, err)
-	s, err := job.NewStepper(job.StepperConfig{Locks: job.NoLocking, Dialer: fleet, Clock: clk, PollInterval: 500 * time.Millisecond, AdaptivePoll: job.AdaptivePoll{Disabled: true}})
+	s, err := job.NewStepper(job.StepperConfig{Locks: syslock.NoLocking, Dialer: fleet, Clock: clk, PollInterval: 500 * time.Millisecond, AdaptivePoll: job.AdaptivePoll{Disabled: true}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	ctx := context.Background()

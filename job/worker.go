@@ -129,13 +129,13 @@ func (l *loop) launchDue(now time.Time) {
 			l.fenced[h] = true
 			continue
 		}
-		// Every BMC request of the step is fenced by the lease (fence.go),
+		// Every BMC request of the step is fenced by the lease (syslock.Fence),
 		// asked right before it is written, whatever this loop is doing,
 		// and the step's ctx ends when the lease lapses (renewals extend
 		// it), by a timer of its own (h.watch). The loop also cancels the
 		// step when it sees the lease lapse (fence).
 		ctx, cancel := context.WithCancel(h.fctx)
-		h.watch.arm(cancel)
+		h.watch.Arm(cancel)
 		h.running, h.cancel = true, cancel
 		l.running++
 		w := stepWork{ctx: ctx, cancel: cancel, h: h, j: h.j, rev: h.rev}
@@ -185,7 +185,7 @@ func (l *loop) worker(sw *stepWorker, w stepWork) {
 	growstack.Grow()
 	for w.h != nil {
 		o := l.r.step(w.ctx, w.h, w.j, w.rev)
-		w.h.watch.disarm()
+		w.h.watch.Disarm()
 		w.cancel()
 		o.worker = sw
 		l.steps <- o

@@ -22,6 +22,7 @@ import (
 	"github.com/bmckit/bmckit/monitor"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -340,7 +341,7 @@ func TestFakeJobHoldingTheSystemSharesItsSession(t *testing.T) {
 func TestSystemHeldByAnotherRunnerIsSkipped(t *testing.T) {
 	e := newFakeEnv(t, monitor.Config{})
 	ctx := context.Background()
-	locker := job.NewStoreLocker(e.store, job.StoreLockerConfig{LeaseDuration: 10 * time.Minute, Clock: e.clk})
+	locker := syslock.NewStoreLocker(e.store, syslock.StoreLockerConfig{LeaseDuration: 10 * time.Minute, Clock: e.clk})
 	ep, err := bmc.ParseEndpoint(fakeURL)
 	require.NoError(t, err)
 	_, err = locker.Lock(ctx, ep.SystemKey(), "someone-elses-job")

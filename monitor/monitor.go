@@ -17,7 +17,6 @@ import (
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/internal/owner"
-	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/timestamp"
 )
@@ -82,7 +81,7 @@ type Config struct {
 	// Machines added through this Monitor are read at once.
 	ScanInterval time.Duration
 	// Clock defaults to the wall clock.
-	Clock job.Clock
+	Clock clock.Clock
 	// Logger defaults to logr.Discard().
 	Logger logr.Logger
 }

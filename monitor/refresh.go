@@ -9,8 +9,8 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/timestamp"
 )
 
@@ -238,7 +238,7 @@ func credsHash(c bmc.Credentials, err error) string {
 // monitor's observation: the monitor then stays away, or it would open a
 // second session next to that job's.
 func (m *Monitor) heldElsewhere(ctx context.Context, system string) (bool, error) {
-	info, err := job.ReadLock(ctx, m.cfg.Store, system)
+	info, err := syslock.Read(ctx, m.cfg.Store, system)
 	if err != nil {
 		return false, err
 	}

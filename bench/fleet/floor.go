@@ -14,6 +14,7 @@ import (
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/internal/growstack"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/syslock"
 )
 
 // The floor (-floor) is what no Runner can beat in this process on this
@@ -67,7 +68,7 @@ func newJob(name string, spec job.Spec) *job.Job {
 }
 
 func newFloorStepper(d bmc.Dialer, creds bmc.CredentialsResolver) (*job.Stepper, error) {
-	return job.NewStepper(job.StepperConfig{Locks: job.NoLocking, Dialer: d, Credentials: creds})
+	return job.NewStepper(job.StepperConfig{Locks: syslock.NoLocking, Dialer: d, Credentials: creds})
 }
 
 func runFloor(c config) (bool, error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/retry"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -287,7 +288,7 @@ func newRedfishStepper(t *testing.T, srv *redfishtest.Server, clk *clock.Fake) *
 	t.Helper()
 	var dialer bmc.SchemeDialer
 	dialer.Register("redfish", redfish.NewDialer(testOptions()))
-	s, err := job.NewStepper(job.StepperConfig{Locks: job.NoLocking,
+	s, err := job.NewStepper(job.StepperConfig{Locks: syslock.NoLocking,
 		Dialer:       &dialer,
 		Credentials:  bmc.StaticCredentials{"lab": srv.Credentials()},
 		Clock:        clk,

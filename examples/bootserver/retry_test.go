@@ -17,6 +17,7 @@ import (
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -46,7 +47,7 @@ func TestJobRetriesWhenFirstBootIgnored(t *testing.T) {
 		}
 		return nil
 	})
-	stepper, err := job.NewStepper(job.StepperConfig{Locks: job.NoLocking, Dialer: b, Clock: clk, Boot: tr, BootPollInterval: 20 * time.Second})
+	stepper, err := job.NewStepper(job.StepperConfig{Locks: syslock.NoLocking, Dialer: b, Clock: clk, Boot: tr, BootPollInterval: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/syslock"
 )
 
 // A controller replica without leader election, as TestStepperSIGSTOP runs
@@ -163,7 +164,7 @@ func (c *controller) completed(ctx context.Context, name string) bool {
 // read before another replica completed it (and unlocked the system) takes
 // the free lock again, and its requests carry a valid fence.
 type relockReporter struct {
-	job.SystemLocker
+	syslock.Locker
 	store storage.Store
 	out   *replicaOut
 }
@@ -173,10 +174,10 @@ func (l relockReporter) Lock(ctx context.Context, system, holder string) (time.D
 	return d, err
 }
 
-// TakeLock passes job.LockTaker through (a wrapper that hid it would keep
+// TakeLock passes syslock.Taker through (a wrapper that hid it would keep
 // the Stepper from confirming a job before acting on a system it took).
 func (l relockReporter) TakeLock(ctx context.Context, system, holder string) (time.Duration, bool, error) {
-	d, taken, err := l.SystemLocker.(job.LockTaker).TakeLock(ctx, system, holder)
+	d, taken, err := l.Locker.(syslock.Taker).TakeLock(ctx, system, holder)
 	if err == nil {
 		if rec, gerr := l.store.Get(ctx, ctrlJobPrefix+holder); gerr == nil {
 			var j job.Job

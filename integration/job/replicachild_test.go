@@ -23,6 +23,7 @@ import (
 	"github.com/bmckit/bmckit/storage/sqlstore"
 	"github.com/bmckit/bmckit/storage/sqlstore/postgres"
 	"github.com/bmckit/bmckit/storage/storagetest/childtest"
+	"github.com/bmckit/bmckit/syslock"
 )
 
 // The replica child of the replica tests (sigstop_test.go): one process that
@@ -175,7 +176,7 @@ func startReplicaRun(out *replicaOut, name, mode, addr, prefix string, lease tim
 			// The process in the lock: the other replica passes Lock for
 			// the same job only after this one's lease lapsed.
 			Locks: relockReporter{
-				SystemLocker: job.NewStoreLocker(rr.store, job.StoreLockerConfig{LeaseDuration: lease, Owner: name}),
+				Locker: syslock.NewStoreLocker(rr.store, syslock.StoreLockerConfig{LeaseDuration: lease, Owner: name}),
 				store:        rr.store, out: out,
 			},
 			LockRetryInterval: 100 * time.Millisecond,

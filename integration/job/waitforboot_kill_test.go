@@ -22,6 +22,7 @@ import (
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/boltstore"
 	"github.com/bmckit/bmckit/storage/storagetest/childtest"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -184,7 +185,7 @@ func wfbKillChild() {
 	}
 	dialer := &bmc.SchemeDialer{}
 	dialer.Register("redfish", redfish.NewDialer(redfish.Options{}))
-	s, err := job.NewStepper(job.StepperConfig{Locks: job.NoLocking,
+	s, err := job.NewStepper(job.StepperConfig{Locks: syslock.NoLocking,
 		Dialer: dialer, Clock: clk, Boot: tr, BootPollInterval: 20 * time.Second,
 		Credentials: bmc.StaticCredentials{"sim": {Username: os.Getenv(envWFBUser), Password: os.Getenv(envWFBPass)}},
 	})

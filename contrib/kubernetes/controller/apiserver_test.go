@@ -51,6 +51,7 @@ import (
 	"github.com/bmckit/bmckit/contrib/kubernetes/leaselock"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -303,7 +304,7 @@ func TestStatusPatchesOnARealAPIServer(t *testing.T) {
 	stale := obj.DeepCopy()
 
 	b := fakeBMC()
-	st, err := job.NewStepper(job.StepperConfig{Dialer: b, Locks: job.NewStoreLocker(memstore.New(), job.StoreLockerConfig{})})
+	st, err := job.NewStepper(job.StepperConfig{Dialer: b, Locks: syslock.NewStoreLocker(memstore.New(), syslock.StoreLockerConfig{})})
 	require.NoError(t, err)
 	defer st.Close(ctx)
 	completed := func(s job.Status) bool { return (&job.Job{Status: s}).Completed() }

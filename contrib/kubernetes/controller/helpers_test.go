@@ -27,6 +27,7 @@ import (
 	"github.com/bmckit/bmckit/contrib/kubernetes/controller"
 	"github.com/bmckit/bmckit/contrib/kubernetes/leaselock"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -77,7 +78,7 @@ func newStepper(t *testing.T, cfg job.StepperConfig) *job.Stepper {
 	cfg.SlowPollInterval = 5 * time.Millisecond
 	cfg.LockRetryInterval = 5 * time.Millisecond
 	if cfg.Locks == nil {
-		cfg.Locks = job.NoLocking // tests about locks pass their own
+		cfg.Locks = syslock.NoLocking // tests about locks pass their own
 	}
 	st, err := job.NewStepper(cfg)
 	require.NoError(t, err)

@@ -17,7 +17,7 @@ import (
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/contrib/kubernetes/leaselock"
 	"github.com/bmckit/bmckit/contrib/kubernetes/secretcreds"
-	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/syslock"
 )
 
 func TestSecretCredentials(t *testing.T) {
@@ -88,15 +88,15 @@ func TestLeaseLockerSemantics(t *testing.T) {
 
 	// Another job: busy, and its count starts now.
 	_, err = b.Lock(ctx, sys, "metal/b")
-	var busy *job.BusyError
+	var busy *syslock.BusyError
 	require.ErrorAs(t, err, &busy)
-	assert.True(t, errors.Is(err, job.ErrSystemBusy))
+	assert.True(t, errors.Is(err, syslock.ErrBusy))
 	assert.Equal(t, "metal/a@replica-a", busy.Holder)
 
 	// The same job stepped by another replica (no leader election): busy
 	// too, so the two never both act on the system.
 	_, err = b.Lock(ctx, sys, "metal/a")
-	require.ErrorIs(t, err, job.ErrSystemBusy, "another replica stepping the same job")
+	require.ErrorIs(t, err, syslock.ErrBusy, "another replica stepping the same job")
 
 	// The holder renews (past a third): the count starts again.
 	clk.Advance(dur / 3)
@@ -104,10 +104,10 @@ func TestLeaseLockerSemantics(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, rv, mustLease(t, c, sys).ResourceVersion, "renewed")
 	_, err = b.Lock(ctx, sys, "metal/b")
-	require.ErrorIs(t, err, job.ErrSystemBusy)
+	require.ErrorIs(t, err, syslock.ErrBusy)
 	clk.Advance(dur - time.Second)
 	_, err = b.Lock(ctx, sys, "metal/b")
-	require.ErrorIs(t, err, job.ErrSystemBusy, "not yet a whole lease since the renewal was seen")
+	require.ErrorIs(t, err, syslock.ErrBusy, "not yet a whole lease since the renewal was seen")
 
 	// Unlock by someone else changes nothing.
 	require.NoError(t, b.Unlock(ctx, sys, "metal/b"))
@@ -123,7 +123,7 @@ func TestLeaseLockerSemantics(t *testing.T) {
 
 	// a's job lost it.
 	_, err = a.Lock(ctx, sys, "metal/a")
-	require.ErrorIs(t, err, job.ErrSystemBusy)
+	require.ErrorIs(t, err, syslock.ErrBusy)
 
 	// Released: taken at once.
 	require.NoError(t, b.Unlock(ctx, sys, "metal/b"))

@@ -27,6 +27,7 @@ import (
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -109,9 +110,9 @@ func TestOneSystemNeverInterleaves(t *testing.T) {
 			}
 			c := newClient(t, bmcJob("a", netbootSpec(system1, "")), bmcJob("b", netbootSpec(system1, "")))
 			store := memstore.New()
-			var locks job.SystemLocker = newLeaseLocker(t, c)
+			var locks syslock.Locker = newLeaseLocker(t, c)
 			if mode != "lease" {
-				locks = job.NewStoreLocker(store, job.StoreLockerConfig{})
+				locks = syslock.NewStoreLocker(store, syslock.StoreLockerConfig{})
 			}
 			r := &controller.Reconciler[*v1alpha1.BMCJob]{NewObject: newBMCJob, Client: c, Stepper: newStepper(t, job.StepperConfig{Dialer: fleet, Locks: locks})}
 

@@ -19,6 +19,7 @@ import (
 	bmcprom "github.com/bmckit/bmckit/contrib/prometheus"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/syslock"
 )
 
 // Options configures [Setup]. NewObject and Dialer are required.
@@ -38,10 +39,10 @@ type Options[O Object] struct {
 	// Runner then runs on every replica (NeedLeaderElection is false).
 	Store storage.Store
 	// Locks keeps one job per system on the BMCJob path. Defaults to
-	// job.NewStoreLocker over Store when Store is set (so BMCJobs and the
+	// syslock.NewStoreLocker over Store when Store is set (so BMCJobs and the
 	// Runner's jobs exclude each other: they share the lock records), and
 	// otherwise to a leaselock.Locker in Namespace.
-	Locks job.SystemLocker
+	Locks syslock.Locker
 	// Namespace holds the lease locker's Leases. Required when Locks and
 	// Store are nil.
 	Namespace string
@@ -106,7 +107,7 @@ func Setup[O Object](mgr ctrl.Manager, opts Options[O]) (*Controller[O], error) 
 	switch {
 	case locks != nil:
 	case opts.Store != nil:
-		locks = job.NewStoreLocker(opts.Store, job.StoreLockerConfig{KeyPrefix: opts.Runner.KeyPrefix, Clock: opts.Runner.Clock})
+		locks = syslock.NewStoreLocker(opts.Store, syslock.StoreLockerConfig{KeyPrefix: opts.Runner.KeyPrefix, Clock: opts.Runner.Clock})
 	default:
 		ll, err := leaselock.New(mgr.GetClient(), leaselock.Config{Namespace: opts.Namespace, Clock: opts.Stepper.Clock, Reader: mgr.GetAPIReader()})
 		if err != nil {

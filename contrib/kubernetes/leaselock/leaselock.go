@@ -1,4 +1,4 @@
-// Package leaselock is a job.SystemLocker on Kubernetes Leases
+// Package leaselock is a syslock.Locker on Kubernetes Leases
 // (coordination.k8s.io/v1): one Lease per system, held by a job and the
 // replica acting for it. See [Locker] and docs/kubernetes.md.
 package leaselock
@@ -21,6 +21,7 @@ import (
 
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/syslock"
 )
 
 // Config configures [New]. Zero values mean defaults.
@@ -32,7 +33,7 @@ type Config struct {
 	// Every Step of the holding job renews it (at most once per third of
 	// it), so it only bounds how long a job that is no longer stepped (its
 	// controller stopped, its object deleted without the finalizer) keeps
-	// its system. Defaults to 5 minutes, as job.StoreLockerConfig.
+	// its system. Defaults to 5 minutes, as syslock.StoreLockerConfig.
 	LeaseDuration time.Duration
 	// Owner names this process (a replica) in the Leases' holderIdentity,
 	// next to the job: two replicas stepping the same job (no leader
@@ -59,7 +60,7 @@ const (
 	leaseRenewEveryDivisor = 3
 )
 
-// Locker is a job.SystemLocker on Kubernetes Leases
+// Locker is a syslock.Locker on Kubernetes Leases
 // (coordination.k8s.io/v1): one Lease per system, in one namespace, named
 // "bmckit-system-" and a hash of the system key (the key itself, which may
 // not be a valid name, is in the annotation bmckit.example.com/system).
@@ -68,7 +69,7 @@ const (
 //   - holder: spec.holderIdentity is the job's identity (controller.JobFor:
 //     "namespace/name") and the replica acting for it (Owner), as
 //     "namespace/name@owner": two replicas stepping one job never both
-//     pass, as with job.StoreLocker. Another replica continues the job once
+//     pass, as with syslock.StoreLocker. Another replica continues the job once
 //     the Lease expired (below). leaseTransitions counts changes of
 //     holderIdentity; acquireTime is when it was taken.
 //   - renew: Lock by the holder updates spec.renewTime, at most once per
@@ -84,7 +85,7 @@ const (
 //     between replicas cannot cut a lease short. A released Lease (no
 //     holder) is taken at once.
 //   - writes are compare-and-swap on resourceVersion: of two jobs racing
-//     for a system, the loser gets job.ErrSystemBusy.
+//     for a system, the loser gets syslock.ErrBusy.
 //   - Unlock by the holder clears holderIdentity (the Lease object stays,
 //     as client-go's leader election leaves it); by anyone else it does
 //     nothing.
@@ -114,8 +115,8 @@ type renewal struct {
 }
 
 var (
-	_ job.SystemLocker = (*Locker)(nil)
-	_ job.LockTaker    = (*Locker)(nil)
+	_ syslock.Locker = (*Locker)(nil)
+	_ syslock.Taker  = (*Locker)(nil)
 )
 
 // New returns a Locker writing Leases through c.
@@ -156,13 +157,13 @@ func (l *Locker) validity() time.Duration { return l.lease - l.lease/6 }
 // identity is the holderIdentity of holder's Lease taken by this replica.
 func (l *Locker) identity(holder string) string { return holder + "@" + l.owner }
 
-// Lock implements job.SystemLocker.
+// Lock implements syslock.Locker.
 func (l *Locker) Lock(ctx context.Context, system, holder string) (time.Duration, error) {
 	d, _, err := l.TakeLock(ctx, system, holder)
 	return d, err
 }
 
-// TakeLock implements job.LockTaker: Lock, reporting whether the Lease was
+// TakeLock implements syslock.Taker: Lock, reporting whether the Lease was
 // taken anew (created, released, or taken over) rather than renewed by
 // this replica for holder, so the Stepper confirms its copy of the job
 // with a write before it acts.
@@ -183,7 +184,7 @@ func (l *Locker) TakeLock(ctx context.Context, system, holder string) (time.Dura
 		sent := l.clock.Now()
 		if err := l.c.Create(ctx, &lease); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				return 0, false, &job.BusyError{System: system, Holder: "(taken meanwhile)"}
+				return 0, false, &syslock.BusyError{System: system, Holder: "(taken meanwhile)"}
 			}
 			return 0, false, fmt.Errorf("creating lease %s/%s for system %s: %w", l.ns, lease.Name, system, err)
 		}
@@ -204,12 +205,12 @@ func (l *Locker) TakeLock(ctx context.Context, system, holder string) (time.Dura
 	case cur == "" || l.expired(system, &lease, now):
 		l.take(&lease, id, now)
 	default:
-		return 0, false, &job.BusyError{System: system, Holder: cur}
+		return 0, false, &syslock.BusyError{System: system, Holder: cur}
 	}
 	sent := l.clock.Now()
 	if err := l.c.Update(ctx, &lease); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return 0, false, &job.BusyError{System: system, Holder: "(changed meanwhile)"}
+			return 0, false, &syslock.BusyError{System: system, Holder: "(changed meanwhile)"}
 		}
 		return 0, false, fmt.Errorf("updating lease %s/%s of system %s: %w", l.ns, lease.Name, system, err)
 	}
@@ -270,7 +271,7 @@ func (l *Locker) expired(system string, lease *coordinationv1.Lease, now time.Ti
 	return now.Sub(o.at) >= d
 }
 
-// Unlock implements job.SystemLocker.
+// Unlock implements syslock.Locker.
 func (l *Locker) Unlock(ctx context.Context, system, holder string) error {
 	l.mu.Lock()
 	if r, ok := l.renewals[system]; ok && r.holder == holder {

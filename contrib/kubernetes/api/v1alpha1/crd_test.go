@@ -29,6 +29,7 @@ import (
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/job/jobtest"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 
 	"github.com/bmckit/bmckit/contrib/kubernetes/api/v1alpha1"
@@ -294,7 +295,7 @@ func TestFirstStatusPatchPassesValidation(t *testing.T) {
 	ctx := context.Background()
 	const addr = "redfish://10.9.0.2/redfish/v1/Systems/1"
 	b := fake.New(fake.Options{Power: bmc.PowerOn, PowerTransition: time.Hour}) // the job stays on task 0
-	st, err := job.NewStepper(job.StepperConfig{Dialer: b, Locks: job.NoLocking})
+	st, err := job.NewStepper(job.StepperConfig{Dialer: b, Locks: syslock.NoLocking})
 	require.NoError(t, err)
 	defer st.Close(ctx)
 

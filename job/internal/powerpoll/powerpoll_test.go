@@ -1,4 +1,4 @@
-package job
+package powerpoll
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 func readTimes(lo, hi, dense, maxGap, until time.Duration) []time.Duration {
 	var ts []time.Duration
 	for t := time.Duration(0); t < until; {
-		t += adaptiveDelay(t, lo, hi, dense, maxGap)
+		t += Delay(t, lo, hi, dense, maxGap)
 		ts = append(ts, t)
 	}
 	return ts
@@ -77,9 +77,9 @@ func TestAdaptiveDelayLateAndEarlySteps(t *testing.T) {
 	for i, r := range on {
 		if r >= 8*time.Second && i > 0 {
 			late := on[i-1] + 300*time.Millisecond
-			assert.Equal(t, r, late+adaptiveDelay(late, lo, hi, D, G))
+			assert.Equal(t, r, late+Delay(late, lo, hi, D, G))
 			early := on[i-1] - 50*time.Millisecond
-			assert.Equal(t, r, early+adaptiveDelay(early, lo, hi, D, G), "a read 50ms before a grid point stands for it")
+			assert.Equal(t, r, early+Delay(early, lo, hi, D, G), "a read 50ms before a grid point stands for it")
 			break
 		}
 	}

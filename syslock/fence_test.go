@@ -1,4 +1,4 @@
-package job
+package syslock
 
 import (
 	"context"
@@ -15,13 +15,13 @@ import (
 // fence while the step runs extends the step.
 func TestLapseWatchEndsTheStepWhenTheFenceLapses(t *testing.T) {
 	start := time.Now()
-	f := newLeaseFence(clock.Real{}, start, "sys")
-	f.set(start.Add(30 * time.Millisecond))
-	w := lapseWatch{f: f}
+	f := NewFence(clock.Real{}, start, "sys")
+	f.Set(start.Add(30 * time.Millisecond))
+	w := LapseWatch{F: f}
 	ctx, cancel := context.WithCancel(bmc.WithFence(context.Background(), f))
 	defer cancel()
-	w.arm(cancel)
-	f.set(start.Add(150 * time.Millisecond)) // renewed while the step runs
+	w.Arm(cancel)
+	f.Set(start.Add(150 * time.Millisecond)) // renewed while the step runs
 	select {
 	case <-ctx.Done():
 	case <-time.After(time.Minute):
@@ -36,15 +36,15 @@ func TestLapseWatchEndsTheStepWhenTheFenceLapses(t *testing.T) {
 
 	// Re-armed for the next step, and disarmed when it ends: the next
 	// step's ctx is left alone.
-	f.set(time.Now().Add(20 * time.Millisecond))
+	f.Set(time.Now().Add(20 * time.Millisecond))
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
-	w.arm(cancel2)
-	w.disarm()
+	w.Arm(cancel2)
+	w.Disarm()
 	ctx3, cancel3 := context.WithCancel(context.Background())
 	defer cancel3()
-	f.set(time.Now().Add(20 * time.Millisecond))
-	w.arm(cancel3)
+	f.Set(time.Now().Add(20 * time.Millisecond))
+	w.Arm(cancel3)
 	select {
 	case <-ctx3.Done():
 	case <-time.After(time.Minute):
@@ -59,11 +59,11 @@ func TestLapseWatchEndsTheStepWhenTheFenceLapses(t *testing.T) {
 // nothing at or after its validity end on the fence's own clock.
 func TestLeaseFenceAdmit(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC))
-	f := newLeaseFence(clk, clk.Now(), "sys")
+	f := NewFence(clk, clk.Now(), "sys")
 	if err := f.Admit(); !errors.Is(err, bmc.ErrFenced) {
 		t.Fatalf("a fence never set admits: %v", err)
 	}
-	f.set(clk.Now().Add(time.Second))
+	f.Set(clk.Now().Add(time.Second))
 	if err := f.Admit(); err != nil {
 		t.Fatalf("valid fence refused: %v", err)
 	}
@@ -72,8 +72,8 @@ func TestLeaseFenceAdmit(t *testing.T) {
 	if err := f.Admit(); !errors.As(err, &fe) || fe.System != "sys" {
 		t.Fatalf("at the validity end: %v, want a FencedError for sys", err)
 	}
-	f.set(clk.Now().Add(time.Second))
-	f.close()
+	f.Set(clk.Now().Add(time.Second))
+	f.Close()
 	if err := f.Admit(); !errors.Is(err, bmc.ErrFenced) {
 		t.Fatalf("closed fence admits: %v", err)
 	}

@@ -1,4 +1,4 @@
-package job
+package syslock
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 	"github.com/bmckit/bmckit/storage"
 )
 
-// LockInfo is what a system's lock record says, for readers outside the
+// Info is what a system's lock record says, for readers outside the
 // Runner and [StoreLocker] (package monitor checks it so that it never opens
 // a session to a system that a job on another runner is using). See
 // docs/jobs.md, "Exclusivity".
-type LockInfo struct {
+type Info struct {
 	// Holder is the job that holds the system until it completed; "" when
 	// the system is free.
 	Holder string
@@ -29,18 +29,18 @@ type LockInfo struct {
 	Revision int64
 }
 
-// ReadLock reads the lock record that Runners and StoreLockers sharing s
-// keep for system, a [bmc.Endpoint.SystemKey] (under [LockKeyPrefix],
+// Read reads the lock record that Runners and StoreLockers sharing s
+// keep for system, a [bmc.Endpoint.SystemKey] (under [KeyPrefix],
 // whatever their KeyPrefix). A missing or undecodable record reads as a
 // free system (Holder ""). Safe for concurrent use.
-func ReadLock(ctx context.Context, s storage.Store, system string) (LockInfo, error) {
-	l, rev, err := newLockTable(s, defaultKeyPrefix, nil).read(ctx, system)
+func Read(ctx context.Context, s storage.Store, system string) (Info, error) {
+	l, rev, err := NewTable(s, DefaultNamespace, nil).Read(ctx, system)
 	if err != nil {
-		return LockInfo{}, err
+		return Info{}, err
 	}
 	jobs := l.Jobs
 	if jobs == "" && l.Holder != "" {
-		jobs = defaultKeyPrefix
+		jobs = DefaultNamespace
 	}
-	return LockInfo{Holder: l.Holder, HolderKeyPrefix: jobs, Owner: l.Owner, Lease: time.Duration(l.LeaseMillis) * time.Millisecond, Revision: rev}, nil
+	return Info{Holder: l.Holder, HolderKeyPrefix: jobs, Owner: l.Owner, Lease: time.Duration(l.LeaseMillis) * time.Millisecond, Revision: rev}, nil
 }
