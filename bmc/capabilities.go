@@ -47,6 +47,10 @@ const (
 	// CapabilityLastResetTime: LastResetTime (bmc.LastResetReader) fails,
 	// as on BMCs that do not report when the system last reset.
 	CapabilityLastResetTime Capability = "last-reset-time"
+	// CapabilityFirmwareUpdate: the calls of bmc.FirmwareUpdater fail, as
+	// on BMCs without an UpdateService or a TaskService to follow an
+	// update with.
+	CapabilityFirmwareUpdate Capability = "firmware-update"
 )
 
 // Capabilities lists every Capability, in a stable order.
@@ -55,7 +59,7 @@ func Capabilities() []Capability {
 		CapabilityBootOverride, CapabilityBootOverrideReadBack, CapabilityBootMode, CapabilityBootHTTP,
 		CapabilityVirtualMediaCD, CapabilityVirtualMediaUSB, CapabilityBMCReset,
 		CapabilityBMCResetWarm, CapabilityBMCResetCold,
-		CapabilityPowerSoftOff, CapabilityPowerCycle, CapabilityPowerReset, CapabilityLastResetTime,
+		CapabilityPowerSoftOff, CapabilityPowerCycle, CapabilityPowerReset, CapabilityLastResetTime, CapabilityFirmwareUpdate,
 	}
 }
 

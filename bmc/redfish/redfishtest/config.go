@@ -84,6 +84,10 @@ const (
 	Fault503                // 503 Service Unavailable with Retry-After
 	FaultReset              // the TCP connection is closed without an answer
 	FaultSlow               // the answer is delayed by Faults.SlowDelay
+	// FaultLostAnswer handles the request (its effects happen) and then
+	// closes the connection without the answer, as when a network or a
+	// BMC drops a reply: the client cannot tell whether it landed.
+	FaultLostAnswer
 )
 
 // Faults injects failures into a fraction of requests.
@@ -213,6 +217,12 @@ type Config struct {
 
 	// Faults injects failures. Defaults to none.
 	Faults Faults
+
+	// Firmware is the firmware update personality: UpdateService,
+	// TaskService and firmware inventory (see firmware.go). Defaults to
+	// SimpleUpdate, components BMC and BIOS at 1.0.0, tasks that complete
+	// at once.
+	Firmware FirmwareConfig
 
 	// Vendor shapes (see [VendorConfig] for the vendors that show them).
 

@@ -101,6 +101,7 @@ func (s *Server) routes() http.Handler {
 	handle("GET", root+"/Systems/{id}/VirtualMedia", s.auth(s.listMedia))
 	handle("GET", root+"/Systems/{id}/VirtualMedia/{dev}", s.auth(s.getMedia))
 	handle("POST", root+"/Systems/{id}/VirtualMedia/{dev}/Actions/{action}", s.auth(s.mediaAction))
+	s.firmwareRoutes(handle)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no resource at "+r.URL.Path)
 	})
@@ -134,12 +135,15 @@ func trimSlash(next http.Handler) http.Handler {
 // faults logs every request and injects the configured failures.
 func (s *Server) faults(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		req := Request{Method: r.Method, Path: r.URL.Path, IfMatch: r.Header.Get("If-Match")}
 		w.Header().Set("OData-Version", "4.0")
-		if len(body) > 0 && strings.TrimRight(r.URL.Path, "/") != sessionsURI {
-			req.Body = string(body)
+		if strings.TrimRight(r.URL.Path, "/") != firmwarePushURI {
+			// Firmware uploads are streamed to their handler, not logged.
+			body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if len(body) > 0 && strings.TrimRight(r.URL.Path, "/") != sessionsURI {
+				req.Body = string(body)
+			}
 		}
 		s.mu.Lock()
 		req.Time = s.now()
@@ -200,10 +204,26 @@ func (s *Server) faults(next http.Handler) http.Handler {
 			}
 		}
 		e := &entry{req: &req}
+		if f == FaultLostAnswer {
+			// Handled in full, then the answer is lost.
+			lost := &recorder{ResponseWriter: discardWriter{h: http.Header{}}}
+			next.ServeHTTP(lost, r.WithContext(contextWith(r, e)))
+			s.reportStateChange(e)
+			rec.status = 0
+			dropConnection(w)
+			return
+		}
 		next.ServeHTTP(rec, r.WithContext(contextWith(r, e)))
 		s.reportStateChange(e)
 	})
 }
+
+// discardWriter is a ResponseWriter that keeps nothing (FaultLostAnswer).
+type discardWriter struct{ h http.Header }
+
+func (d discardWriter) Header() http.Header         { return d.h }
+func (d discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (d discardWriter) WriteHeader(int)             {}
 
 // dropConnection closes the request's connection without an answer.
 func dropConnection(w http.ResponseWriter) {
@@ -264,6 +284,7 @@ func (s *Server) serviceRoot(w http.ResponseWriter, _ *http.Request) {
 	if s.cfg.EventStream {
 		doc["EventService"] = link(eventServiceURI)
 	}
+	s.firmwareLinks(doc)
 	if s.cfg.Sessions != SessionsNone {
 		doc["SessionService"] = link(root + "/SessionService")
 		doc["Links"] = map[string]any{"Sessions": link(sessionsURI)}
@@ -315,7 +336,8 @@ var metadataXML = func() string {
 		"ServiceRoot.v1_15_0", "SessionService.v1_1_8", "Session.v1_6_0", "SessionCollection",
 		"ComputerSystem.v1_20_0", "ComputerSystemCollection", "ActionInfo.v1_3_0", "Chassis.v1_23_0",
 		"ChassisCollection", "Manager.v1_15_0", "ManagerCollection", "VirtualMedia.v1_6_0",
-		"VirtualMediaCollection",
+		"VirtualMediaCollection", "UpdateService.v1_11_0", "SoftwareInventory.v1_10_0",
+		"SoftwareInventoryCollection", "TaskService.v1_2_0", "Task.v1_7_4", "TaskCollection",
 	} {
 		file := strings.SplitN(ns, ".", 2)[0]
 		fmt.Fprintf(&b, "  <edmx:Reference Uri=\"http://redfish.dmtf.org/schemas/v1/%s_v1.xml\">\n", file)
@@ -763,6 +785,7 @@ func (s *Server) resetManager(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.bmcResets++
 	s.sessions = map[string]*session{} // a rebooting BMC forgets its sessions
+	s.activateFirmware(true)           // BMC firmware staged for this reset
 	if d := s.cfg.BMCResetDowntime; d > 0 {
 		s.downUntil = s.now().Add(d)
 	}

@@ -47,6 +47,7 @@ type Server struct {
 	changeSeq int64 // last StateChange.Seq
 	rate      requestRate
 	events    eventHub // events.go
+	fw        firmwareState // firmware.go
 }
 
 // PowerChange is one accepted power change, for measuring how soon a client
@@ -170,6 +171,7 @@ func start(cfg Config, useTLS bool) *Server {
 		faultRate: cfg.Faults.Rate,
 	}
 	s.rate.setLimit(cfg.RequestLimit)
+	s.initFirmware()
 	for i := 1; i <= cfg.Systems && !cfg.NoSystems; i++ {
 		sys := &system{id: strconv.Itoa(i), uuid: SystemUUID(i), power: "Off", etag: 1, lastReset: cfg.Clock.Now(),
 			bootTarget: "None", bootEnabled: "Disabled", bootMode: "UEFI", resets: map[string]int{}}
@@ -446,6 +448,7 @@ func (s *Server) land(sys *system, p *pendingChange) {
 		if sys.bootEnabled == "Once" {
 			sys.bootEnabled, sys.bootTarget = "Disabled", "None"
 		}
+		s.activateFirmware(false) // host firmware staged for this boot
 	}
 }
 
