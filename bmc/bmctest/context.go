@@ -21,6 +21,14 @@ type method struct {
 
 func methods(opts Options) []method {
 	return []method{
+		{"FirmwareVersion", bmc.CapabilityFirmwareUpdate, func(ctx context.Context, d bmc.Driver) (bool, error) {
+			f, ok := d.(bmc.FirmwareUpdater)
+			if !ok {
+				return false, nil
+			}
+			_, err := f.FirmwareVersion(ctx, "BIOS")
+			return true, err
+		}},
 		{"PowerState", "", func(ctx context.Context, d bmc.Driver) (bool, error) {
 			_, err := d.PowerState(ctx)
 			return true, err

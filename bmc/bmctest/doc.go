@@ -46,6 +46,12 @@
 //   - BMC reset (warm and cold): accepted, the BMC answers again on the
 //     same driver and (with [Target.Dial]) through a new session, and the
 //     server's power is unchanged (On).
+//   - Firmware update ([bmc.FirmwareUpdater], with [Target.Firmware] set):
+//     an update is started, its task followed to its end (with the reset
+//     the BMC asks for) and the component's version read back; a started
+//     update is found again by its image, through a new session where
+//     [Target.Dial] is set; an image never started is not found; an image
+//     URI that is not http(s) is refused with a permanent error.
 //   - Unsupported capabilities: for each capability in [Options.Unsupported]
 //     the methods needing it return a permanent error wrapping
 //     [bmc.ErrNotSupported].

@@ -33,6 +33,12 @@ type Target struct {
 	// text). Defaults to none.
 	Credentials bmc.Credentials
 
+	// Firmware, when set, is the update the FirmwareUpdate/... subtests
+	// install (bmc.FirmwareUpdater); each installs it once (on a fresh
+	// peer per subtest, or one where the component can be updated
+	// repeatedly). Defaults to nil: those subtests skip.
+	Firmware *FirmwareTarget
+
 	// Advance, when set, is called after every read-back that has not yet
 	// shown the awaited state, before the next poll. A peer whose delays run
 	// on a manually advanced clock (a fake with an injected clock) moves its
@@ -53,6 +59,7 @@ type Target struct {
 //	VirtualMedia/<cd|usb>/{InsertEject,InsertTwice,InsertReplaces,EjectEmpty}
 //	ResetBMC/{warm,cold}
 //	LastResetTime/ChangesWithCycle
+//	FirmwareUpdate/{InstallAndVerify,FindAfterStart,FindNothing,InvalidImage}
 //	Unsupported/<capability>
 //	Context/{Canceled,DeadlineExceeded}/<method>
 //	Dial/{WrongPassword,WrongUser,Again}
@@ -71,6 +78,7 @@ func Run(t *testing.T, opts Options, newTarget func(t *testing.T) Target) {
 	s.group(t, "VirtualMedia", s.virtualMedia)
 	s.group(t, "ResetBMC", s.resetBMC)
 	s.group(t, "LastResetTime", s.lastResetTime)
+	s.group(t, "FirmwareUpdate", s.firmwareUpdate)
 	s.group(t, "Unsupported", s.unsupported)
 	s.group(t, "Context", s.context)
 	s.group(t, "Dial", s.dial)

@@ -101,6 +101,8 @@ func (tc *tcase) checkUnsupported(c Capability) {
 		}
 		_, err := r.LastResetTime(ctx)
 		tc.requireNotSupported("LastResetTime", err)
+	case bmc.CapabilityFirmwareUpdate:
+		tc.checkFirmwareUnsupported()
 	default:
 		tc.Fatalf("bmctest: no check for capability %q", c)
 	}

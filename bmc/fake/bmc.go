@@ -50,6 +50,7 @@ type BMC struct {
 	sessions  SessionStats
 	expiries  int // ExpireSessions calls; a session is live while its epoch matches
 	nextConn  int
+	fw        firmware // firmware.go
 }
 
 // step is one leg of a pending power transition: the BMC reports during
@@ -138,6 +139,7 @@ func New(opts Options) *BMC {
 	}
 	_, b.wallClock = b.clock.(realClock)
 	b.lastReset = b.clock.Now() // as if the server came up with its BMC
+	b.initFirmware()
 	for _, c := range opts.Unsupported {
 		b.lacks[c] = true
 	}

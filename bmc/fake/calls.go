@@ -23,13 +23,19 @@ const (
 	MethodResetBMC        Method = "ResetBMC"
 	MethodOpenSystem      Method = "OpenSystem"
 	MethodLastResetTime   Method = "LastResetTime"
+
+	MethodStartFirmwareUpdate  Method = "StartFirmwareUpdate"
+	MethodFindFirmwareUpdate   Method = "FindFirmwareUpdate"
+	MethodFirmwareUpdateStatus Method = "FirmwareUpdateStatus"
+	MethodFirmwareVersion      Method = "FirmwareVersion"
 	MethodAny             Method = "*"
 )
 
 func (m Method) valid() bool {
 	switch m {
 	case MethodDial, MethodClose, MethodPowerState, MethodSetPower, MethodSetBootOverride,
-		MethodBootOverride, MethodInsertMedia, MethodEjectMedia, MethodMediaStatus, MethodResetBMC, MethodOpenSystem, MethodLastResetTime, MethodAny:
+		MethodBootOverride, MethodInsertMedia, MethodEjectMedia, MethodMediaStatus, MethodResetBMC, MethodOpenSystem, MethodLastResetTime, MethodAny,
+		MethodStartFirmwareUpdate, MethodFindFirmwareUpdate, MethodFirmwareUpdateStatus, MethodFirmwareVersion:
 		return true
 	}
 	return false

@@ -108,3 +108,30 @@ func TestConformance(t *testing.T) {
 		})
 	})
 }
+
+// Firmware updates on the fake: at once, over minutes on a fake clock,
+// needing a reset, and missing.
+func TestConformanceFirmware(t *testing.T) {
+	const uri = "https://images.example/bios-2.0.0.bin?sig=Zq7-fake-secret"
+	fw := &bmctest.FirmwareTarget{Image: bmc.FirmwareImage{URI: uri, Component: "BIOS"}, Version: "2.0.0"}
+	images := map[string]fake.FirmwareImageInfo{uri: {Component: "BIOS", Version: "2.0.0"}}
+	for _, c := range []struct {
+		name string
+		opts fake.FirmwareOptions
+	}{
+		{"Instant", fake.FirmwareOptions{Images: images}},
+		{"FortyMinutesFakeClock", fake.FirmwareOptions{Images: images, Duration: 40 * time.Minute}},
+		{"ActivateOnReset", fake.FirmwareOptions{Images: images, ActivateOnReset: true, Duration: time.Minute}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bmctest.Run(t, bmctest.Options{PollInterval: time.Millisecond, Skip: []string{"Power", "BootOverride", "BootHTTP", "VirtualMedia"}}, func(t *testing.T) bmctest.Target {
+				clk := clock.NewFake(epoch)
+				srv, drv := dialTarget(t, fake.Options{Firmware: c.opts, Clock: clk})
+				return bmctest.Target{Driver: drv, Firmware: fw, Advance: func() { clk.Advance(time.Minute) },
+					Dial: func(ctx context.Context, cr bmc.Credentials) (bmc.Driver, error) {
+						return srv.Dial(ctx, bmc.Endpoint{Protocol: "redfish", Transport: "https", Host: "127.0.0.1"}, cr)
+					}}
+			})
+		})
+	}
+}

@@ -53,6 +53,7 @@ var (
 	_ bmc.StatsReporter      = (*Driver)(nil)
 	_ bmc.SystemOpener       = (*Driver)(nil)
 	_ bmc.LastResetReader    = (*Driver)(nil)
+	_ bmc.FirmwareUpdater    = (*Driver)(nil)
 )
 
 // BMC returns the fake this session is on.
@@ -116,6 +117,14 @@ func opName(m Method) string {
 		return "open system"
 	case MethodLastResetTime:
 		return "last reset time"
+	case MethodStartFirmwareUpdate:
+		return "start firmware update"
+	case MethodFindFirmwareUpdate:
+		return "find firmware update"
+	case MethodFirmwareUpdateStatus:
+		return "read firmware update task"
+	case MethodFirmwareVersion:
+		return "read firmware version"
 	}
 	return string(m)
 }
@@ -474,6 +483,7 @@ func (d *Driver) ResetBMC(ctx context.Context, t bmc.BMCResetType) error {
 			return fmt.Errorf("BMC reset %s: %w", t, bmc.ErrNotSupported)
 		}
 		b.resets++
+		b.activateFirmware(true) // BMC firmware staged for this reset
 		if dt := b.opts.BMCResetDowntime; dt > 0 {
 			b.downUntil = b.clock.Now().Add(dt)
 		}

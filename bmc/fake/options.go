@@ -101,6 +101,10 @@ type Options struct {
 	// [BMC.SetHook]. Defaults to none.
 	Hooks map[Method]Hook
 
+	// Firmware configures firmware updates (bmc.FirmwareUpdater).
+	// Defaults to components BMC and BIOS at 1.0.0, no known images.
+	Firmware FirmwareOptions
+
 	// Clock drives Latency and PowerTransition. Defaults to the wall clock.
 	Clock Clock
 }
@@ -118,6 +122,9 @@ func (o Options) validate() error {
 		if d.v < 0 {
 			return fmt.Errorf("fake: Options.%s %v: must not be negative", d.name, d.v)
 		}
+	}
+	if o.Firmware.Duration < 0 {
+		return fmt.Errorf("fake: Options.Firmware.Duration %v: must not be negative", o.Firmware.Duration)
 	}
 	if o.MaxSessions < 0 {
 		return fmt.Errorf("fake: Options.MaxSessions %d: must not be negative", o.MaxSessions)

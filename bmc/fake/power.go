@@ -42,6 +42,7 @@ func (b *BMC) land(s bmc.PowerState, at time.Time) {
 // boot records a boot at time at from the override's device and consumes a
 // one-time override, as BMCs do; at is the system's LastResetTime.
 func (b *BMC) boot(at time.Time) {
+	b.activateFirmware(false) // host firmware staged for this boot
 	b.boots++
 	if !at.After(b.lastReset) {
 		at = b.lastReset.Add(time.Nanosecond) // later than the last, also on a clock that stands still

@@ -48,6 +48,7 @@ type Driver struct {
 	noIfMatch  bool              // the BMC rejects If-Match
 	mediaURIs  map[string]string // MediaKind -> VirtualMedia URI
 	mgr        *managerDoc       // the system's manager, once picked (managers.go)
+	upd        *updateService    // the UpdateService, once read (firmware.go)
 }
 
 var (
@@ -59,6 +60,7 @@ var (
 	_ bmc.StatsReporter      = (*Driver)(nil)
 	_ bmc.SystemOpener       = (*Driver)(nil)
 	_ bmc.LastResetReader    = (*Driver)(nil)
+	_ bmc.FirmwareUpdater    = (*Driver)(nil)
 )
 
 // EmulateBootOnce reports Options.EmulateBootOnce, or the address's

@@ -138,9 +138,33 @@ type Options struct {
 	// Clock is the time source for back-off and polling. Defaults to the
 	// wall clock.
 	Clock Clock
+
+	// MaxFirmwareImage bounds a firmware image the driver fetches to push
+	// it to a BMC that takes only a multipart upload
+	// (bmc.FirmwareUpdater): a larger Content-Length is refused before
+	// anything is sent, a longer stream is cut and the update fails.
+	// Defaults to 1 GiB.
+	MaxFirmwareImage int64
+	// FirmwareUploadTimeout bounds such an upload (fetching the image and
+	// sending it to the BMC), in place of RequestTimeout. Defaults to 30
+	// minutes.
+	FirmwareUploadTimeout time.Duration
+	// FirmwareImageClient fetches firmware images for multipart uploads.
+	// Defaults to a client on http.DefaultTransport (the system roots and
+	// the environment's proxy).
+	FirmwareImageClient *http.Client
 }
 
 func (o Options) withDefaults() Options {
+	if o.MaxFirmwareImage <= 0 {
+		o.MaxFirmwareImage = 1 << 30
+	}
+	if o.FirmwareUploadTimeout <= 0 {
+		o.FirmwareUploadTimeout = 30 * time.Minute
+	}
+	if o.FirmwareImageClient == nil {
+		o.FirmwareImageClient = &http.Client{Transport: http.DefaultTransport}
+	}
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = 10 * time.Second
 	}

@@ -46,7 +46,7 @@ type Server struct {
 	changes   []PowerChange
 	changeSeq int64 // last StateChange.Seq
 	rate      requestRate
-	events    eventHub // events.go
+	events    eventHub      // events.go
 	fw        firmwareState // firmware.go
 }
 
