@@ -215,4 +215,3 @@ func (tc *tcase) checkFirmwareUnsupported() {
 	_, err = fu.FirmwareVersion(tc.ctx(), img.Component)
 	tc.requireNotSupported("FirmwareVersion", err)
 }
-

@@ -28,7 +28,7 @@ const (
 	MethodFindFirmwareUpdate   Method = "FindFirmwareUpdate"
 	MethodFirmwareUpdateStatus Method = "FirmwareUpdateStatus"
 	MethodFirmwareVersion      Method = "FirmwareVersion"
-	MethodAny             Method = "*"
+	MethodAny                  Method = "*"
 )
 
 func (m Method) valid() bool {

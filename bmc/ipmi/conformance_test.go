@@ -87,8 +87,10 @@ func TestConformanceOpenIPMI(t *testing.T) {
 }
 
 // noHTTPBoot: IPMI has no UEFI HTTP boot; Unsupported/boot-http checks
-// that SetBootOverride(uefi-http) is refused with bmc.ErrNotSupported.
-var noHTTPBoot = []bmctest.Capability{bmc.CapabilityBootHTTP}
+// that SetBootOverride(uefi-http) is refused with bmc.ErrNotSupported. Nor
+// a standard firmware update: the driver does not implement
+// bmc.FirmwareUpdater, so Unsupported/firmware-update skips.
+var noHTTPBoot = []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityFirmwareUpdate}
 
 // unlimited turns the request budget off: the suites poll faster than a
 // real job does.
