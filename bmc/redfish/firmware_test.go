@@ -315,4 +315,3 @@ func TestFirmwareRequests(t *testing.T) {
 		}
 	})
 }
-
