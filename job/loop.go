@@ -10,6 +10,7 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/internal/dueheap"
+	"github.com/bmckit/bmckit/job/observe"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/syslock"
 )
@@ -83,10 +84,10 @@ type loop struct {
 
 	nextScan  time.Time
 	nextRenew time.Time
-	nextFence time.Time      // the earliest lease validity end among held systems
-	fenceBase time.Time      // the base of the held systems' fences
-	wg        sync.WaitGroup // steps and background releases
-	lastQueue *QueueEvent    // what Observer.Queue was last told
+	nextFence time.Time           // the earliest lease validity end among held systems
+	fenceBase time.Time           // the base of the held systems' fences
+	wg        sync.WaitGroup      // steps and background releases
+	lastQueue *observe.QueueEvent // what Observer.Queue was last told
 }
 
 // Start runs jobs until ctx is done, then waits for in-flight steps to stop

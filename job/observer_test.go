@@ -17,6 +17,7 @@ import (
 	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/job/observe"
 	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
@@ -24,14 +25,14 @@ import (
 // recorder is an Observer that keeps every event.
 type recorder struct {
 	mu           sync.Mutex
-	jobStarted   []job.JobEvent
-	jobFinished  []job.JobEvent
-	taskStarted  []job.TaskEvent
-	taskFinished []job.TaskEvent
-	errs         []job.BMCErrorEvent
-	wire         []job.WireEvent
-	queue        []job.QueueEvent
-	leases       []job.LeaseEvent
+	jobStarted   []observe.JobEvent
+	jobFinished  []observe.JobEvent
+	taskStarted  []observe.TaskEvent
+	taskFinished []observe.TaskEvent
+	errs         []observe.BMCErrorEvent
+	wire         []observe.WireEvent
+	queue        []observe.QueueEvent
+	leases       []observe.LeaseEvent
 	taskStart    chan struct{} // gets a value per TaskStarted, if not full
 	leaseLost    chan struct{}
 }
@@ -44,11 +45,11 @@ func add[E any](mu *sync.Mutex, s *[]E) func(E) {
 	return func(e E) { mu.Lock(); *s = append(*s, e); mu.Unlock() }
 }
 
-func (r *recorder) observer() job.Observer {
-	return job.Observer{
+func (r *recorder) observer() observe.Observer {
+	return observe.Observer{
 		JobStarted:  add(&r.mu, &r.jobStarted),
 		JobFinished: add(&r.mu, &r.jobFinished),
-		TaskStarted: func(e job.TaskEvent) {
+		TaskStarted: func(e observe.TaskEvent) {
 			add(&r.mu, &r.taskStarted)(e)
 			select {
 			case r.taskStart <- struct{}{}:
@@ -59,7 +60,7 @@ func (r *recorder) observer() job.Observer {
 		BMCError:     add(&r.mu, &r.errs),
 		Wire:         add(&r.mu, &r.wire),
 		Queue:        add(&r.mu, &r.queue),
-		LeaseLost: func(e job.LeaseEvent) {
+		LeaseLost: func(e observe.LeaseEvent) {
 			add(&r.mu, &r.leases)(e)
 			r.leaseLost <- struct{}{}
 		},
@@ -122,7 +123,7 @@ func TestObserverJobsTasksErrorsWireQueue(t *testing.T) {
 	}
 	// Tasks: 3 per successful job; the failed job's first task started
 	// and failed, the others never started.
-	perJob := func(evs []job.TaskEvent) map[string]int {
+	perJob := func(evs []observe.TaskEvent) map[string]int {
 		m := map[string]int{}
 		for _, ev := range evs {
 			m[ev.Job]++
@@ -144,7 +145,7 @@ func TestObserverJobsTasksErrorsWireQueue(t *testing.T) {
 
 	// One BMC error: the refused login.
 	require.Len(t, rec.errs, 1)
-	assert.Equal(t, job.BMCErrorEvent{Job: "bad", System: "10.0.0.3:443/redfish/v1/Systems/1", Driver: "redfish", Task: 0, Login: true, Class: "unauthorized"}, rec.errs[0])
+	assert.Equal(t, observe.BMCErrorEvent{Job: "bad", System: "10.0.0.3:443/redfish/v1/Systems/1", Driver: "redfish", Task: 0, Login: true, Class: "unauthorized"}, rec.errs[0])
 
 	// Wire: the deltas add up to what went to the BMCs behind 10.0.0.1,
 	// each request counted once although two systems shared the session
@@ -173,7 +174,7 @@ func TestObserverJobsTasksErrorsWireQueue(t *testing.T) {
 	}
 	assert.Equal(t, 4, maxJobs)
 	assert.GreaterOrEqual(t, maxWaiting, 1)
-	assert.Equal(t, job.QueueEvent{}, rec.queue[len(rec.queue)-1])
+	assert.Equal(t, observe.QueueEvent{}, rec.queue[len(rec.queue)-1])
 	assert.Empty(t, rec.leases)
 }
 
@@ -205,7 +206,7 @@ func TestObserverLeaseLost(t *testing.T) {
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	assert.Equal(t, []job.LeaseEvent{{System: "10.0.0.1:443/redfish/v1/Systems/1", Job: "slow"}}, rec.leases)
+	assert.Equal(t, []observe.LeaseEvent{{System: "10.0.0.1:443/redfish/v1/Systems/1", Job: "slow"}}, rec.leases)
 }
 
 func TestObserverStepperPathAndPanics(t *testing.T) {
@@ -213,15 +214,15 @@ func TestObserverStepperPathAndPanics(t *testing.T) {
 	const addr = "redfish://10.0.0.9/redfish/v1/Systems/1"
 	_, err := fleet.AddNew(addr, fake.Options{Power: bmc.PowerOn})
 	require.NoError(t, err)
-	var finished, started []job.JobEvent
+	var finished, started []observe.JobEvent
 	var mu sync.Mutex
 	st, err := job.NewStepper(job.StepperConfig{Locks: syslock.NoLocking,
 		Dialer: fleet, PollInterval: time.Millisecond,
-		Observer: job.JoinObservers(
-			job.Observer{TaskStarted: func(job.TaskEvent) { panic("observer bug") }},
-			job.Observer{
-				JobStarted:  func(e job.JobEvent) { mu.Lock(); started = append(started, e); mu.Unlock() },
-				JobFinished: func(e job.JobEvent) { mu.Lock(); finished = append(finished, e); mu.Unlock() },
+		Observer: observe.Join(
+			observe.Observer{TaskStarted: func(observe.TaskEvent) { panic("observer bug") }},
+			observe.Observer{
+				JobStarted:  func(e observe.JobEvent) { mu.Lock(); started = append(started, e); mu.Unlock() },
+				JobFinished: func(e observe.JobEvent) { mu.Lock(); finished = append(finished, e); mu.Unlock() },
 			},
 		),
 	})
@@ -277,10 +278,10 @@ func fmtAll[E any](evs []E) string { return fmt.Sprintf("%+v", evs) }
 // event (each an atomic add): the observer's own cost per job.
 func BenchmarkStepObserved(b *testing.B) {
 	var n atomic.Int64
-	job.BenchSteps(b, job.StepperConfig{Observer: job.Observer{
-		JobStarted: func(job.JobEvent) { n.Add(1) }, JobFinished: func(job.JobEvent) { n.Add(1) },
-		TaskStarted: func(job.TaskEvent) { n.Add(1) }, TaskFinished: func(job.TaskEvent) { n.Add(1) },
-		BMCError: func(job.BMCErrorEvent) { n.Add(1) }, Wire: func(job.WireEvent) { n.Add(1) },
+	job.BenchSteps(b, job.StepperConfig{Observer: observe.Observer{
+		JobStarted: func(observe.JobEvent) { n.Add(1) }, JobFinished: func(observe.JobEvent) { n.Add(1) },
+		TaskStarted: func(observe.TaskEvent) { n.Add(1) }, TaskFinished: func(observe.TaskEvent) { n.Add(1) },
+		BMCError: func(observe.BMCErrorEvent) { n.Add(1) }, Wire: func(observe.WireEvent) { n.Add(1) },
 	}}, false)
 	if n.Load() == 0 {
 		b.Fatal("no events")

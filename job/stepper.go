@@ -13,6 +13,7 @@ import (
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job/internal/powerpoll"
+	"github.com/bmckit/bmckit/job/observe"
 	"github.com/bmckit/bmckit/retry"
 	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
@@ -136,9 +137,9 @@ type StepperConfig struct {
 	// watched, power tasks only poll.
 	Wake func(job string)
 	// Observer receives job, task, BMC error and wire events for metrics
-	// and traces (see [Observer]; adapters in contrib/prometheus and
+	// and traces (see [observe.Observer]; adapters in contrib/prometheus and
 	// contrib/otel). Defaults to none.
-	Observer Observer
+	Observer observe.Observer
 }
 
 // Stepper advances jobs one step at a time. One Stepper serves any number of

@@ -9,7 +9,7 @@
 //	runner, _ := job.NewRunner(job.Config{..., Observer: tracing.JobObserver()})
 //
 // With the Prometheus adapter too, join the observers:
-// job.JoinObservers(metrics.JobObserver(), tracing.JobObserver()).
+// observe.Join(metrics.JobObserver(), tracing.JobObserver()).
 //
 // # Spans
 //
@@ -40,7 +40,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/job/observe"
 )
 
 // ScopeName is the instrumentation scope of the tracer.
@@ -55,13 +55,13 @@ type Options struct {
 	// parent (e.g. to put jobs under a request's trace); it is called on
 	// the goroutine that stored the completion and must be fast. Defaults
 	// to none: each job is the root of its own trace.
-	Parent func(e job.JobEvent) context.Context
+	Parent func(e observe.JobEvent) context.Context
 }
 
 // Tracer turns job events into spans. Safe for concurrent use.
 type Tracer struct {
 	tracer trace.Tracer
-	parent func(job.JobEvent) context.Context
+	parent func(observe.JobEvent) context.Context
 }
 
 // New returns a Tracer.
@@ -76,8 +76,8 @@ func New(opts Options) *Tracer {
 // JobObserver returns the observer to set in job.Config.Observer or
 // job.StepperConfig.Observer. Only JobFinished is set: the spans are
 // recorded from the finished job's stored times.
-func (t *Tracer) JobObserver() job.Observer {
-	return job.Observer{JobFinished: t.record}
+func (t *Tracer) JobObserver() observe.Observer {
+	return observe.Observer{JobFinished: t.record}
 }
 
 // Attribute keys.
@@ -95,7 +95,7 @@ const (
 	KeyLogins     = attribute.Key("bmckit.wire.logins")
 )
 
-func (t *Tracer) record(e job.JobEvent) {
+func (t *Tracer) record(e observe.JobEvent) {
 	ctx := context.Background()
 	if t.parent != nil {
 		if p := t.parent(e); p != nil {

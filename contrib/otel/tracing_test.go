@@ -20,6 +20,7 @@ import (
 	bmcotel "github.com/bmckit/bmckit/contrib/otel"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/job/jobtest"
+	"github.com/bmckit/bmckit/job/observe"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -129,11 +130,11 @@ func TestParentContext(t *testing.T) {
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	ctx, parent := tp.Tracer("host").Start(context.Background(), "reconcile")
-	tracing := bmcotel.New(bmcotel.Options{TracerProvider: tp, Parent: func(job.JobEvent) context.Context { return ctx }})
+	tracing := bmcotel.New(bmcotel.Options{TracerProvider: tp, Parent: func(observe.JobEvent) context.Context { return ctx }})
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	tracing.JobObserver().JobFinished(job.JobEvent{
+	tracing.JobObserver().JobFinished(observe.JobEvent{
 		Job: "j", Start: start, End: start.Add(time.Minute), Result: "Canceled", Reason: "Canceled",
-		Tasks: []job.TaskEvent{{Index: 0, Kind: "power", Start: start, Attempt: 1}},
+		Tasks: []observe.TaskEvent{{Index: 0, Kind: "power", Start: start, Attempt: 1}},
 	})
 	parent.End()
 	spans := sr.Ended()

@@ -55,7 +55,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bmckit/bmckit/bootstate"
-	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/job/observe"
 )
 
 // Options configures [New]. The zero value means the defaults.
@@ -170,27 +170,27 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 }
 
 // JobObserver returns the observer to set in job.Config.Observer or
-// job.StepperConfig.Observer (with job.JoinObservers to add others).
-func (m *Metrics) JobObserver() job.Observer {
-	return job.Observer{
-		JobStarted: func(e job.JobEvent) { m.jobsStarted.WithLabelValues(label(e.Driver)).Inc() },
-		JobFinished: func(e job.JobEvent) {
+// job.StepperConfig.Observer (with observe.Join to add others).
+func (m *Metrics) JobObserver() observe.Observer {
+	return observe.Observer{
+		JobStarted: func(e observe.JobEvent) { m.jobsStarted.WithLabelValues(label(e.Driver)).Inc() },
+		JobFinished: func(e observe.JobEvent) {
 			d, r := label(e.Driver), label(string(e.Result))
 			m.jobsFinished.WithLabelValues(d, r, label(e.Reason)).Inc()
 			m.jobDuration.WithLabelValues(d, r).Observe(e.Duration().Seconds())
 		},
-		TaskStarted: func(e job.TaskEvent) { m.tasksStarted.WithLabelValues(label(e.Kind)).Inc() },
-		TaskFinished: func(e job.TaskEvent) {
+		TaskStarted: func(e observe.TaskEvent) { m.tasksStarted.WithLabelValues(label(e.Kind)).Inc() },
+		TaskFinished: func(e observe.TaskEvent) {
 			m.taskDuration.WithLabelValues(label(e.Kind), label(string(e.Result))).Observe(e.Duration().Seconds())
 		},
-		BMCError: func(e job.BMCErrorEvent) {
+		BMCError: func(e observe.BMCErrorEvent) {
 			op := "call"
 			if e.Login {
 				op = "login"
 			}
 			m.errs.WithLabelValues(label(e.Driver), op, label(e.Class)).Inc()
 		},
-		Wire: func(e job.WireEvent) {
+		Wire: func(e observe.WireEvent) {
 			d := label(e.Driver)
 			add := func(c *prometheus.CounterVec, v float64) {
 				if v > 0 {
@@ -203,13 +203,13 @@ func (m *Metrics) JobObserver() job.Observer {
 			add(m.throttled, float64(e.Delta.Throttled))
 			add(m.throttleWait, e.Delta.ThrottleWait.Seconds())
 		},
-		Queue: func(e job.QueueEvent) {
+		Queue: func(e observe.QueueEvent) {
 			m.queueJobs.Set(float64(e.Jobs))
 			m.queueWaiting.Set(float64(e.Waiting))
 			m.held.Set(float64(e.Held))
 			m.steps.Set(float64(e.Steps))
 		},
-		LeaseLost: func(job.LeaseEvent) { m.leaseLosses.Inc() },
+		LeaseLost: func(observe.LeaseEvent) { m.leaseLosses.Inc() },
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	bmcprom "github.com/bmckit/bmckit/contrib/prometheus"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/job/jobtest"
+	"github.com/bmckit/bmckit/job/observe"
 	"github.com/bmckit/bmckit/storage/memstore"
 	"github.com/bmckit/bmckit/task"
 )
@@ -181,8 +182,8 @@ func TestGaugesFollowQueue(t *testing.T) {
 	m := bmcprom.New(bmcprom.Options{Namespace: "x", ConstLabels: prometheus.Labels{"runner": "a"}})
 	reg.MustRegister(m)
 	o := m.JobObserver()
-	o.Queue(job.QueueEvent{Jobs: 7, Held: 2, Waiting: 5, Steps: 1})
-	o.LeaseLost(job.LeaseEvent{System: "10.0.0.1:443/redfish/v1/Systems/1", Job: "j"})
+	o.Queue(observe.QueueEvent{Jobs: 7, Held: 2, Waiting: 5, Steps: 1})
+	o.LeaseLost(observe.LeaseEvent{System: "10.0.0.1:443/redfish/v1/Systems/1", Job: "j"})
 	fams, err := reg.Gather()
 	require.NoError(t, err)
 	byName := map[string]*dto.MetricFamily{}
