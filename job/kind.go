@@ -14,8 +14,9 @@ import (
 // what to do when the effect is not there yet, and its timeout. The Stepper's
 // state machine (phases, intent before action, retries, completion) is the
 // same for every kind; everything that differs between kinds lives behind
-// this interface, one file per kind (kind_*.go), so a new kind is one new
-// file and one case in kindOf (docs/jobs.md, "Adding a task kind"). What
+// this interface, one file per kind (kind_*.go) that registers itself
+// (registerKind), so a new kind is one new file here beside the action's
+// type in package task (docs/jobs.md, "Adding a task kind"). What
 // only some kinds do is an optional interface below, found by type
 // assertion: the generic code never names a concrete kind
 // (TestNoConcreteKindOutsideItsFile).
@@ -79,23 +80,26 @@ type intentReader interface {
 	readBeforeIntent(ctx context.Context, r *stepRun, i int)
 }
 
-// kindOf is the one place that dispatches on the one-of task Spec.
+// kinds maps a task action's JSON name (task.Spec.Action: "power",
+// "bootDevice", ...) to its kind's constructor. Each kind file registers its
+// own in an init func (registerKind), so a new kind is its file and the
+// action's field in task.Spec (docs/jobs.md, "Adding a task kind"). Written
+// only by those init funcs, before main runs; read-only afterwards.
+var kinds = map[string]func(*task.Spec) kind{}
+
+// registerKind registers the kind of the task action named action; called
+// from init funcs only.
+func registerKind(action string, mk func(*task.Spec) kind) {
+	if _, dup := kinds[action]; dup {
+		panic("job: task kind " + action + " registered twice")
+	}
+	kinds[action] = mk
+}
+
+// kindOf is the kind of the action s sets.
 func kindOf(s *task.Spec) kind {
-	switch {
-	case s.Power != nil:
-		return powerKind{s.Power}
-	case s.PowerStatus != nil:
-		return powerStatusKind{s.PowerStatus}
-	case s.Reachable != nil:
-		return reachableKind{s.Reachable}
-	case s.BMCReset != nil:
-		return bmcResetKind{s.BMCReset}
-	case s.BootDevice != nil:
-		return bootDeviceKind{s.BootDevice}
-	case s.VirtualMedia != nil:
-		return mediaKind{s.VirtualMedia}
-	case s.WaitForBoot != nil:
-		return waitForBootKind{s.WaitForBoot, s.Timeout.Duration}
+	if mk := kinds[s.Action()]; mk != nil {
+		return mk(s)
 	}
 	return invalidKind{}
 }

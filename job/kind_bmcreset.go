@@ -10,6 +10,8 @@ import (
 	"github.com/bmckit/bmckit/task"
 )
 
+func init() { registerKind("bmcReset", func(s *task.Spec) kind { return bmcResetKind{s.BMCReset} }) }
+
 // bmcResetKind resets the BMC itself (bmc.BMCResetter), warm or cold, then
 // waits until it answers again: the task succeeds at the first power-state
 // read through a new session after the reset was accepted. The server's

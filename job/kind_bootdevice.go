@@ -12,6 +12,10 @@ import (
 	"github.com/bmckit/bmckit/task"
 )
 
+func init() {
+	registerKind("bootDevice", func(s *task.Spec) kind { return bootDeviceKind{s.BootDevice} })
+}
+
 // bootDeviceKind sets the boot override. It is read back where the driver
 // implements bmc.BootOverrideGetter; an ignored or reverted override is set
 // again up to MaxVerifyResends times, then the task fails with

@@ -9,6 +9,10 @@ import (
 	"github.com/bmckit/bmckit/task"
 )
 
+func init() {
+	registerKind("virtualMedia", func(s *task.Spec) kind { return mediaKind{s.VirtualMedia} })
+}
+
 // mediaKind inserts or ejects virtual media, read back as inserted with the
 // requested image (or as empty); an action with no visible effect after
 // ResendAfter is sent again.

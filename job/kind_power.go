@@ -9,6 +9,8 @@ import (
 	"github.com/bmckit/bmckit/task"
 )
 
+func init() { registerKind("power", func(s *task.Spec) kind { return powerKind{s.Power} }) }
+
 // powerKind: on, off, soft-off, cycle, reset. Verified by polling the power
 // state until it is the action's target; a request with no visible effect
 // and no transition after ResendAfter is sent again (BMCs drop requests that

@@ -8,6 +8,10 @@ import (
 	"github.com/bmckit/bmckit/task"
 )
 
+func init() {
+	registerKind("powerStatus", func(s *task.Spec) kind { return powerStatusKind{s.PowerStatus} })
+}
+
 // powerStatusKind reads the power state and records it in the task's
 // Status.PowerState (and Message), changing nothing: Rufio's "status". It
 // costs the job's session and one read. send does nothing and the read-back

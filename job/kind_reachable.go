@@ -8,6 +8,8 @@ import (
 	"github.com/bmckit/bmckit/task"
 )
 
+func init() { registerKind("reachable", func(s *task.Spec) kind { return reachableKind{s.Reachable} }) }
+
 // reachableKind checks that the BMC answers and accepts the job's
 // credentials: a session (the job's pooled connection: an existing session
 // opened with the same credentials counts, as its login verified them; the

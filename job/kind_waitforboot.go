@@ -12,6 +12,10 @@ import (
 	"github.com/bmckit/bmckit/timestamp"
 )
 
+func init() {
+	registerKind("waitForBoot", func(s *task.Spec) kind { return waitForBootKind{s.WaitForBoot, s.Timeout.Duration} })
+}
+
 // waitForBootKind completes when the host's BootTracker reports the task's
 // boot attempt done. Its deadline belongs to the tracker (whose record says
 // which signals did arrive); the task's own timer is a backstop that fires a

@@ -6,17 +6,20 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/bmckit/bmckit/task"
 )
 
 // TestNoConcreteKindOutsideItsFile: the generic code (every file of the
-// package but kind.go, the registry, and the kind files) never names a
+// package but the kind files, kind.go's registry included) never names a
 // concrete task kind: no type assertion or switch to one, no value of one,
 // no method on one. What only some kinds do goes through the optional
-// interfaces in kind.go. A kind file names only its own kind. This is what
-// keeps a new kind to one file and one case in kindOf.
+// interfaces in kind.go. A kind file names only its own kind and registers
+// it. This is what keeps a new kind to one file here.
 func TestNoConcreteKindOutsideItsFile(t *testing.T) {
 	fset := token.NewFileSet()
 	files := map[string]*ast.File{}
@@ -53,9 +56,6 @@ func TestNoConcreteKindOutsideItsFile(t *testing.T) {
 	}
 	var uses, casts []string
 	for name, f := range files {
-		if name == "kind.go" {
-			continue // the registry: kindOf and the optional interfaces
-		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.TypeAssertExpr:
@@ -79,5 +79,40 @@ func TestNoConcreteKindOutsideItsFile(t *testing.T) {
 	}
 	if _, err := os.Stat("kind.go"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestEveryActionHasAKind: each action field of task.Spec, set alone, names
+// an action (Spec.Action) whose kind a kind file registered, and nothing
+// else is registered.
+func TestEveryActionHasAKind(t *testing.T) {
+	st := reflect.TypeFor[task.Spec]()
+	seen := map[string]bool{}
+	for i := range st.NumField() {
+		f := st.Field(i)
+		if f.Type.Kind() != reflect.Pointer || f.Type.Elem().Kind() != reflect.Struct {
+			continue // Name, Timeout
+		}
+		var s task.Spec
+		reflect.ValueOf(&s).Elem().Field(i).Set(reflect.New(f.Type.Elem()))
+		name := s.Action()
+		if name == "" {
+			t.Errorf("task.Spec.%s set alone names no action: add it to task.Spec.actions", f.Name)
+			continue
+		}
+		seen[name] = true
+		if kinds[name] == nil {
+			t.Errorf("action %q (task.Spec.%s) has no kind: a kind_*.go file must registerKind it", name, f.Name)
+		} else if _, invalid := kindOf(&s).(invalidKind); invalid {
+			t.Errorf("action %q: kindOf gives the invalid kind", name)
+		}
+	}
+	for name := range kinds {
+		if !seen[name] {
+			t.Errorf("kind %q registered for no action of task.Spec", name)
+		}
+	}
+	if len(seen) < 7 {
+		t.Fatalf("found only %d actions: %v", len(seen), seen)
 	}
 }
