@@ -56,6 +56,9 @@ const (
 	ReasonNotSupported = "NotSupported"
 	// ReasonVerificationFailed: the action was accepted but its effect was never observed.
 	ReasonVerificationFailed = "VerificationFailed"
+	// ReasonResetRequired: a firmware update needs a reset to take effect
+	// and its task was told not to do it (task.FirmwareResetNone).
+	ReasonResetRequired = "ResetRequired"
 )
 
 // MessagePending is the message MarkPending sets.

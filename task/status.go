@@ -76,6 +76,10 @@ type Status struct {
 	// report it (the cycle is then sent again after such a crash), and once
 	// the result of sending is stored.
 	LastResetBefore *timestamp.Time `json:"lastResetBefore,omitempty"`
+	// Firmware is a firmware update task's record of the BMC's update: the
+	// BMC task it follows (stored before it waits on it), its progress, the
+	// reset it sent and the version it read. Nil for the other kinds.
+	Firmware *FirmwareStatus `json:"firmware,omitempty"`
 }
 
 // Completed reports whether the task reached a terminal state.

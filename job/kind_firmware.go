@@ -1,0 +1,235 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/task"
+	"github.com/bmckit/bmckit/timestamp"
+)
+
+func init() {
+	registerKind("firmwareUpdate", func(s *task.Spec) kind { return firmwareKind{s.FirmwareUpdate} })
+}
+
+// firmwareKind installs a firmware image through the BMC
+// (bmc.FirmwareUpdater) and succeeds once the component reports the wanted
+// version. Its steps (docs/firmware.md, "The firmwareUpdate task"):
+//
+//   - check first: a component already at the version succeeds without an
+//     update (recheckable);
+//   - send starts the update, once: StartFirmwareUpdate is never retried by
+//     the driver. When an earlier attempt may have reached the BMC (the
+//     runner resumed after a crash between the request and storing its
+//     answer, or the request ended in a transient error), it first looks
+//     for that update among the BMC's tasks (FindFirmwareUpdate) and
+//     follows it instead of starting a second one;
+//   - the BMC task's reference is stored (Status.Firmware) with the result of
+//     sending, before the task waits on it; afterwards every step reads the
+//     task once (state, percent) and never sends the update again;
+//   - when the BMC asks for a reset (task messages such as
+//     Update.AwaitToActivate), the task resets what it names, once, with
+//     Reset auto: the system by a power cycle (through the PowerGate, as a
+//     power task's), the BMC by a warm reset; with Reset none it fails with
+//     reason ResetRequired. A crash between the reset and storing it sends
+//     the reset again (at least once, as a power cycle's);
+//   - once the BMC task ended (or is gone, as after a reset some BMCs forget
+//     it), the component's version is read until it is the wanted one, or
+//     the task times out (1 hour by default) with the last version read in
+//     its message. A failed BMC task fails the task with its messages.
+type firmwareKind struct{ a *task.FirmwareUpdateAction }
+
+// firmwareTimeout is a firmware update's default timeout: updates of some
+// components take 30 minutes and more, a reset included.
+const firmwareTimeout = time.Hour
+
+// firmwarePoll is the delay between two reads of an update's BMC task:
+// 2.5 SlowPollIntervals (5 s by default), since an update takes minutes and
+// each read costs the BMC a request.
+func firmwarePoll(cfg *StepperConfig) time.Duration { return cfg.SlowPollInterval * 5 / 2 }
+
+func (k firmwareKind) defaultTimeout(cfg *StepperConfig) time.Duration {
+	return max(cfg.DefaultTaskTimeout, firmwareTimeout)
+}
+func (k firmwareKind) grace(*StepperConfig) time.Duration { return 0 }
+func (k firmwareKind) usesBMC() bool                      { return true }
+func (k firmwareKind) recheckable() bool                  { return true }
+
+func (k firmwareKind) image() bmc.FirmwareImage {
+	return bmc.FirmwareImage{URI: k.a.ImageURI, Component: k.a.Component}
+}
+
+// status is the current task's Status.Firmware, created on first use.
+func (k firmwareKind) status(r *stepRun) *task.FirmwareStatus {
+	ts := &r.j.Status.Tasks[r.j.Status.CurrentTask]
+	if ts.Firmware == nil {
+		ts.Firmware = &task.FirmwareStatus{}
+	}
+	return ts.Firmware
+}
+
+func firmwareRef(fs *task.FirmwareStatus) bmc.FirmwareTaskRef {
+	return bmc.FirmwareTaskRef{TaskURI: fs.TaskURI, MonitorURI: fs.MonitorURI, TaskID: fs.TaskID}
+}
+
+func (k firmwareKind) updater(r *stepRun, drv bmc.Driver) (bmc.FirmwareUpdater, error) {
+	if fu, ok := drv.(bmc.FirmwareUpdater); ok {
+		return fu, nil
+	}
+	return nil, notSupported(r.ep, "update firmware")
+}
+
+func (k firmwareKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) error {
+	fu, err := k.updater(r, drv)
+	if err != nil {
+		return err
+	}
+	fs := k.status(r)
+	if !firmwareRef(fs).IsZero() {
+		return nil // started (or found) earlier: follow that update
+	}
+	set := func(ref bmc.FirmwareTaskRef) {
+		fs.TaskURI, fs.MonitorURI, fs.TaskID = ref.TaskURI, ref.MonitorURI, ref.TaskID
+		fs.State, fs.Percent = string(bmc.FirmwareTaskRunning), -1
+	}
+	if r.j.Status.Tasks[r.j.Status.CurrentTask].Attempts > 1 {
+		// An earlier attempt may have reached the BMC: look before
+		// starting again.
+		ref, found, err := fu.FindFirmwareUpdate(ctx, k.image())
+		if err != nil {
+			return err
+		}
+		if found {
+			r.log.Info("found the firmware update an earlier attempt started; following it", "task", r.j.Status.CurrentTask+1, "bmcTask", ref.String())
+			set(ref)
+			return nil
+		}
+	}
+	ref, err := fu.StartFirmwareUpdate(ctx, k.image())
+	if err != nil {
+		return err
+	}
+	set(ref)
+	return nil
+}
+
+func (k firmwareKind) check(ctx context.Context, r *stepRun, drv bmc.Driver, _ bool) (bool, string, error) {
+	fu, err := k.updater(r, drv)
+	if err != nil {
+		return false, "", err
+	}
+	fs := k.status(r)
+	ref := firmwareRef(fs)
+	if ref.IsZero() {
+		// Nothing started: is the version there already?
+		return k.checkVersion(ctx, r, fu, "")
+	}
+	st, err := fu.FirmwareUpdateStatus(ctx, ref)
+	if err != nil {
+		return k.unreachable(ctx, r, err)
+	}
+	fs.State, fs.Percent = string(st.State), st.Percent
+	if st.NeedsReset && fs.ResetTime == nil {
+		fs.ResetTarget = string(st.Reset)
+		if st.Reset == bmc.FirmwareResetUnspecified {
+			fs.ResetTarget = string(bmc.FirmwareResetSystem)
+		}
+		return false, fmt.Sprintf("update %s; the BMC asks for a reset of the %s", strings.ToLower(string(st.State)), fs.ResetTarget), nil
+	}
+	switch st.State {
+	case bmc.FirmwareTaskRunning:
+		if st.Percent >= 0 {
+			return false, fmt.Sprintf("update running (%d%%)", st.Percent), nil
+		}
+		return false, "update running", nil
+	case bmc.FirmwareTaskFailed:
+		msg := "the BMC's firmware update task failed"
+		if len(st.Messages) > 0 {
+			msg += ": " + strings.Join(st.Messages, "; ")
+		}
+		return false, "", &taskFailure{conditions.ReasonBMCError, msg}
+	}
+	return k.checkVersion(ctx, r, fu, "update "+strings.ToLower(string(st.State))+", ")
+}
+
+// checkVersion reads the component's version: the task's effect.
+func (k firmwareKind) checkVersion(ctx context.Context, r *stepRun, fu bmc.FirmwareUpdater, prefix string) (bool, string, error) {
+	v, err := fu.FirmwareVersion(ctx, k.a.Component)
+	if err != nil {
+		return k.unreachable(ctx, r, err)
+	}
+	fs := k.status(r)
+	fs.Version = v
+	if v == k.a.Version {
+		return true, fmt.Sprintf("%s%s at version %s", prefix, k.a.Component, v), nil
+	}
+	return false, fmt.Sprintf("%s%s at version %s, want %s", prefix, k.a.Component, v, k.a.Version), nil
+}
+
+// unreachable turns a transient error after the task reset the BMC or the
+// system into "not yet" (the BMC, or its inventory, comes back), as a
+// bmcReset task does; before any reset it is the error.
+func (k firmwareKind) unreachable(ctx context.Context, r *stepRun, err error) (bool, string, error) {
+	if k.status(r).ResetTime == nil || !bmc.IsTransient(err) || ctx.Err() != nil {
+		return false, "", err
+	}
+	if errors.Is(err, bmc.ErrSessionExpired) {
+		r.s.pool.Invalidate(ctx, r.ep)
+	}
+	return false, "not answering after the reset yet: " + err.Error(), nil
+}
+
+func (k firmwareKind) notYet(ctx context.Context, r *stepRun, i int, observed string) (StepResult, error) {
+	fs := k.status(r)
+	poll := StepResult{RequeueAfter: firmwarePoll(&r.s.cfg)}
+	if fs.ResetTarget == "" || fs.ResetTime != nil {
+		return poll, nil
+	}
+	if k.a.Reset == task.FirmwareResetNone {
+		return r.failTask(ctx, i, conditions.ReasonResetRequired,
+			fmt.Sprintf("the BMC asks for a reset of the %s before the firmware takes effect, and reset is none: add a reset task and another firmwareUpdate task", fs.ResetTarget))
+	}
+	drv, err := r.driver(ctx)
+	if err != nil {
+		return r.handleErr(ctx, i, err, true)
+	}
+	cctx := r.callCtx(ctx, i)
+	if fs.ResetTarget == string(bmc.FirmwareResetBMC) {
+		rs, ok := drv.(bmc.BMCResetter)
+		if !ok {
+			return r.handleErr(ctx, i, notSupported(r.ep, "reset the BMC"), false)
+		}
+		if err := rs.ResetBMC(cctx, bmc.BMCResetWarm); err != nil && (!bmc.IsTransient(err) || ctx.Err() != nil) {
+			return r.handleErr(ctx, i, err, false)
+		}
+		// A transient error is taken as a reset under way (the BMC drops
+		// the connection as it restarts), and it forgets its sessions.
+		r.s.pool.Invalidate(ctx, r.ep)
+	} else {
+		send, release, err := r.gatePower(cctx, i) // a power cycle may power the server on
+		if err != nil {
+			var g *gated
+			if errors.As(err, &g) {
+				return StepResult{RequeueAfter: g.wait}, nil
+			}
+			return r.handleErr(ctx, i, err, false)
+		}
+		err = drv.SetPower(send, bmc.PowerActionCycle)
+		release(ctx)
+		if err != nil {
+			return r.handleErr(ctx, i, err, false)
+		}
+	}
+	fs.ResetTime = timestamp.Ptr(r.now)
+	r.log.Info("reset for the firmware update to take effect", "task", i+1, "target", fs.ResetTarget)
+	r.recordWire()
+	if err := r.persist(ctx, r.j); err != nil {
+		return StepResult{}, err
+	}
+	return poll, nil
+}

@@ -1,0 +1,177 @@
+package job_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/fake"
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/job/jobtest"
+	"github.com/bmckit/bmckit/task"
+)
+
+const fwImage = "https://images.example/bios-2.1.bin?X-Amz-Signature=s3cr3t"
+
+func fwOptions(fo fake.FirmwareOptions) fake.Options {
+	if fo.Images == nil {
+		fo.Images = map[string]fake.FirmwareImageInfo{fwImage: {Component: "BIOS", Version: "2.1"}}
+	}
+	return fake.Options{Power: bmc.PowerOn, Firmware: fo}
+}
+
+func fwTask(reset task.FirmwareReset) task.Spec {
+	return task.Spec{FirmwareUpdate: &task.FirmwareUpdateAction{ImageURI: fwImage, Component: "BIOS", Version: "2.1", Reset: reset}}
+}
+
+func TestFirmwareUpdateFollowsTheTaskAndVerifiesTheVersion(t *testing.T) {
+	e := newStepEnv(t, fwOptions(fake.FirmwareOptions{Duration: 10 * time.Minute}), job.StepperConfig{})
+	j, steps := e.reconcile(t, newJob(fwTask("")), 1000)
+	assertCompleted(t, j, conditions.ResultSucceeded)
+	ts := j.Status.Tasks[0]
+	require.NotNil(t, ts.Firmware)
+	assert.NotEmpty(t, ts.Firmware.TaskURI+ts.Firmware.TaskID, "the BMC task is stored")
+	assert.Equal(t, "Completed", ts.Firmware.State)
+	assert.Equal(t, "2.1", ts.Firmware.Version)
+	assert.Nil(t, ts.Firmware.ResetTime, "no reset asked for")
+	assert.Contains(t, ts.Message, "BIOS at version 2.1")
+	assert.Len(t, e.bmc.FirmwareTasks(), 1, "one update")
+	assert.Equal(t, "2.1", e.bmc.FirmwareVersion("BIOS"))
+	assert.Empty(t, e.bmc.CallsTo(fake.MethodSetPower), "no reset")
+	// 10 minutes of update polled at most every 5 s (plus the first steps).
+	assert.LessOrEqual(t, steps, 10*60/5+5)
+	status, err := json.Marshal(j.Status)
+	require.NoError(t, err)
+	assert.NotContains(t, string(status), "s3cr3t", "the spec holds the image URI; the status never repeats it")
+}
+
+func TestFirmwareUpdateResetsWhatTheBMCAsksFor(t *testing.T) {
+	for _, c := range []struct {
+		component   string
+		resetMethod fake.Method
+	}{{"BIOS", fake.MethodSetPower}, {"BMC", fake.MethodResetBMC}} {
+		t.Run(c.component, func(t *testing.T) {
+			fo := fake.FirmwareOptions{Duration: time.Minute, ActivateOnReset: true,
+				Images: map[string]fake.FirmwareImageInfo{fwImage: {Component: c.component, Version: "2.1"}}}
+			e := newStepEnv(t, fwOptions(fo), job.StepperConfig{})
+			spec := fwTask("")
+			spec.FirmwareUpdate.Component = c.component
+			j, _ := e.reconcile(t, newJob(spec), 1000)
+			assertCompleted(t, j, conditions.ResultSucceeded)
+			fs := j.Status.Tasks[0].Firmware
+			require.NotNil(t, fs.ResetTime, "the reset is stored")
+			assert.Len(t, e.bmc.CallsTo(c.resetMethod), 1, "one reset")
+			assert.Equal(t, "2.1", e.bmc.FirmwareVersion(c.component))
+			assert.Len(t, e.bmc.FirmwareTasks(), 1)
+		})
+	}
+}
+
+func TestFirmwareUpdateWithResetNoneFailsNamingTheReset(t *testing.T) {
+	e := newStepEnv(t, fwOptions(fake.FirmwareOptions{ActivateOnReset: true}), job.StepperConfig{})
+	j, _ := e.reconcile(t, newJob(fwTask(task.FirmwareResetNone)), 100)
+	assertCompleted(t, j, conditions.ResultFailed)
+	assert.Equal(t, conditions.ReasonResetRequired, j.Status.Tasks[0].Reason)
+	assert.Contains(t, j.Status.Tasks[0].Message, "reset of the system")
+	assert.Empty(t, e.bmc.CallsTo(fake.MethodSetPower))
+	assert.Equal(t, "1.0.0", e.bmc.FirmwareVersion("BIOS"), "staged, not active")
+}
+
+func TestFirmwareUpdateAlreadyAtTheVersionSendsNothing(t *testing.T) {
+	fo := fake.FirmwareOptions{Components: map[string]string{"BIOS": "2.1"}}
+	e := newStepEnv(t, fwOptions(fo), job.StepperConfig{})
+	j := e.intentStored(t, newJob(fwTask(""))) // resumed: re-checked first
+	got, _ := e.reconcile(t, j, 10)
+	assertCompleted(t, got, conditions.ResultSucceeded)
+	assert.Empty(t, e.bmc.FirmwareTasks(), "no update started")
+	assert.Contains(t, got.Status.Tasks[0].Message, "effect already present")
+}
+
+func TestFirmwareUpdateFailedTaskFailsTheJob(t *testing.T) {
+	e := newStepEnv(t, fwOptions(fake.FirmwareOptions{Fail: true}), job.StepperConfig{})
+	j, _ := e.reconcile(t, newJob(fwTask("")), 100)
+	assertCompleted(t, j, conditions.ResultFailed)
+	assert.Equal(t, conditions.ReasonBMCError, j.Status.Tasks[0].Reason)
+	assert.Contains(t, j.Status.Tasks[0].Message, "firmware update task failed")
+	assert.Len(t, e.bmc.FirmwareTasks(), 1, "not started again")
+}
+
+// A crash after the BMC accepted the update and before its task was stored:
+// the resumed job finds the update among the BMC's tasks and follows it; the
+// BMC never sees a second update.
+func TestFirmwareUpdateResumedFindsTheUpdateItStarted(t *testing.T) {
+	e := newStepEnv(t, fwOptions(fake.FirmwareOptions{Duration: 10 * time.Minute}), job.StepperConfig{})
+	require.NoError(t, e.crd.persist(context.Background(), newJob(fwTask(""))))
+	died := errors.New("died")
+	writes := 0
+	_, err := e.stepper.Step(context.Background(), e.crd.load(t), func(ctx context.Context, j *job.Job) error {
+		writes++
+		if writes > 1 { // the intent is stored; the write after the request is lost
+			return died
+		}
+		return e.crd.persist(ctx, j)
+	})
+	require.ErrorIs(t, err, died)
+	require.Len(t, e.bmc.FirmwareTasks(), 1, "the BMC took the update")
+	stored := e.crd.load(t)
+	require.Equal(t, task.PhaseStarted, stored.Status.Tasks[0].Phase)
+	require.True(t, stored.Status.Tasks[0].Firmware == nil || stored.Status.Tasks[0].Firmware.TaskURI == "", "its task was not stored")
+
+	j, _ := e.reconcile(t, stored, 1000)
+	assertCompleted(t, j, conditions.ResultSucceeded)
+	assert.Len(t, e.bmc.FirmwareTasks(), 1, "no second update")
+	assert.Equal(t, "2.1", j.Status.Tasks[0].Firmware.Version)
+}
+
+func TestFirmwareUpdateSpecErrorsNameTheField(t *testing.T) {
+	for _, c := range []struct {
+		a     task.FirmwareUpdateAction
+		field string
+	}{
+		{task.FirmwareUpdateAction{Component: "BIOS", Version: "2"}, "firmwareUpdate.imageURI: required"},
+		{task.FirmwareUpdateAction{ImageURI: "ftp://x/y", Component: "BIOS", Version: "2"}, "firmwareUpdate.imageURI: not an absolute http"},
+		{task.FirmwareUpdateAction{ImageURI: "https://u:pw@x/y", Component: "BIOS", Version: "2"}, "firmwareUpdate.imageURI: user info"},
+		{task.FirmwareUpdateAction{ImageURI: fwImage, Version: "2"}, "firmwareUpdate.component: required"},
+		{task.FirmwareUpdateAction{ImageURI: fwImage, Component: "BIOS"}, "firmwareUpdate.version: required"},
+		{task.FirmwareUpdateAction{ImageURI: fwImage, Component: "BIOS", Version: "2", Reset: "later"}, "firmwareUpdate.reset: \"later\" is not one of auto, none"},
+	} {
+		s := task.Spec{FirmwareUpdate: &c.a}
+		err := s.Validate()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), c.field)
+		assert.NotContains(t, err.Error(), "pw@")
+		assert.NotContains(t, err.Error(), "s3cr3t")
+	}
+}
+
+// The fake without firmware support (a BMC lacking it) fails the task
+// NotSupported.
+func TestFirmwareUpdateUnsupportedFails(t *testing.T) {
+	opts := fwOptions(fake.FirmwareOptions{})
+	opts.Unsupported = []bmc.Capability{bmc.CapabilityFirmwareUpdate}
+	e := newStepEnv(t, opts, job.StepperConfig{})
+	j, _ := e.reconcile(t, newJob(fwTask("")), 20)
+	assertCompleted(t, j, conditions.ResultFailed)
+	assert.Equal(t, conditions.ReasonNotSupported, j.Status.Tasks[0].Reason)
+}
+
+// The same task through a Runner (real clock): a staged BIOS update, the
+// system reset it asks for, the version verified.
+func TestFirmwareUpdateOnTheRunner(t *testing.T) {
+	fo := fake.FirmwareOptions{ActivateOnReset: true}
+	b := fake.New(fwOptions(fo))
+	j := jobtest.Run(t, job.Config{StepperConfig: job.StepperConfig{Dialer: b, SlowPollInterval: 10 * time.Millisecond}},
+		bmc.Credentials{Username: "u", Password: "p"},
+		job.Spec{BMC: "redfish://10.9.0.1", CredentialsRef: "lab", Tasks: []task.Spec{fwTask("")}}, time.Minute)
+	assertCompleted(t, j, conditions.ResultSucceeded)
+	assert.Equal(t, "2.1", b.FirmwareVersion("BIOS"))
+	assert.Len(t, b.FirmwareTasks(), 1)
+	assert.NotNil(t, j.Status.Tasks[0].Firmware.ResetTime)
+}

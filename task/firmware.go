@@ -1,0 +1,123 @@
+package task
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/bmckit/bmckit/timestamp"
+)
+
+// FirmwareReset says whether a firmware update task carries out the reset
+// the BMC asks for before the new firmware takes effect.
+//
+// +kubebuilder:validation:Enum="";auto;none
+type FirmwareReset string
+
+// Firmware reset policies.
+const (
+	// FirmwareResetAuto (the default): when the BMC asks for a reset
+	// (Redfish: a task message such as Update.AwaitToActivate), the task
+	// resets what the BMC names, once: the system (a power cycle, or power
+	// on from off) or the BMC itself (a warm BMC reset); then it verifies
+	// the version.
+	FirmwareResetAuto FirmwareReset = "auto"
+	// FirmwareResetNone: the task resets nothing. If the BMC asks for a
+	// reset, the task fails with reason ResetRequired, naming what to reset;
+	// the job's author adds the reset (a power or bmcReset task) and a
+	// second firmwareUpdate task that then finds the version installed.
+	FirmwareResetNone FirmwareReset = "none"
+)
+
+// FirmwareUpdateAction installs a firmware image through the BMC (Redfish
+// UpdateService: SimpleUpdate with the image's URI, or a multipart push of
+// the image where the BMC has only that), follows the BMC's task until it
+// ends, does the reset the BMC asks for (Reset), and succeeds once the
+// component reports Version. A component already at Version succeeds
+// without an update. See docs/firmware.md.
+//
+// The BMC task's reference is stored before the task waits on it, so a
+// runner resumed after a crash follows the update it started; when the
+// crash came between the request and storing its answer, the runner looks
+// for the update among the BMC's tasks before it would start another
+// (docs/firmware.md, "Crash safety").
+type FirmwareUpdateAction struct {
+	// ImageURI is where the image is fetched from: an absolute http or https
+	// URL, at most 2048 bytes, without user info (a pre-signed query string
+	// is accepted; it is never logged or put in a condition).
+	//
+	// +kubebuilder:validation:MaxLength=2048
+	ImageURI string `json:"imageURI"`
+	// Component is the firmware inventory ID of the component the image
+	// updates (Redfish: the Id of a member of UpdateService/FirmwareInventory,
+	// e.g. "BMC" or "BIOS"); its version verifies the update.
+	//
+	// +kubebuilder:validation:MaxLength=253
+	Component string `json:"component"`
+	// Version is the component's version once the update took effect.
+	//
+	// +kubebuilder:validation:MaxLength=253
+	Version string `json:"version"`
+	// Reset is whether the task does the reset the BMC asks for. Defaults
+	// to auto.
+	Reset FirmwareReset `json:"reset,omitempty"`
+}
+
+// FirmwareStatus is what a firmware update task stored of the BMC's update.
+type FirmwareStatus struct {
+	// TaskURI, MonitorURI and TaskID name the BMC task carrying out the
+	// update (bmc.FirmwareTaskRef), stored before the task waits on it.
+	// Empty until the update was started or found.
+	TaskURI    string `json:"taskURI,omitempty"`
+	MonitorURI string `json:"monitorURI,omitempty"`
+	TaskID     string `json:"taskID,omitempty"`
+	// State is the BMC task's state when last read: Running, Completed,
+	// Failed or Gone (bmc.FirmwareTaskState).
+	State string `json:"state,omitempty"`
+	// Percent is the BMC's completion percentage when last read; -1 when it
+	// reports none.
+	Percent int `json:"percent,omitempty"`
+	// ResetTime is when the task sent the reset the BMC asked for; nil
+	// until then.
+	ResetTime *timestamp.Time `json:"resetTime,omitempty"`
+	// ResetTarget is what it reset: "system" or "bmc".
+	ResetTarget string `json:"resetTarget,omitempty"`
+	// Version is the component's version when last read.
+	Version string `json:"version,omitempty"`
+}
+
+func (a *FirmwareUpdateAction) describe() string {
+	return "update firmware " + truncate(a.Component, 80) + " to " + truncate(a.Version, 80)
+}
+
+func (a *FirmwareUpdateAction) validate(path string) error {
+	switch {
+	case a.ImageURI == "":
+		return fieldErr(path, "imageURI", "required")
+	case len(a.ImageURI) > maxImageURL:
+		return fieldErr(path, "imageURI", "%d bytes, at most %d", len(a.ImageURI), maxImageURL)
+	case a.Component == "":
+		return fieldErr(path, "component", "required: the firmware inventory ID whose version verifies the update")
+	case strings.ContainsAny(a.Component, "/?#"):
+		return fieldErr(path, "component", "%q is a path: want a firmware inventory ID", truncate(a.Component, 80))
+	case len(a.Component) > 253:
+		return fieldErr(path, "component", "%d bytes, at most 253", len(a.Component))
+	case a.Version == "":
+		return fieldErr(path, "version", "required: the version that verifies the update")
+	case len(a.Version) > 253:
+		return fieldErr(path, "version", "%d bytes, at most 253", len(a.Version))
+	}
+	switch a.Reset {
+	case "", FirmwareResetAuto, FirmwareResetNone:
+	default:
+		return fieldErr(path, "reset", "%q is not one of auto, none", a.Reset)
+	}
+	// The URI is never echoed: its query may be a pre-signed credential.
+	if strings.Contains(a.ImageURI, "@") {
+		return fieldErr(path, "imageURI", "user info in the URL is not accepted (use a pre-signed query or an image server that needs none)")
+	}
+	u, err := url.Parse(a.ImageURI)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return fieldErr(path, "imageURI", "not an absolute http or https URL with a host")
+	}
+	return nil
+}
