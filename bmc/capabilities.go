@@ -51,6 +51,11 @@ const (
 	// on BMCs without an UpdateService or a TaskService to follow an
 	// update with.
 	CapabilityFirmwareUpdate Capability = "firmware-update"
+	// CapabilityInventory: Inventory (bmc.InventoryReader) fails.
+	CapabilityInventory Capability = "inventory"
+	// CapabilityBIOS: BIOSSettings, BIOSRegistry and SetBIOSAttributes
+	// (bmc.BIOSConfigurer) fail, as on IPMI BMCs.
+	CapabilityBIOS Capability = "bios"
 )
 
 // Capabilities lists every Capability, in a stable order.
@@ -60,6 +65,8 @@ func Capabilities() []Capability {
 		CapabilityVirtualMediaCD, CapabilityVirtualMediaUSB, CapabilityBMCReset,
 		CapabilityBMCResetWarm, CapabilityBMCResetCold,
 		CapabilityPowerSoftOff, CapabilityPowerCycle, CapabilityPowerReset, CapabilityLastResetTime, CapabilityFirmwareUpdate,
+		CapabilityInventory,
+		CapabilityBIOS,
 	}
 }
 
