@@ -65,6 +65,11 @@ type Options struct {
 	// limits (the tightest of the protocols bmckit drives).
 	MaxUsername, MaxPassword int
 
+	// Inventory, when set, is the inventory the peer must report
+	// (Inventory/Read compares it field for field). Defaults to nil: only
+	// the shape is checked.
+	Inventory *bmc.Inventory
+
 	// Skip lists subtests to skip, by name below Run: "ResetBMC" skips
 	// ResetBMC and everything under it, "Power/Cycle" only that one. For
 	// peers where a subtest is unsafe or pointless (resetting a shared

@@ -60,6 +60,8 @@ type Target struct {
 //	ResetBMC/{warm,cold}
 //	LastResetTime/ChangesWithCycle
 //	FirmwareUpdate/{InstallAndVerify,FindAfterStart,FindNothing,InvalidImage}
+//	Inventory/Read
+//	BIOS/{Read,UnknownAttributeRefused,InvalidValueRefused,ReadOnlyRefused,SetCurrentIsNoop,ApplyAfterBoot}
 //	Unsupported/<capability>
 //	Context/{Canceled,DeadlineExceeded}/<method>
 //	Dial/{WrongPassword,WrongUser,Again}
@@ -79,6 +81,8 @@ func Run(t *testing.T, opts Options, newTarget func(t *testing.T) Target) {
 	s.group(t, "ResetBMC", s.resetBMC)
 	s.group(t, "LastResetTime", s.lastResetTime)
 	s.group(t, "FirmwareUpdate", s.firmwareUpdate)
+	s.group(t, "Inventory", s.inventory)
+	s.group(t, "BIOS", s.bios)
 	s.group(t, "Unsupported", s.unsupported)
 	s.group(t, "Context", s.context)
 	s.group(t, "Dial", s.dial)

@@ -103,6 +103,8 @@ func (tc *tcase) checkUnsupported(c Capability) {
 		tc.requireNotSupported("LastResetTime", err)
 	case bmc.CapabilityFirmwareUpdate:
 		tc.checkFirmwareUnsupported()
+	case bmc.CapabilityInventory, bmc.CapabilityBIOS:
+		tc.checkUnsupportedInventoryBIOS(c)
 	default:
 		tc.Fatalf("bmctest: no check for capability %q", c)
 	}

@@ -50,7 +50,9 @@ type BMC struct {
 	sessions  SessionStats
 	expiries  int // ExpireSessions calls; a session is live while its epoch matches
 	nextConn  int
-	fw        firmware // firmware.go
+	fw        firmware      // firmware.go
+	inventory bmc.Inventory // Options.Inventory (never modified)
+	bios      biosState     // bios.go
 }
 
 // step is one leg of a pending power transition: the BMC reports during
@@ -140,6 +142,10 @@ func New(opts Options) *BMC {
 	_, b.wallClock = b.clock.(realClock)
 	b.lastReset = b.clock.Now() // as if the server came up with its BMC
 	b.initFirmware()
+	b.inventory, b.bios = DefaultInventory(), newBIOS(opts)
+	if opts.Inventory != nil {
+		b.inventory = *opts.Inventory.DeepCopy()
+	}
 	for _, c := range opts.Unsupported {
 		b.lacks[c] = true
 	}

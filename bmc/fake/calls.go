@@ -28,6 +28,10 @@ const (
 	MethodFindFirmwareUpdate   Method = "FindFirmwareUpdate"
 	MethodFirmwareUpdateStatus Method = "FirmwareUpdateStatus"
 	MethodFirmwareVersion      Method = "FirmwareVersion"
+	MethodInventory            Method = "Inventory"
+	MethodBIOSSettings         Method = "BIOSSettings"
+	MethodBIOSRegistry         Method = "BIOSRegistry"
+	MethodSetBIOSAttributes    Method = "SetBIOSAttributes"
 	MethodAny                  Method = "*"
 )
 
@@ -35,7 +39,8 @@ func (m Method) valid() bool {
 	switch m {
 	case MethodDial, MethodClose, MethodPowerState, MethodSetPower, MethodSetBootOverride,
 		MethodBootOverride, MethodInsertMedia, MethodEjectMedia, MethodMediaStatus, MethodResetBMC, MethodOpenSystem, MethodLastResetTime, MethodAny,
-		MethodStartFirmwareUpdate, MethodFindFirmwareUpdate, MethodFirmwareUpdateStatus, MethodFirmwareVersion:
+		MethodStartFirmwareUpdate, MethodFindFirmwareUpdate, MethodFirmwareUpdateStatus, MethodFirmwareVersion,
+		MethodInventory, MethodBIOSSettings, MethodBIOSRegistry, MethodSetBIOSAttributes:
 		return true
 	}
 	return false

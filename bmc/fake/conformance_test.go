@@ -101,6 +101,20 @@ func TestConformance(t *testing.T) {
 		})
 	})
 
+	// BIOS settings applied at once (no pending state), and a seeded
+	// inventory that Inventory/Read compares field for field.
+	t.Run("BIOSImmediateSeededInventory", func(t *testing.T) {
+		inv := bmc.Inventory{
+			System:            bmc.SystemInfo{Manufacturer: "Acme", Model: "R1", SerialNumber: "S-1"},
+			NetworkInterfaces: []bmc.NetworkInterface{{ID: "eth0", MACAddress: "52:54:00:12:34:56"}},
+			Unsupported:       []bmc.InventorySection{bmc.InventoryProcessors},
+		}
+		bmctest.Run(t, bmctest.Options{PollInterval: time.Millisecond, Inventory: &inv}, func(t *testing.T) bmctest.Target {
+			_, drv := dialTarget(t, fake.Options{BIOSImmediate: true, Inventory: &inv})
+			return bmctest.Target{Driver: drv}
+		})
+	})
+
 	t.Run("SoftOffIgnored", func(t *testing.T) {
 		bmctest.Run(t, bmctest.Options{PollInterval: time.Millisecond, SoftOffNeverCompletes: true}, func(t *testing.T) bmctest.Target {
 			_, drv := dialTarget(t, fake.Options{SoftOffIgnored: true})

@@ -125,6 +125,14 @@ func opName(m Method) string {
 		return "read firmware update task"
 	case MethodFirmwareVersion:
 		return "read firmware version"
+	case MethodInventory:
+		return "inventory"
+	case MethodBIOSSettings:
+		return "read BIOS settings"
+	case MethodBIOSRegistry:
+		return "read BIOS attribute registry"
+	case MethodSetBIOSAttributes:
+		return "set BIOS attributes"
 	}
 	return string(m)
 }

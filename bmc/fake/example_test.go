@@ -105,3 +105,40 @@ func ExampleOptions_powerTransition() {
 	// PoweringOn
 	// On
 }
+
+// A BIOS change on a BMC that applies it at the next boot: it is pending
+// until the server boots, then reads back.
+func ExampleDriver_SetBIOSAttributes() {
+	ctx := context.Background()
+	srv := fake.New(fake.Options{Power: bmc.PowerOn})
+	drv, _ := srv.Dial(ctx, bmc.Endpoint{Protocol: "redfish", Host: "10.0.0.5"}, bmc.Credentials{})
+	bios := drv.(bmc.BIOSConfigurer)
+
+	reg, _ := bios.BIOSRegistry(ctx)
+	fmt.Println(bmc.ValidateBIOSAttributes(reg, bmc.BIOSAttributes{"BootMode": "Legacy"}))
+
+	res, _ := bios.SetBIOSAttributes(ctx, bmc.BIOSAttributes{"BootMode": "Bios"})
+	fmt.Println("reboot required:", res.RebootRequired, "pending:", res.Pending)
+
+	_ = drv.SetPower(ctx, bmc.PowerActionCycle)
+	set, _ := bios.BIOSSettings(ctx)
+	fmt.Println("after the boot:", set.Attributes["BootMode"], "pending:", len(set.Pending))
+	// Output:
+	// BIOS attribute BootMode="Legacy": not an allowed value; want one of "Uefi", "Bios"
+	// reboot required: true pending: map[BootMode:Bios]
+	// after the boot: Bios pending: 0
+}
+
+// Inventory of a fake BMC seeded with one network interface.
+func ExampleDriver_Inventory() {
+	ctx := context.Background()
+	srv := fake.New(fake.Options{Inventory: &bmc.Inventory{
+		NetworkInterfaces: []bmc.NetworkInterface{{ID: "eth0", MACAddress: "52:54:00:12:34:56"}},
+	}})
+	drv, _ := srv.Dial(ctx, bmc.Endpoint{Protocol: "redfish", Host: "10.0.0.5"}, bmc.Credentials{})
+	inv, _ := drv.(bmc.InventoryReader).Inventory(ctx)
+	for _, n := range inv.NetworkInterfaces {
+		fmt.Println(n.ID, n.MACAddress)
+	}
+	// Output: eth0 52:54:00:12:34:56
+}

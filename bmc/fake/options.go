@@ -94,6 +94,22 @@ type Options struct {
 	// Defaults to 10000; a negative value disables the log.
 	CallLogSize int
 
+	// Inventory is what Inventory reports (bmc.InventoryReader).
+	// Defaults to [DefaultInventory].
+	Inventory *bmc.Inventory
+
+	// BIOSRegistry is the BIOS attribute registry and BIOSAttributes the
+	// current values (bmc.BIOSConfigurer). Default to
+	// [DefaultBIOSRegistry] and [DefaultBIOSAttributes] (BIOSAttributes
+	// defaults to none when BIOSRegistry is set).
+	BIOSRegistry   bmc.BIOSRegistry
+	BIOSAttributes bmc.BIOSAttributes
+
+	// BIOSImmediate applies SetBIOSAttributes at once. Defaults to false:
+	// the attributes are pending until the next boot (a power on from
+	// off, a cycle or a reset), as on most BMCs.
+	BIOSImmediate bool
+
 	// Unsupported lists the capabilities this BMC lacks. Defaults to none.
 	Unsupported []Capability
 

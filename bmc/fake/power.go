@@ -48,6 +48,7 @@ func (b *BMC) boot(at time.Time) {
 		at = b.lastReset.Add(time.Nanosecond) // later than the last, also on a clock that stands still
 	}
 	b.lastReset = at
+	b.bios.applyPending() // pending BIOS settings take effect at boot
 	b.lastBoot = bmc.BootDeviceDisk
 	if b.override.Device != bmc.BootDeviceNone && b.override.Device != "" {
 		b.lastBoot = b.override.Device
