@@ -223,6 +223,17 @@ type Config struct {
 	// SimpleUpdate, components BMC and BIOS at 1.0.0, tasks that complete
 	// at once.
 	Firmware FirmwareConfig
+	// Hardware sizes each system's inventory (Processors, Memory, Storage,
+	// EthernetInterfaces; see inventory.go). Defaults to 2 processors, 4
+	// DIMMs, 2 drives and 2 Ethernet interfaces.
+	Hardware Hardware
+	// ExpandQuery advertises $expand in the service root
+	// (ProtocolFeaturesSupported.ExpandQuery) and serves the inventory
+	// collections' members inline when asked. Defaults to false.
+	ExpandQuery bool
+	// BIOS selects how BIOS settings apply (see bios.go). Defaults to
+	// BIOSOnReset: pending until the system next boots.
+	BIOS BIOSMode
 
 	// Vendor shapes (see [VendorConfig] for the vendors that show them).
 
@@ -329,6 +340,7 @@ func (c Config) withDefaults() Config {
 	if c.BootTargets == nil {
 		c.BootTargets = []string{"None", "Pxe", "Hdd", "Cd", "BiosSetup", "UefiHttp"}
 	}
+	c.Hardware = c.Hardware.withDefaults()
 	if len(c.Faults.Kinds) == 0 {
 		c.Faults.Kinds = []Fault{Fault503, FaultReset}
 	}

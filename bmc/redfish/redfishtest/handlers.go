@@ -102,6 +102,8 @@ func (s *Server) routes() http.Handler {
 	handle("GET", root+"/Systems/{id}/VirtualMedia/{dev}", s.auth(s.getMedia))
 	handle("POST", root+"/Systems/{id}/VirtualMedia/{dev}/Actions/{action}", s.auth(s.mediaAction))
 	s.firmwareRoutes(handle)
+	s.inventoryRoutes(handle)
+	s.biosRoutes(handle)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no resource at "+r.URL.Path)
 	})
@@ -285,6 +287,8 @@ func (s *Server) serviceRoot(w http.ResponseWriter, _ *http.Request) {
 		doc["EventService"] = link(eventServiceURI)
 	}
 	s.firmwareLinks(doc)
+	s.expandFeatures(doc)
+	s.biosLinks(doc, "")
 	if s.cfg.Sessions != SessionsNone {
 		doc["SessionService"] = link(root + "/SessionService")
 		doc["Links"] = map[string]any{"Sessions": link(sessionsURI)}
@@ -538,6 +542,8 @@ func (s *Server) getSystem(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Media == MediaUnderSystem {
 		doc["VirtualMedia"] = link(uri + "/VirtualMedia")
 	}
+	s.inventoryLinks(doc, uri)
+	s.biosLinks(doc, uri)
 	if !s.cfg.NoLastResetTime {
 		doc["LastResetTime"] = sys.lastReset.UTC().Format(lastResetLayout)
 	}

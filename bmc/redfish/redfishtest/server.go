@@ -46,8 +46,9 @@ type Server struct {
 	changes   []PowerChange
 	changeSeq int64 // last StateChange.Seq
 	rate      requestRate
-	events    eventHub      // events.go
-	fw        firmwareState // firmware.go
+	events    eventHub               // events.go
+	fw        firmwareState          // firmware.go
+	bios      map[string]*biosSystem // by system ID; bios.go
 }
 
 // PowerChange is one accepted power change, for measuring how soon a client
@@ -449,6 +450,7 @@ func (s *Server) land(sys *system, p *pendingChange) {
 			sys.bootEnabled, sys.bootTarget = "Disabled", "None"
 		}
 		s.activateFirmware(false) // host firmware staged for this boot
+		s.biosBooted(sys)         // pending BIOS settings apply at boot
 	}
 }
 
