@@ -147,6 +147,14 @@ func TestConformance(t *testing.T) {
 		// The BMC drops every request for 5 s (on a clock the suite
 		// advances 1 s per poll) after a Manager.Reset.
 		{name: "BMCResetDowntimeFakeClock", fakeClock: true, cfg: redfishtest.Config{BMCResetDowntime: 5 * time.Second}},
+		// BIOS settings: applied at once (no settings object), and iLO's
+		// settings object that copies every attribute. Inventory through
+		// $expand.
+		{name: "BIOSImmediate", cfg: redfishtest.Config{BIOS: redfishtest.BIOSImmediate}},
+		{name: "BIOSFullSettingsCopyExpandQuery", cfg: redfishtest.Config{BIOS: redfishtest.BIOSFullSettingsCopy, ExpandQuery: true}},
+		// A BMC with neither inventory nor BIOS: bmc.ErrNotSupported.
+		{name: "NoInventoryNoBIOS", cfg: redfishtest.Config{BIOS: redfishtest.BIOSNone, Hardware: redfishtest.Hardware{None: true}},
+			suite: bmctest.Options{Unsupported: []bmctest.Capability{bmc.CapabilityBIOS}}},
 		{name: "MediaUnderManager", cfg: redfishtest.Config{Media: redfishtest.MediaUnderManager}},
 		{name: "MediaUnderSystem", cfg: redfishtest.Config{Media: redfishtest.MediaUnderSystem}},
 		{name: "SeveralSystemsByID", cfg: redfishtest.Config{Systems: 3}, systemID: "2"},

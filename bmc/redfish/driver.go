@@ -49,6 +49,7 @@ type Driver struct {
 	mediaURIs  map[string]string // MediaKind -> VirtualMedia URI
 	mgr        *managerDoc       // the system's manager, once picked (managers.go)
 	upd        *updateService    // the UpdateService, once read (firmware.go)
+	bios       biosCache         // bios.go
 }
 
 var (

@@ -31,6 +31,9 @@ type systemDoc struct {
 	BootHas map[string]bool
 	// Type is the @odata.type read, e.g. #ComputerSystem.v1_10_0.ComputerSystem.
 	Type string
+	// Sub are the links to the subordinate resources the driver reads
+	// (inventory.go, bios.go), by property name; absent ones are missing.
+	Sub map[string]string
 }
 
 // Boot properties the driver writes.
@@ -86,6 +89,8 @@ func parseSystem(b []byte, etagHeader string) (systemDoc, error) {
 		Links        struct{ ManagedBy schemas.Links }
 		Boot         map[string]json.RawMessage
 		Type         string `json:"@odata.type"`
+
+		Bios, Processors, Memory, Storage, EthernetInterfaces schemas.Link
 	}
 	if err := json.Unmarshal(b, &extra); err != nil {
 		return doc, fmt.Errorf("ComputerSystem: %w", err)
@@ -96,6 +101,13 @@ func parseSystem(b []byte, etagHeader string) (systemDoc, error) {
 	doc.VirtualMediaURI = string(extra.VirtualMedia)
 	doc.ManagedBy = extra.Links.ManagedBy.ToStrings()
 	doc.Type = extra.Type
+	doc.Sub = map[string]string{}
+	for k, l := range map[string]schemas.Link{subBios: extra.Bios, subProcessors: extra.Processors, subMemory: extra.Memory,
+		subStorage: extra.Storage, subEthernet: extra.EthernetInterfaces} {
+		if l != "" {
+			doc.Sub[k] = string(l)
+		}
+	}
 	doc.BootHas = map[string]bool{}
 	for _, p := range []string{propTarget, propEnabled, propMode, propHTTPURI} {
 		if _, ok := extra.Boot[p]; ok {

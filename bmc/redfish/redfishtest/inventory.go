@@ -51,6 +51,9 @@ func SystemMAC(i, n int) string {
 	return fmt.Sprintf("0C:C4:7A:%02X:%02X:%02X", (i>>8)&0xff, i&0xff, n&0xff)
 }
 
+// SystemSerial is the SerialNumber of the i-th (1-based) simulated system.
+func SystemSerial(i int) string { return fmt.Sprintf("RT%06d", i) }
+
 func (s *Server) inventoryRoutes(handle func(method, path string, h http.HandlerFunc)) {
 	sysURI := root + "/Systems/{id}"
 	handle("GET", sysURI+"/Processors", s.auth(s.listMembers("Processors", "ProcessorCollection", "Processors Collection", s.processorIDs, s.processorDoc)))
@@ -64,8 +67,12 @@ func (s *Server) inventoryRoutes(handle func(method, path string, h http.Handler
 	handle("GET", sysURI+"/EthernetInterfaces/{member}", s.auth(s.getMember(s.nicIDs, s.nicDoc)))
 }
 
-// inventoryLinks adds the inventory collections to a system document.
+// inventoryLinks adds the system's identity and the inventory collections
+// to a system document.
 func (s *Server) inventoryLinks(doc map[string]any, uri string) {
+	n, _ := strconv.Atoi(doc["Id"].(string))
+	doc["Manufacturer"], doc["Model"], doc["SKU"] = "bmckit", "redfishtest", "RT-1"
+	doc["SerialNumber"], doc["BiosVersion"] = SystemSerial(n), "1.0.0"
 	if s.cfg.Hardware.None {
 		return
 	}
