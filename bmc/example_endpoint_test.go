@@ -60,3 +60,15 @@ func ExampleSchemeDialer() {
 	// ipmi refused (no dialer registered): true
 	// unauthorized: true
 }
+
+// Check requested BIOS attributes against the registry before any request.
+func ExampleValidateBIOSAttributes() {
+	reg := bmc.BIOSRegistry{ID: "BiosAttributeRegistry.v1_0_0", Attributes: []bmc.BIOSAttributeDef{
+		{Name: "BootMode", Type: bmc.BIOSEnumeration, Values: []string{"Uefi", "Bios"}},
+	}}
+	err := bmc.ValidateBIOSAttributes(reg, bmc.BIOSAttributes{"BootMode": "Legacy", "Turbo": "on"})
+	fmt.Println(err)
+	// Output:
+	// BIOS attribute BootMode="Legacy": not an allowed value; want one of "Uefi", "Bios"
+	// BIOS attribute Turbo="on": unknown attribute: not in the attribute registry BiosAttributeRegistry.v1_0_0
+}

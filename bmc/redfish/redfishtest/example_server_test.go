@@ -35,3 +35,13 @@ func ExampleNewTLSServer() {
 	// system 1: Off
 	// logins: 1
 }
+
+// A BMC whose BIOS settings apply only at the next boot: the pending
+// values show in the settings object until the system boots.
+func ExampleServer_BIOSAttributes() {
+	srv := redfishtest.NewServer(redfishtest.Config{BIOS: redfishtest.BIOSOnReset})
+	defer srv.Close()
+	cur, pending := srv.BIOSAttributes("1")
+	fmt.Println(cur["BootMode"], len(pending))
+	// Output: Uefi 0
+}
