@@ -78,9 +78,9 @@ func TestConformanceGoIPMISimulatorSlowPower(t *testing.T) {
 // explicitly (ipmi_sim ignores the suite query and lacks 17).
 func TestConformanceOpenIPMI(t *testing.T) {
 	t.Parallel()
-	sim := ipmitest.StartOpenIPMI(t, ipmitest.OpenIPMIOptions{})
+	sim := ipmitest.StartOpenIPMI(t, ipmitest.OpenIPMIOptions{FRU: testFRU})
 	bmctest.Run(t, bmctest.Options{
-		Unsupported:   []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityBMCReset, bmc.CapabilityBootOverrideReadBack},
+		Unsupported:   []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityBMCReset, bmc.CapabilityBootOverrideReadBack, bmc.CapabilityBIOS},
 		SettleTimeout: 20 * time.Second,
 		PollInterval:  50 * time.Millisecond,
 	}, factory(dialer(t, unlimited(sim.DialOptions())), sim.Endpoint, sim.Credentials))
@@ -89,8 +89,9 @@ func TestConformanceOpenIPMI(t *testing.T) {
 // noHTTPBoot: IPMI has no UEFI HTTP boot; Unsupported/boot-http checks
 // that SetBootOverride(uefi-http) is refused with bmc.ErrNotSupported. Nor
 // a standard firmware update: the driver does not implement
-// bmc.FirmwareUpdater, so Unsupported/firmware-update skips.
-var noHTTPBoot = []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityFirmwareUpdate}
+// bmc.FirmwareUpdater, so Unsupported/firmware-update skips. IPMI has no
+// BIOS settings either (Unsupported/bios).
+var noHTTPBoot = []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityFirmwareUpdate, bmc.CapabilityBIOS}
 
 // unlimited turns the request budget off: the suites poll faster than a
 // real job does.

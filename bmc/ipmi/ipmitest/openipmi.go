@@ -25,6 +25,9 @@ type OpenIPMIOptions struct {
 	Username, Password string
 	// PoweredOn is the initial power state. Defaults to off.
 	PoweredOn bool
+	// FRU is the data of FRU device 0 (mc_add_fru_data), e.g. from
+	// [EncodeFRU]. Defaults to none.
+	FRU []byte
 }
 
 // OpenIPMI is a running OpenIPMI ipmi_sim process serving IPMI v2.0
@@ -136,7 +139,7 @@ func startOpenIPMI(ctx context.Context, bin, dir string, opts OpenIPMIOptions) (
 		script:                         chassisScript,
 		filepath.Join(dir, "power"):    power + "\n",
 		filepath.Join(dir, "boot"):     "default\n",
-		filepath.Join(dir, "emu.cmds"): "mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\nmc_enable 0x20\n",
+		filepath.Join(dir, "emu.cmds"): "mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\n" + fruCommand(opts.FRU) + "mc_enable 0x20\n",
 		filepath.Join(dir, "lan.conf"): fmt.Sprintf(`name "bmckit"
 set_working_mc 0x20
   startlan 1

@@ -13,7 +13,6 @@ import (
 	bmckitclock "github.com/bmckit/bmckit/clock"
 	gobmc "github.com/bougou/go-ipmi/pkg/bmc"
 	"github.com/bougou/go-ipmi/pkg/clock"
-	"github.com/bougou/go-ipmi/pkg/hal/mock"
 	"github.com/bougou/go-ipmi/pkg/handlers"
 	"github.com/bougou/go-ipmi/pkg/server"
 	"github.com/bougou/go-ipmi/pkg/transport"
@@ -92,6 +91,11 @@ type Options struct {
 	// encrypted IPMI payload under the old session's keys and console
 	// session ID; a client must drop it. [Server.Replayed] counts them.
 	ReplayOldReplies bool
+
+	// FRU is the data of FRU device 0 (Get FRU Inventory Area Info, Read
+	// FRU Data), e.g. from [EncodeFRU]. Defaults to none: the FRU commands
+	// answer "requested data not present".
+	FRU []byte
 }
 
 // Clock is the simulator's time source: bmckit's [bmckitclock.Source], any
@@ -171,7 +175,7 @@ func Start(opts Options) (*Server, error) {
 		// (IPMI v2.0 table 20-2): 02h is version 2.0.
 		DeviceID: 0x20, DeviceRevision: 1, FirmwareMajor: 1, IPMIVersion: 0x02,
 		ManufacturerID: 0x000157, ProductID: 1,
-	}, guid, &simHAL{HAL: mock.New(), chassis: ch}, gobmc.WithClock(goipmiClock{clk}), gobmc.WithCipherSuites(suites))
+	}, guid, newSimHAL(ch, opts.FRU), gobmc.WithClock(goipmiClock{clk}), gobmc.WithCipherSuites(suites))
 	if opts.SessionTimeout > 0 {
 		b.Sessions = gobmc.NewSessionStoreWithOptions(goipmiClock{clk}, gobmc.WithInactivityTimeout(opts.SessionTimeout))
 	}
