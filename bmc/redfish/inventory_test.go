@@ -16,7 +16,7 @@ import (
 func wantInventory(i int) bmc.Inventory {
 	cpu := bmc.Processor{Manufacturer: "Intel(R) Corporation", Model: "Intel(R) Xeon(R) Gold 6430", Architecture: "x86", Cores: 32, Threads: 64, MaxSpeedMHz: 3400}
 	inv := bmc.Inventory{
-		System: bmc.SystemInfo{Manufacturer: "bmckit", Model: "redfishtest", SKU: "RT-1", SerialNumber: redfishtest.SystemSerial(i), BIOSVersion: "1.0.0", UUID: redfishtest.SystemUUID(i)},
+		System:             bmc.SystemInfo{Manufacturer: "bmckit", Model: "redfishtest", SKU: "RT-1", SerialNumber: redfishtest.SystemSerial(i), BIOSVersion: "1.0.0", UUID: redfishtest.SystemUUID(i)},
 		StorageControllers: []bmc.StorageController{{ID: "0", Storage: "1", Name: "RAID controller", Manufacturer: "Broadcom", Model: "MegaRAID 9560-8i", FirmwareVersion: "52.24.0-4763"}},
 	}
 	for _, id := range []string{"CPU1", "CPU2"} {
