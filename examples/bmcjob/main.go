@@ -5,6 +5,7 @@
 //	bmcjob run -spec job.json [-bmc URL] [-user NAME] [-insecure] [-simulate] [-json=false]
 //	bmcjob power status|on|off|soft-off|cycle|reset -bmc URL [-user NAME]
 //	bmcjob boot pxe|disk|cd|bios|http [-uri URL] [-persistent] [-mode uefi|legacy] -bmc URL
+//	bmcjob firmware update -image URL -component ID -version V [-reset auto|none] -bmc URL
 //	bmcjob version                (also --version)
 //	bmcjob -spec job.json ...     (the flags alone, as before: same as run)
 //	bmcjob -h                     (usage; also "bmcjob COMMAND -h")
@@ -131,6 +132,7 @@ var commands = []command{
 	{"run", "-spec FILE [flags]", "run a job from a JSON spec file (- for standard input)", runSpec},
 	{"power", "status|on|off|soft-off|cycle|reset [flags]", "read (status) or change the power state", powerCmd},
 	{"boot", "pxe|disk|cd|bios|http [-uri URL] [flags]", "set the boot device override (http: UEFI HTTP boot from -uri)", bootCmd},
+	{"firmware", "update -image URL -component ID -version V [flags]", "install a firmware image and verify the component's version", firmwareCmd},
 	{"monitor", "[BMC URL ...] [-simulate N] [flags]", "live table of machines: Contactable and power (Ctrl-C quits)", monitorCmd},
 	{"version", "", "print the version of bmcjob (also --version)", versionCmd},
 }

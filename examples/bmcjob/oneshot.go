@@ -105,6 +105,7 @@ func oneShot(ctx context.Context, e *env, tf *targetFlags, ts task.Spec, asJSON 
 		return err
 	}
 	defer c.close()
+	c.simulatedImage(&ts)
 	spec := job.Spec{BMC: c.addr, Tasks: []task.Spec{ts}}
 	if err := spec.Validate(); err != nil {
 		return err

@@ -60,6 +60,9 @@ func runSpec(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("-spec %s: %w", *specPath, err)
 	}
+	for i := range spec.Tasks {
+		c.simulatedImage(&spec.Tasks[i])
+	}
 	j, err := runJob(ctx, e, c, spec, tf)
 	if err != nil {
 		return err

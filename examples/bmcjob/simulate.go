@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +27,9 @@ type simulation struct {
 	*bootstate.Tracker
 	srv   *redfishtest.Server
 	delay time.Duration // how long a power change takes to land
+	// images serves firmware images the simulated BMC installs
+	// (imageURL), on loopback.
+	images *httptest.Server
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -51,9 +57,23 @@ func startSimulation(powerDelay time.Duration) (*simulation, error) {
 	}
 	s := &simulation{Tracker: tr, delay: powerDelay, attempts: map[string]string{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.srv = redfishtest.NewTLSServer(redfishtest.Config{PowerDelay: powerDelay, OnStateChange: s.stateChanged})
+	// Firmware updates take twice a power change and, like a BIOS update on
+	// a real server, take effect when the system next boots (the task's
+	// reset).
+	s.srv = redfishtest.NewTLSServer(redfishtest.Config{PowerDelay: powerDelay, OnStateChange: s.stateChanged,
+		Firmware: redfishtest.FirmwareConfig{Duration: 2 * powerDelay, ActivateOnReset: true}})
 	s.srv.SetPower("1", "On")
+	s.images = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		_, _ = w.Write(redfishtest.FirmwareImage(q.Get("component"), q.Get("version")))
+	}))
 	return s, nil
+}
+
+// imageURL is where the simulated BMC fetches an image that installs
+// version on component.
+func (s *simulation) imageURL(component, version string) string {
+	return s.images.URL + "/firmware.bin?" + url.Values{"component": {component}, "version": {version}}.Encode()
 }
 
 // StartBoot opens the attempt (bootstate.Tracker.StartBoot) and remembers
@@ -118,4 +138,5 @@ func (s *simulation) close() {
 	s.cancel()
 	s.wg.Wait()
 	s.srv.Close()
+	s.images.Close()
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/bmckit/bmckit/bmc/ipmi"
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/task"
 )
 
 // targetFlags are the flags every command that talks to one BMC shares.
@@ -50,6 +51,8 @@ type conn struct {
 	// boot is the simulated server's boot tracker (-simulate), nil
 	// otherwise: without one, wait-for-boot tasks fail NotSupported.
 	boot job.BootTracker
+	// sim is the simulation (-simulate), nil otherwise.
+	sim *simulation
 	// missing is set when $BMC_PASSWORD is empty without -no-password.
 	missing error
 }
@@ -81,6 +84,7 @@ func (t *targetFlags) open(e *env) (*conn, error) {
 		c.creds = sim.srv.Credentials()
 		c.close = sim.close
 		c.boot = sim
+		c.sim = sim
 		rfOpts.CACertPEM = sim.srv.CACertPEM()
 		fmt.Fprintf(e.stderr, "simulated Redfish BMC at %s\n", c.addr)
 	}
@@ -103,4 +107,16 @@ func newDialer(rfOpts redfish.Options) (*bmc.SchemeDialer, error) {
 	}
 	dialer.Register("ipmi", ipmiDialer)
 	return &dialer, nil
+}
+
+// simulatedImage points a firmwareUpdate task at an image the simulation
+// serves (-simulate): the simulated BMC fetches it and installs Version on
+// Component, whatever imageURI the spec names. Other tasks, and real BMCs,
+// are left alone.
+func (c *conn) simulatedImage(ts *task.Spec) {
+	if fu := ts.FirmwareUpdate; fu != nil && c.sim != nil {
+		a := *fu
+		a.ImageURI = c.sim.imageURL(fu.Component, fu.Version)
+		ts.FirmwareUpdate = &a
+	}
 }

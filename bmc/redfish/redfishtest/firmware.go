@@ -387,8 +387,23 @@ func (s *Server) newUpdateTask(w http.ResponseWriter, r *http.Request, t *fwTask
 	writeJSON(w, http.StatusAccepted, "", s.taskDoc(t))
 }
 
-// settleFirmware finishes tasks whose time came. Called with s.mu held.
+// settleFirmware lands the power changes that are due (a boot activates
+// staged host firmware) and finishes the tasks whose time came. Called with
+// s.mu held.
 func (s *Server) settleFirmware() {
+	// Power changes land on time whether or not anyone reads the system:
+	// a boot that activates staged firmware counts before this read.
+	for _, sys := range s.systems {
+		if sys.pending != nil {
+			s.settle(sys)
+		}
+	}
+	s.settleTasks()
+}
+
+// settleTasks ends the update tasks whose Duration passed. Called with s.mu
+// held.
+func (s *Server) settleTasks() {
 	now := s.now()
 	for _, t := range s.fw.tasks {
 		if t.done || now.Before(t.start.Add(s.cfg.Firmware.Duration)) {
