@@ -1,6 +1,7 @@
 package task
 
 import (
+	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/timestamp"
 )
@@ -80,6 +81,28 @@ type Status struct {
 	// BMC task it follows (stored before it waits on it), its progress, the
 	// reset it sent and the version it read. Nil for the other kinds.
 	Firmware *FirmwareStatus `json:"firmware,omitempty"`
+	// Inventory is what an inventory task read (bounded, see
+	// InventoryAction). Nil for the other kinds.
+	Inventory *bmc.Inventory `json:"inventory,omitempty"`
+	// BIOS is what a bios task read or left pending. Nil for the other
+	// kinds.
+	BIOS *BIOSStatus `json:"bios,omitempty"`
+}
+
+// BIOSStatus is what a bios task stored.
+type BIOSStatus struct {
+	// Attributes are the current values a task without Attributes read;
+	// for the others, the current values of the attributes it names. At
+	// most 1024 entries (Truncated says when more were left out).
+	Attributes bmc.BIOSAttributes `json:"attributes,omitempty"`
+	// Pending are the values waiting for the next boot, as last read.
+	Pending bmc.BIOSAttributes `json:"pending,omitempty"`
+	// RebootRequired says the requested values are pending: they take
+	// effect at the system's next boot (the job's next tasks reboot and
+	// verify).
+	RebootRequired bool `json:"rebootRequired,omitempty"`
+	// Truncated is set when Attributes or Pending were cut to 1024 entries.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // Completed reports whether the task reached a terminal state.

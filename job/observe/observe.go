@@ -121,8 +121,8 @@ type TaskEvent struct {
 	// Index is the task's index in Spec.Tasks.
 	Index int
 	// Kind is the task's action: "power", "powerStatus", "reachable",
-	// "bootDevice", "virtualMedia", "bmcReset", "waitForBoot" or
-	// "firmwareUpdate" (see task.Spec.Action).
+	// "bootDevice", "virtualMedia", "bmcReset", "waitForBoot",
+	// "firmwareUpdate", "inventory" or "bios" (see task.Spec.Action).
 	Kind string
 	// Attempt is the task's attempt count so far (1 for the first).
 	Attempt int

@@ -1,0 +1,171 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/task"
+)
+
+func init() {
+	registerKind("bios", func(s *task.Spec) kind { return biosKind{s.BIOS} })
+}
+
+// biosKind reads or sets BIOS attributes (bmc.BIOSConfigurer); see
+// task.BIOSAction and docs/inventory-bios.md, "The bios task".
+//
+//   - check reads the settings: every requested attribute at its value is
+//     done ("already present" on a resume, so nothing is sent twice); all of
+//     them pending for the next boot is done too, with RebootRequired (the
+//     job's next tasks reboot and verify), unless VerifyOnly, which fails
+//     naming the attributes that differ.
+//   - send checks the attributes against the BMC's registry first (an
+//     invalid one fails the task, reason InvalidSpec, naming it, with no
+//     change sent), then requests them.
+//   - A BMC that applies at once but shows it late is polled until the
+//     task's timeout.
+type biosKind struct{ a *task.BIOSAction }
+
+// maxBIOSStatus bounds the attributes a bios task stores.
+const maxBIOSStatus = 1024
+
+func (k biosKind) defaultTimeout(cfg *StepperConfig) time.Duration { return cfg.DefaultTaskTimeout }
+func (k biosKind) grace(*StepperConfig) time.Duration              { return 0 }
+func (k biosKind) usesBMC() bool                                   { return true }
+
+// recheckable: a set is done when its values are there (or pending); a
+// read is re-made.
+func (k biosKind) recheckable() bool { return len(k.a.Attributes) > 0 }
+
+func (k biosKind) configurer(r *stepRun, drv bmc.Driver) (bmc.BIOSConfigurer, error) {
+	if bc, ok := drv.(bmc.BIOSConfigurer); ok {
+		return bc, nil
+	}
+	return nil, notSupported(r.ep, "configure the BIOS")
+}
+
+func (k biosKind) status(r *stepRun) *task.BIOSStatus {
+	ts := &r.j.Status.Tasks[r.j.Status.CurrentTask]
+	if ts.BIOS == nil {
+		ts.BIOS = &task.BIOSStatus{}
+	}
+	return ts.BIOS
+}
+
+func (k biosKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) error {
+	if len(k.a.Attributes) == 0 || k.a.VerifyOnly {
+		return nil
+	}
+	bc, err := k.configurer(r, drv)
+	if err != nil {
+		return err
+	}
+	reg, err := bc.BIOSRegistry(ctx)
+	if err != nil {
+		return err
+	}
+	attrs := bmc.BIOSAttributes(k.a.Attributes)
+	if err := bmc.ValidateBIOSAttributes(reg, attrs); err != nil {
+		if errors.Is(err, bmc.ErrInvalidBIOSAttribute) {
+			return &taskFailure{conditions.ReasonInvalidSpec, err.Error()}
+		}
+		return err
+	}
+	ap, err := bc.SetBIOSAttributes(ctx, attrs)
+	if err != nil {
+		return err
+	}
+	st := k.status(r)
+	st.RebootRequired = ap.RebootRequired
+	st.Pending, st.Truncated = boundAttrs(ap.Pending, st.Truncated)
+	return nil
+}
+
+func (k biosKind) check(ctx context.Context, r *stepRun, drv bmc.Driver, _ bool) (bool, string, error) {
+	bc, err := k.configurer(r, drv)
+	if err != nil {
+		return false, "", err
+	}
+	cur, err := bc.BIOSSettings(ctx)
+	if err != nil {
+		return false, "", err
+	}
+	st := k.status(r)
+	st.Truncated = false
+	st.Pending, st.Truncated = boundAttrs(cur.Pending, st.Truncated)
+	want := bmc.BIOSAttributes(k.a.Attributes)
+	if len(want) == 0 {
+		st.Attributes, st.Truncated = boundAttrs(cur.Attributes, st.Truncated)
+		return true, fmt.Sprintf("%d attributes, %d pending", len(cur.Attributes), len(cur.Pending)), nil
+	}
+	st.Attributes = bmc.BIOSAttributes{}
+	for name := range want {
+		if v, ok := cur.Attributes[name]; ok {
+			st.Attributes[name] = v
+		}
+	}
+	differ := want.Differing(cur.Attributes)
+	if len(differ) == 0 {
+		st.RebootRequired = false
+		return true, "BIOS attributes set: " + strings.Join(slices.Sorted(maps.Keys(want)), ", "), nil
+	}
+	if k.a.VerifyOnly {
+		return false, "", &taskFailure{conditions.ReasonVerificationFailed, "BIOS attributes differ: " + describeDiffer(differ, cur.Attributes)}
+	}
+	if len(want.Differing(merged(cur.Attributes, cur.Pending))) == 0 {
+		st.RebootRequired = true
+		return true, "BIOS attributes pending until the next boot: " + strings.Join(differ, ", ") + " (reboot, then verify with a bios task with verifyOnly)", nil
+	}
+	return false, "BIOS attributes not applied yet: " + describeDiffer(differ, cur.Attributes), nil
+}
+
+func (k biosKind) notYet(_ context.Context, r *stepRun, i int, _ string) (StepResult, error) {
+	return r.pollAfterAction(i), nil
+}
+
+// describeDiffer names the attributes that differ with their current
+// values (never the requested ones: the message is the job's status).
+func describeDiffer(names []string, cur bmc.BIOSAttributes) string {
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		if v, ok := cur[n]; ok {
+			parts = append(parts, fmt.Sprintf("%s (now %s)", n, v))
+		} else {
+			parts = append(parts, n+" (not reported)")
+		}
+	}
+	s := strings.Join(parts, ", ")
+	if len(s) > 1000 {
+		s = s[:1000] + "..."
+	}
+	return s
+}
+
+func merged(a, b bmc.BIOSAttributes) bmc.BIOSAttributes {
+	m := maps.Clone(a)
+	if m == nil {
+		m = bmc.BIOSAttributes{}
+	}
+	maps.Copy(m, b)
+	return m
+}
+
+// boundAttrs returns a with at most maxBIOSStatus entries (the first by
+// name), and whether it cut any (or truncated already).
+func boundAttrs(a bmc.BIOSAttributes, truncated bool) (bmc.BIOSAttributes, bool) {
+	if len(a) <= maxBIOSStatus {
+		return a, truncated
+	}
+	out := bmc.BIOSAttributes{}
+	for _, k := range slices.Sorted(maps.Keys(a))[:maxBIOSStatus] {
+		out[k] = a[k]
+	}
+	return out, true
+}
