@@ -647,7 +647,15 @@ func taskMatches(t *taskDoc, img bmc.FirmwareImage, push string, running bool) b
 			return true
 		}
 	}
-	return running && push != "" && sameURI(pathOf(t.Payload.TargetURI), push)
+	if push == "" || !sameURI(pathOf(t.Payload.TargetURI), push) {
+		return false
+	}
+	// A push task names no image. One still running is taken; so is one
+	// that finished and waits for a reset to activate its image on the
+	// component asked for (a staged update: starting another would flash
+	// twice, and only its version after the reset tells which image it
+	// was).
+	return running || t.status().NeedsReset && img.Component != "" && slices.Contains(t.args(), img.Component)
 }
 
 // compareTaskIDs orders task IDs numerically where both are numbers.

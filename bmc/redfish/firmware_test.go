@@ -315,3 +315,37 @@ func TestFirmwareRequests(t *testing.T) {
 		}
 	})
 }
+
+// A multipart push that finished and waits for a reset (a staged update)
+// is found for its component: a job resumed after the push's answer was
+// lost follows it to the reset instead of pushing again. A finished push
+// that needs no reset, or one for another component, is not.
+func TestFirmwareFindsAStagedPush(t *testing.T) {
+	images := imageServer(t)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	srv, dialer := startSim(t, redfishtest.Config{Clock: clk, Firmware: redfishtest.FirmwareConfig{
+		Push: redfishtest.FirmwareMultipartPush, Duration: time.Minute, ActivateOnReset: true}}, testOptions(), false)
+	ctx := context.Background()
+	d, err := dialer.DialDriver(ctx, srv.Endpoint(""), srv.Credentials())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(ctx)
+	img := imageOf(images, "BIOS", "3.1.0")
+	ref, err := d.StartFirmwareUpdate(ctx, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Minute)
+	if st, err := d.FirmwareUpdateStatus(ctx, ref); err != nil || st.State != bmc.FirmwareTaskCompleted || !st.NeedsReset {
+		t.Fatalf("status %+v %v: want a completed push waiting for a reset", st, err)
+	}
+	found, ok, err := d.FindFirmwareUpdate(ctx, img)
+	if err != nil || !ok || found.TaskURI != ref.TaskURI {
+		t.Fatalf("FindFirmwareUpdate: %v %v %v, want %s", found, ok, err, ref)
+	}
+	other := imageOf(images, "BMC", "3.1.0")
+	if _, ok, err := d.FindFirmwareUpdate(ctx, other); err != nil || ok {
+		t.Fatalf("a staged BIOS push was found for component BMC: %v %v", ok, err)
+	}
+}
