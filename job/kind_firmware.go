@@ -28,7 +28,9 @@ func init() {
 //     runner resumed after a crash between the request and storing its
 //     answer, or the request ended in a transient error), it first looks
 //     for that update among the BMC's tasks (FindFirmwareUpdate) and
-//     follows it instead of starting a second one;
+//     follows it instead of starting a second one; not found, it reads the
+//     version once more (an update that ended meanwhile may match no
+//     image) and starts only if it is still not the wanted one;
 //   - the BMC task's reference is stored (Status.Firmware) with the result of
 //     sending, before the task waits on it; afterwards every step reads the
 //     task once (state, percent) and never sends the update again;
@@ -107,6 +109,14 @@ func (k firmwareKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) erro
 		if found {
 			r.log.Info("found the firmware update an earlier attempt started; following it", "task", r.j.Status.CurrentTask+1, "bmcTask", ref.String())
 			set(ref)
+			return nil
+		}
+		// Not found: the earlier attempt's update may have ended since
+		// the version was read (a finished multipart push matches no
+		// image). Read the version again before starting a second one;
+		// the check that follows sees it.
+		if v, err := fu.FirmwareVersion(ctx, k.a.Component); err == nil && v == k.a.Version {
+			r.log.Info("the component reached the version while the task looked for the update; not starting another", "task", r.j.Status.CurrentTask+1)
 			return nil
 		}
 	}

@@ -130,6 +130,39 @@ func TestFirmwareUpdateResumedFindsTheUpdateItStarted(t *testing.T) {
 	assert.Equal(t, "2.1", j.Status.Tasks[0].Firmware.Version)
 }
 
+// A resumed attempt reads the version (not there yet), then finds no update
+// for its image: the earlier attempt's update ended in between (a finished
+// multipart push matches no image; here another image with the same
+// version, finished meanwhile, stands for it). The task reads the version
+// again before it would start: no second update.
+func TestFirmwareUpdateResumedSeesTheVersionBeforeStartingAgain(t *testing.T) {
+	const other = "https://images.example/bios-2.1-pushed.bin"
+	e := newStepEnv(t, fwOptions(fake.FirmwareOptions{Images: map[string]fake.FirmwareImageInfo{
+		fwImage: {Component: "BIOS", Version: "2.1"}, other: {Component: "BIOS", Version: "2.1"},
+	}}), job.StepperConfig{})
+	// The first attempt's request fails transiently: it may have landed.
+	e.bmc.FailNext(fake.MethodStartFirmwareUpdate, 1, bmc.Transient(errors.New("connection reset")))
+	landed := false
+	e.bmc.SetHook(fake.MethodFindFirmwareUpdate, func(ctx context.Context, _ fake.Call) error {
+		if !landed { // the update lands and ends while the task looks for it
+			landed = true
+			drv, err := e.bmc.Dial(ctx, bmc.Endpoint{}, bmc.Credentials{})
+			if err != nil {
+				return err
+			}
+			if _, err := drv.(bmc.FirmwareUpdater).StartFirmwareUpdate(ctx, bmc.FirmwareImage{URI: other, Component: "BIOS"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	j, _ := e.reconcile(t, newJob(fwTask("")), 1000)
+	assertCompleted(t, j, conditions.ResultSucceeded)
+	require.True(t, landed, "the resumed attempt looked for the update")
+	assert.Len(t, e.bmc.FirmwareTasks(), 1, "no second update")
+	assert.Equal(t, "2.1", j.Status.Tasks[0].Firmware.Version)
+}
+
 func TestFirmwareUpdateSpecErrorsNameTheField(t *testing.T) {
 	for _, c := range []struct {
 		a     task.FirmwareUpdateAction

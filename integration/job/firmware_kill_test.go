@@ -61,9 +61,13 @@ import (
 // to its image, is counted and reported); every update came from its own
 // job (X-Bmckit-Call); the component is at the wanted version (or, in the
 // failing mode, every job failed with reason BMCError naming the BMC's
-// ApplyFailed); resets were sent at least once and at most twice, and a
-// second one only after a kill since the first (at least once, as
-// documented). The summary line per mode goes to docs/benchmarks.md.
+// ApplyFailed); where the update needs a reset it was sent at least once,
+// and again only after a kill since the last one (at least once, as
+// documented: a kill between a reset and its stored record resets again;
+// two such kills for one job, the second often landing while a concurrent
+// job was the target, reset it three times). How often a job was reset
+// more than once is reported. The summary line per mode goes to
+// docs/benchmarks.md.
 func TestFirmwareUpdateSIGKILL(t *testing.T) {
 	if childtest.IsChild("fw-kill-runner") {
 		fwKillRunnerChild()
@@ -166,9 +170,8 @@ const (
 	fwRandom        = "random"
 )
 
-// fwKillCycle is the order of kill kinds: the mode's kinds shuffled, with
-// no two reset kinds in a row (two kills in one job's reset window would
-// reset it a third time, as documented: at least once per kill there).
+// fwKillCycle is the order of kill kinds: the mode's kinds shuffled, the
+// reset kinds spread among the others.
 func fwKillCycle(rng *rand.Rand, reset bool) []string {
 	kinds := []string{fwBeforeRequest, fwInFlight, fwLostAnswer, fwPolling, fwRandom}
 	resetKinds := []string{fwBeforeReset, fwResetInFlight, fwAfterReset}
@@ -260,6 +263,8 @@ type fwReset struct {
 	what        string
 	incarnation int
 }
+
+func (r fwReset) String() string { return fmt.Sprintf("%s@%d", r.what, r.incarnation) }
 
 // fwKillRun runs one mode and returns its summary line.
 func fwKillRun(t *testing.T, m fwKillMode, seed int64, wantKills int, imageURI string) string {
@@ -418,9 +423,10 @@ func fwKillRun(t *testing.T, m fwKillMode, seed int64, wantKills int, imageURI s
 
 	// The BMCs' side.
 	var (
-		tasksStarted, secondUpdates, unmatchedSecond, twice, ended int
-		resetHist                                                  = map[int]int{}
-		problems                                                   []string
+		tasksStarted, secondUpdates, unmatchedSecond, ended int
+		repeated                                            []string
+		resetHist                                           = map[int]int{}
+		problems                                            []string
 	)
 	problem := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	for _, b := range bmcs {
@@ -455,11 +461,9 @@ func fwKillRun(t *testing.T, m fwKillMode, seed int64, wantKills int, imageURI s
 			problem("%s: %d resets, want none (the update needs none)", b.job, len(resets))
 		case m.reset && len(resets) == 0:
 			problem("%s: no reset, but the update needs one", b.job)
-		case len(resets) > 2:
-			problem("%s: %d resets (%v), want at most 2", b.job, len(resets), resets)
 		}
-		if len(resets) == 2 {
-			twice++
+		if len(resets) >= 2 {
+			repeated = append(repeated, fmt.Sprintf("%s %d× (incarnations %v)", b.job, len(resets), resets))
 		}
 		for i := 1; i < len(resets); i++ {
 			if resets[i].incarnation == resets[i-1].incarnation {
@@ -507,9 +511,12 @@ func fwKillRun(t *testing.T, m fwKillMode, seed int64, wantKills int, imageURI s
 	if m.fails {
 		end = "Failed (BMCError, ApplyFailed)"
 	}
-	summary := fmt.Sprintf("firmware SIGKILL %s: %d kills (%s), %d jobs on %d BMCs in %d waves, %d ended %s; update tasks started %d (second updates %d, of them in the documented push window %d); resets per job %s (twice: %d); %s",
+	summary := fmt.Sprintf("firmware SIGKILL %s: %d kills (%s), %d jobs on %d BMCs in %d waves, %d ended %s; update tasks started %d (second updates %d, of them in the documented push window %d); resets per job %s (jobs reset more than once: %d, each repeat after a kill since the last reset); %s",
 		m.name, kills, strings.Join(kinds, ", "), len(jobs), len(bmcs), waves, ended, end, tasksStarted, secondUpdates, unmatchedSecond,
-		strings.Join(hist, " "), twice, time.Since(began).Round(time.Second))
+		strings.Join(hist, " "), len(repeated), time.Since(began).Round(time.Second))
+	if len(repeated) > 0 {
+		t.Logf("jobs reset more than once: %s", strings.Join(repeated, "; "))
+	}
 	if len(problems) > 0 {
 		t.Errorf("%d problems:\n%s\nkill points:\n%s", len(problems), strings.Join(problems, "\n"), strings.Join(fired, "\n"))
 		summary += fmt.Sprintf("; %d PROBLEMS", len(problems))
