@@ -220,26 +220,58 @@ func (k firmwareKind) notYet(ctx context.Context, r *stepRun, i int, observed st
 		// A transient error is taken as a reset under way (the BMC drops
 		// the connection as it restarts), and it forgets its sessions.
 		r.s.pool.Invalidate(ctx, r.ep)
-	} else {
-		send, release, err := r.gatePower(cctx, i) // a power cycle may power the server on
-		if err != nil {
-			var g *gated
-			if errors.As(err, &g) {
-				return StepResult{RequeueAfter: g.wait}, nil
-			}
-			return r.handleErr(ctx, i, err, false)
-		}
-		err = drv.SetPower(send, bmc.PowerActionCycle)
-		release(ctx)
-		if err != nil {
-			return r.handleErr(ctx, i, err, false)
-		}
+	} else if res, done, err := k.cycle(ctx, cctx, r, drv, i); done {
+		return res, err
 	}
 	fs.ResetTime = timestamp.Ptr(r.now)
+	r.j.Status.Tasks[i].LastResetBefore = nil // the result of sending is stored: done with
 	r.log.Info("reset for the firmware update to take effect", "task", i+1, "target", fs.ResetTarget)
 	r.recordWire()
 	if err := r.persist(ctx, r.j); err != nil {
 		return StepResult{}, err
 	}
 	return poll, nil
+}
+
+// cycle power-cycles the system for the update, once: the system's last
+// reset time (where the BMC reports it) is stored with the cycle's intent,
+// and a step resumed after a crash between the cycle and storing it finds
+// the time moved and does not cycle again (lastreset.go). done is set when
+// notYet must return (res, err) instead of recording the reset: the power
+// gate holds the cycle back, the intent's write failed, or an error.
+func (k firmwareKind) cycle(ctx, cctx context.Context, r *stepRun, drv bmc.Driver, i int) (res StepResult, done bool, err error) {
+	ts := &r.j.Status.Tasks[i]
+	if ts.LastResetBefore != nil {
+		landed, err := r.cycleLanded(cctx, drv, i)
+		if err != nil {
+			res, err = r.handleErr(ctx, i, err, false)
+			return res, true, err
+		}
+		if landed {
+			return StepResult{}, false, nil
+		}
+	} else {
+		r.markReset(cctx, drv, i)
+		if ts.LastResetBefore != nil {
+			if err := r.persist(ctx, r.j); err != nil { // the reset's intent, with the time
+				return StepResult{}, true, err
+			}
+		}
+	}
+	send, release, err := r.gatePower(cctx, i) // a power cycle may power the server on
+	if err != nil {
+		var g *gated
+		if errors.As(err, &g) {
+			return StepResult{RequeueAfter: g.wait}, true, nil
+		}
+		res, err = r.handleErr(ctx, i, err, false)
+		return res, true, err
+	}
+	err = drv.SetPower(send, bmc.PowerActionCycle)
+	release(ctx)
+	if err != nil {
+		res, err = r.handleErr(ctx, i, err, false)
+		return res, true, err
+	}
+	return StepResult{}, false, nil
 }

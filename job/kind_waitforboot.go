@@ -29,7 +29,7 @@ func init() {
 // sent (intent before action), so a resumed job repeats at most the action
 // of the step it stopped in. These are the only BMC calls the kind makes,
 // with the reads of the system's last reset time around the cycle (see
-// markReset and cycleLanded).
+// markReset and cycleLanded, lastreset.go).
 type waitForBootKind struct {
 	a *task.WaitForBootAction
 	// timeout is the task's Spec.Timeout: each try's boot deadline (zero:
@@ -230,7 +230,7 @@ func (k waitForBootKind) notYet(ctx context.Context, r *stepRun, i int, _ string
 			if err != nil {
 				return r.handleErr(ctx, i, err, true)
 			}
-			k.markReset(r.callCtx(ctx, i), r, drv, i)
+			r.markReset(r.callCtx(ctx, i), drv, i)
 		}
 		if err := r.persist(ctx, r.j); err != nil { // intent before action
 			return StepResult{}, err
@@ -256,7 +256,7 @@ func (k waitForBootKind) notYet(ctx context.Context, r *stepRun, i int, _ string
 		cur.OverrideTime = timestamp.Ptr(now)
 		cur.Step = task.BootTryPowerCycling
 		// The last reset time goes out with the cycle's intent.
-		k.markReset(cctx, r, drv, i)
+		r.markReset(cctx, drv, i)
 		if err := r.persist(ctx, r.j); err != nil { // intent before the cycle
 			return StepResult{}, err
 		}
@@ -276,7 +276,7 @@ func (k waitForBootKind) notYet(ctx context.Context, r *stepRun, i int, _ string
 		if err != nil {
 			return r.handleErr(ctx, i, err, true)
 		}
-		landed, err := k.cycleLanded(cctx, r, drv, i)
+		landed, err := r.cycleLanded(cctx, drv, i)
 		if err != nil {
 			return r.handleErr(ctx, i, err, false)
 		}
@@ -299,64 +299,6 @@ func (k waitForBootKind) notYet(ctx context.Context, r *stepRun, i int, _ string
 		}
 	}
 	return StepResult{RequeueAfter: r.s.cfg.BootPollInterval}, nil
-}
-
-// markReset reads, before the intent of a retry's power cycle is stored,
-// when the system last reset (bmc.LastResetReader), into the task's
-// LastResetBefore: the write of the intent carries it, so a step resumed
-// after a crash between the accepted cycle and the stored result can tell
-// whether the cycle landed (cycleLanded). A read changes nothing on the
-// server, so it needs no intent of its own. A driver or BMC that cannot
-// tell, or a failed read, leaves it nil: the cycle is then sent again after
-// such a crash (at least once, docs/jobs.md "Task phases").
-func (k waitForBootKind) markReset(ctx context.Context, r *stepRun, drv bmc.Driver, i int) {
-	ts := &r.j.Status.Tasks[i]
-	ts.LastResetBefore = nil
-	lr, ok := drv.(bmc.LastResetReader)
-	if !ok {
-		return
-	}
-	t, err := lr.LastResetTime(ctx)
-	if err != nil {
-		if !errors.Is(err, bmc.ErrNotSupported) {
-			r.log.Info("reading the system's last reset time failed; a crash before the power cycle's result is stored will cycle again", "task", i+1, "error", err.Error())
-		}
-		return
-	}
-	ts.LastResetBefore = timestamp.Ptr(t.UTC())
-	r.resetMarked = i + 1
-}
-
-// cycleLanded reports whether the power cycle of task i's current try was
-// already sent and landed: the step resumes one whose intent (with
-// LastResetBefore) an earlier step stored, and the BMC now reports another
-// last reset time. Cycle and reset are not observable in the power state,
-// but this is. A transient error reading it is returned (the cycle waits
-// for the retry); a BMC that cannot tell is answered "no", and the cycle is
-// sent (again).
-func (k waitForBootKind) cycleLanded(ctx context.Context, r *stepRun, drv bmc.Driver, i int) (bool, error) {
-	ts := &r.j.Status.Tasks[i]
-	before := ts.LastResetBefore
-	if before == nil || r.resetMarked == i+1 {
-		return false, nil // no mark, or this step marked it and has sent nothing since
-	}
-	lr, ok := drv.(bmc.LastResetReader)
-	if !ok {
-		return false, nil
-	}
-	now, err := lr.LastResetTime(ctx)
-	if err != nil {
-		if bmc.IsTransient(err) {
-			return false, err
-		}
-		return false, nil
-	}
-	if now.Equal(before.Time) {
-		return false, nil
-	}
-	r.log.Info("the power cycle was sent and landed before its result was stored (the system's last reset time moved); not sending it again",
-		"task", i+1, "lastResetBefore", before.Time, "lastReset", now)
-	return true, nil
 }
 
 // asBootErr keeps a task failure (a tracker that cannot take the policy)

@@ -113,3 +113,44 @@ func TestFirmwareUpdateStepperCrashBeforeTheTaskIsStored(t *testing.T) {
 		})
 	}
 }
+
+// A crash after the reset the BMC asked for was sent and before it was
+// stored: the resumed task finds the system's last reset time moved and
+// does not reset again. A BMC that does not report it gets the reset again
+// (at least once): redfishtest keeps the task's AwaitToActivate message
+// after the activation, as BMCs do, so only the time tells.
+func TestFirmwareUpdateResetNotSentTwiceAfterACrash(t *testing.T) {
+	img := imageServer(t)
+	for _, c := range []struct {
+		name   string
+		noTime bool
+		resets int
+	}{{"last reset time reported", false, 1}, {"not reported", true, 2}} {
+		t.Run(c.name, func(t *testing.T) {
+			clk := clock.NewFake(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
+			srv := redfishtest.NewServer(redfishtest.Config{Clock: clk, PowerDelay: time.Second, NoLastResetTime: c.noTime,
+				Firmware: redfishtest.FirmwareConfig{Duration: time.Minute, ActivateOnReset: true}})
+			t.Cleanup(srv.Close)
+			srv.SetPower("1", "On")
+			s := newRedfishStepper(t, srv, clk)
+			h := &crashHost{crashAt: func(j *job.Job) bool {
+				fs := j.Status.Tasks[0].Firmware
+				return fs != nil && fs.ResetTime != nil // the reset was sent; its record is lost
+			}}
+			j := &job.Job{Name: "fw", Generation: 1, CreatedAt: clk.Now(), Spec: oneTask(srv, task.Spec{FirmwareUpdate: &task.FirmwareUpdateAction{
+				ImageURI: imageOf(img, "BIOS", "2.1").URI, Component: "BIOS", Version: "2.1"}})}
+			if err := stepAll(t, s, clk, j, h); !errors.Is(err, errCrash) {
+				t.Fatalf("want the crash, got %v", err)
+			}
+			clk.Advance(5 * time.Second) // the cycle lands while the runner is down
+			resumed := h.load(t)
+			if err := stepAll(t, s, clk, resumed, h); err != nil {
+				t.Fatal(err)
+			}
+			requireSucceeded(t, resumed)
+			if got := srv.System("1").Resets["PowerCycle"]; got != c.resets {
+				t.Errorf("%d power cycles, want %d", got, c.resets)
+			}
+		})
+	}
+}
