@@ -206,3 +206,31 @@ func TestFirmwareUpdateSimulated(t *testing.T) {
 		t.Errorf("ftp image: %v", err)
 	}
 }
+
+// inventory and bios against the simulated BMC: the inventory counted, a
+// BIOS change set, applied by the reboot and verified, an invalid value
+// refused naming the attribute, and the spec examples run.
+func TestInventoryAndBIOSSimulated(t *testing.T) {
+	out, err := runOut(t, "", "inventory", "-simulate")
+	if err != nil || !strings.Contains(out, "read inventory: Succeeded: 2 processors") {
+		t.Fatalf("inventory: %v\n%s", err, out)
+	}
+	out, err = runOut(t, "", "bios", "set", "BootMode=Bios", "-reboot", "-simulate", "-simulate-power-delay", "0")
+	if err != nil || !strings.Contains(out, "verify BIOS settings BootMode: Succeeded: BIOS attributes set: BootMode") {
+		t.Fatalf("bios set -reboot: %v\n%s", err, out)
+	}
+	_, err = runOut(t, "", "bios", "set", "BootMode=Legacy", "-simulate")
+	if err == nil || !strings.Contains(err.Error(), "InvalidSpec") || !strings.Contains(err.Error(), "BootMode") {
+		t.Errorf("bios set BootMode=Legacy: %v", err)
+	}
+	_, err = runOut(t, "", "bios", "set", "BootMode", "-simulate")
+	if err == nil || !strings.Contains(err.Error(), "want NAME=VALUE") {
+		t.Errorf("bios set without a value: %v", err)
+	}
+	for _, spec := range []string{"specs/bios-settings.json", "specs/inventory.json"} {
+		out, err := runOut(t, "", "run", "-simulate", "-simulate-power-delay", "0", "-spec", spec)
+		if err != nil || !strings.Contains(out, `"result": "Succeeded"`) {
+			t.Errorf("run %s: %v\n%s", spec, err, out)
+		}
+	}
+}

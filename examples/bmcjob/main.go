@@ -6,6 +6,8 @@
 //	bmcjob power status|on|off|soft-off|cycle|reset -bmc URL [-user NAME]
 //	bmcjob boot pxe|disk|cd|bios|http [-uri URL] [-persistent] [-mode uefi|legacy] -bmc URL
 //	bmcjob firmware update -image URL -component ID -version V [-reset auto|none] -bmc URL
+//	bmcjob inventory -bmc URL [-json]
+//	bmcjob bios get | set NAME=VALUE... [-reboot] | verify NAME=VALUE... -bmc URL
 //	bmcjob version                (also --version)
 //	bmcjob -spec job.json ...     (the flags alone, as before: same as run)
 //	bmcjob -h                     (usage; also "bmcjob COMMAND -h")
@@ -133,6 +135,8 @@ var commands = []command{
 	{"power", "status|on|off|soft-off|cycle|reset [flags]", "read (status) or change the power state", powerCmd},
 	{"boot", "pxe|disk|cd|bios|http [-uri URL] [flags]", "set the boot device override (http: UEFI HTTP boot from -uri)", bootCmd},
 	{"firmware", "update -image URL -component ID -version V [flags]", "install a firmware image and verify the component's version", firmwareCmd},
+	{"inventory", "[flags]", "read the hardware inventory (-json: the whole of it)", inventoryCmd},
+	{"bios", "get | set NAME=VALUE... [-reboot] | verify NAME=VALUE...", "read, set (checked against the BMC's registry) or verify BIOS attributes", biosCmd},
 	{"monitor", "[BMC URL ...] [-simulate N] [flags]", "live table of machines: Contactable and power (Ctrl-C quits)", monitorCmd},
 	{"version", "", "print the version of bmcjob (also --version)", versionCmd},
 }

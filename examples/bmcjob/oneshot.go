@@ -87,8 +87,16 @@ func bootCmd(ctx context.Context, e *env, args []string) error {
 // oneShot runs a job of the one task ts and prints its outcome on
 // e.stdout: a line "<task>: <result>: <message>", or the status as JSON.
 func oneShot(ctx context.Context, e *env, tf *targetFlags, ts task.Spec, asJSON bool) error {
-	if err := ts.Validate(); err != nil {
-		return err
+	return runTasks(ctx, e, tf, asJSON, ts)
+}
+
+// runTasks runs a job of tasks (a one-shot command's) and prints a line
+// "<task>: <result>: <message>" per task that ran, or the status as JSON.
+func runTasks(ctx context.Context, e *env, tf *targetFlags, asJSON bool, tasks ...task.Spec) error {
+	for i := range tasks {
+		if err := tasks[i].Validate(); err != nil {
+			return err
+		}
 	}
 	if !tf.simulate {
 		if tf.bmcURL == "" {
@@ -105,8 +113,10 @@ func oneShot(ctx context.Context, e *env, tf *targetFlags, ts task.Spec, asJSON 
 		return err
 	}
 	defer c.close()
-	c.simulatedImage(&ts)
-	spec := job.Spec{BMC: c.addr, Tasks: []task.Spec{ts}}
+	for i := range tasks {
+		c.simulatedImage(&tasks[i])
+	}
+	spec := job.Spec{BMC: c.addr, Tasks: tasks}
 	if err := spec.Validate(); err != nil {
 		return err
 	}
@@ -122,11 +132,18 @@ func oneShot(ctx context.Context, e *env, tf *targetFlags, ts task.Spec, asJSON 
 			return err
 		}
 	} else {
-		st := j.Status.Tasks[0]
-		fmt.Fprintf(out, "%s: %s: %s\n", ts.Describe(), st.Result, st.Message)
+		for i, st := range j.Status.Tasks {
+			if st.Result != "" {
+				fmt.Fprintf(out, "%s: %s: %s\n", tasks[i].Describe(), st.Result, st.Message)
+			}
+		}
 	}
 	if j.Status.Result != conditions.ResultSucceeded {
-		return fmt.Errorf("%s %s (%s): %s", ts.Describe(), j.Status.Result, j.Status.Reason, j.Status.Message)
+		what := "job"
+		if len(tasks) == 1 {
+			what = tasks[0].Describe()
+		}
+		return fmt.Errorf("%s %s (%s): %s", what, j.Status.Result, j.Status.Reason, j.Status.Message)
 	}
 	return nil
 }
