@@ -653,39 +653,7 @@ func fwKillRunnerChild() {
 		}
 	}
 	fmt.Println("submitted")
-	done := make(chan error, 1)
-	go func() { done <- r.Start(ctx) }()
-	fmt.Println("started")
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		jobs, err := r.List(ctx)
-		if err != nil {
-			fail("list: %v", err)
-		}
-		finished := 0
-		for _, j := range jobs {
-			if j.Completed() {
-				finished++
-			}
-		}
-		if finished == len(entries) {
-			break
-		}
-		select {
-		case err := <-done:
-			fail("runner stopped with %d of %d jobs done: %v", finished, len(entries), err)
-		case <-tick.C:
-		}
-	}
-	fmt.Println("ALL DONE")
-	cancel()
-	if err := <-done; err != nil {
-		fail("runner: %v", err)
-	}
-	if err := store.Close(context.Background()); err != nil {
-		fail("close store: %v", err)
-	}
+	runChildUntilDone(ctx, cancel, r, store, len(entries), fail)
 }
 
 // fwHold holds the first request of its kind ("start": the update's POST,

@@ -306,39 +306,7 @@ func killRunnerChild() {
 		}
 	}
 	fmt.Println("submitted")
-	done := make(chan error, 1)
-	go func() { done <- r.Start(ctx) }()
-	fmt.Println("started")
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		jobs, err := r.List(ctx)
-		if err != nil {
-			fail("list: %v", err)
-		}
-		finished := 0
-		for _, j := range jobs {
-			if j.Completed() {
-				finished++
-			}
-		}
-		if finished == killSystems*jobsPerSystem {
-			break
-		}
-		select {
-		case err := <-done:
-			fail("runner stopped with %d of %d jobs done: %v", finished, killSystems*jobsPerSystem, err)
-		case <-tick.C:
-		}
-	}
-	fmt.Println("ALL DONE")
-	cancel()
-	if err := <-done; err != nil {
-		fail("runner: %v", err)
-	}
-	if err := store.Close(context.Background()); err != nil {
-		fail("close store: %v", err)
-	}
+	runChildUntilDone(ctx, cancel, r, store, killSystems*jobsPerSystem, fail)
 }
 
 // callTagger names the job, task and attempt of each request in the
@@ -492,4 +460,44 @@ func (f *simFeed) requests() []bmcRequest {
 		out = append(out, r)
 	}
 	return out
+}
+
+// runChildUntilDone is a kill-test child's main loop: it starts r, prints
+// "started", waits (polling the store) until want jobs completed, prints
+// "ALL DONE", then stops r and closes store. Any failure ends the child
+// through fail.
+func runChildUntilDone(ctx context.Context, cancel context.CancelFunc, r *job.Runner, store *boltstore.Store, want int, fail func(format string, args ...any)) {
+	done := make(chan error, 1)
+	go func() { done <- r.Start(ctx) }()
+	fmt.Println("started")
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		jobs, err := r.List(ctx)
+		if err != nil {
+			fail("list: %v", err)
+		}
+		finished := 0
+		for _, j := range jobs {
+			if j.Completed() {
+				finished++
+			}
+		}
+		if finished == want {
+			break
+		}
+		select {
+		case err := <-done:
+			fail("runner stopped with %d of %d jobs done: %v", finished, want, err)
+		case <-tick.C:
+		}
+	}
+	fmt.Println("ALL DONE")
+	cancel()
+	if err := <-done; err != nil {
+		fail("runner: %v", err)
+	}
+	if err := store.Close(context.Background()); err != nil {
+		fail("close store: %v", err)
+	}
 }
