@@ -177,7 +177,7 @@ func startReplicaRun(out *replicaOut, name, mode, addr, prefix string, lease tim
 			// the same job only after this one's lease lapsed.
 			Locks: relockReporter{
 				Locker: syslock.NewStoreLocker(rr.store, syslock.StoreLockerConfig{LeaseDuration: lease, Owner: name}),
-				store:        rr.store, out: out,
+				store:  rr.store, out: out,
 			},
 			LockRetryInterval: 100 * time.Millisecond,
 			PollInterval:      replicaPollInterval,
