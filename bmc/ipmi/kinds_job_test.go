@@ -122,3 +122,34 @@ func TestBMCResetJobGoIPMI(t *testing.T) {
 	}
 	t.Logf("job took %s; %s; wire %+v", time.Since(start).Round(time.Millisecond), ts.Message, j.Status.Wire)
 }
+
+// An inventory task over IPMI: the FRU's board and product and the BMC's
+// firmware in the task's status, the sections IPMI cannot report listed as
+// unsupported; a bios task fails NotSupported. Against both simulators.
+func TestInventoryAndBIOSJobs(t *testing.T) {
+	t.Parallel()
+	check := func(t *testing.T, opts ipmi.Options, addr string, creds bmc.Credentials) {
+		t.Helper()
+		j := runIPMIJob(t, opts, addr, creds, task.Spec{Inventory: &task.InventoryAction{}})
+		if j.Status.Result != conditions.ResultSucceeded {
+			t.Fatalf("inventory job %s: %s", j.Status.Result, j.Status.Message)
+		}
+		inv := j.Status.Tasks[0].Inventory
+		if inv == nil || inv.Board.SerialNumber != testBoard.SerialNumber || inv.System.SerialNumber != testProduct.SerialNumber {
+			t.Fatalf("inventory %+v, want board %+v and product %+v", inv, testBoard, testProduct)
+		}
+		if len(inv.Unsupported) == 0 {
+			t.Errorf("no section listed as unsupported: %+v", inv)
+		}
+		j = runIPMIJob(t, opts, addr, creds, task.Spec{BIOS: &task.BIOSAction{}})
+		wantFailed(t, j, conditions.ReasonNotSupported, "task 1 (read BIOS settings) failed")
+	}
+	t.Run("go-ipmi", func(t *testing.T) {
+		sim := ipmitest.NewServer(t, ipmitest.Options{FRU: testFRU})
+		check(t, ipmi.Options{RequestsPerSecond: -1}, sim.URL(), sim.Credentials)
+	})
+	t.Run("ipmi_sim", func(t *testing.T) {
+		sim := ipmitest.StartOpenIPMI(t, ipmitest.OpenIPMIOptions{FRU: testFRU})
+		check(t, unlimited(sim.DialOptions()), sim.Endpoint.String(), sim.Credentials)
+	})
+}
