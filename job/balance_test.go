@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +18,6 @@ import (
 	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage"
-	"github.com/bmckit/bmckit/storage/memstore"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -32,7 +33,8 @@ const (
 
 type balanceEnv struct {
 	t     *testing.T
-	store *memstore.Store
+	log   *storeLog // the shared store, with the history of its writes
+	t0    time.Time
 	fleet *fake.Fleet
 	urls  []string
 
@@ -41,7 +43,7 @@ type balanceEnv struct {
 }
 
 func newBalanceEnv(t *testing.T) *balanceEnv {
-	e := &balanceEnv{t: t, store: memstore.New(), fleet: fake.NewFleet(), progress: map[string]time.Time{}}
+	e := &balanceEnv{t: t, log: newStoreLog(len(balOwners)), fleet: fake.NewFleet(), progress: map[string]time.Time{}}
 	for i := range balSystems {
 		url := fmt.Sprintf("redfish://10.61.0.%d/redfish/v1/Systems/1", i+1)
 		_, err := e.fleet.AddNew(url, fake.Options{Power: bmc.PowerOn, PowerTransition: 40 * time.Millisecond, CallLogSize: -1})
@@ -51,11 +53,16 @@ func newBalanceEnv(t *testing.T) *balanceEnv {
 	return e
 }
 
-// start starts a Runner named owner over store (e.store when nil); it stops
-// at the end of the test, or when the returned func is called.
+// start starts a Runner named owner over store (e.log.as(owner) when nil),
+// with a lease of balLease; it stops at the end of the test, or when the
+// returned func is called.
 func (e *balanceEnv) start(owner string, store storage.Store) (*job.Runner, func()) {
+	return e.startLease(owner, store, balLease)
+}
+
+func (e *balanceEnv) startLease(owner string, store storage.Store, lease time.Duration) (*job.Runner, func()) {
 	if store == nil {
-		store = e.store
+		store = e.log.as(owner)
 	}
 	r, err := job.NewRunner(job.Config{
 		Store: store, StepperConfig: job.StepperConfig{
@@ -63,7 +70,7 @@ func (e *balanceEnv) start(owner string, store storage.Store) (*job.Runner, func
 			Credentials:  labCreds,
 			PollInterval: 5 * time.Millisecond,
 			AdaptivePoll: job.AdaptivePoll{Disabled: true},
-		}, Owner: owner, LeaseDuration: balLease,
+		}, Owner: owner, LeaseDuration: lease,
 		ScanInterval: 20 * time.Millisecond,
 		OnUpdate: func(j job.Job) {
 			e.mu.Lock()
@@ -103,7 +110,7 @@ func (e *balanceEnv) submit(r *job.Runner, perSystem int) {
 
 // held counts the system locks in the store by owner.
 func (e *balanceEnv) held() map[string]int {
-	return heldByOwner(e.t, e.store)
+	return heldByOwner(e.t, e.log.Store)
 }
 
 func heldByOwner(t *testing.T, s storage.Store) map[string]int {
@@ -178,30 +185,65 @@ func TestReplicasShareTheFleet(t *testing.T) {
 }
 
 // Three replicas that start together share the systems from their first
-// claims: none takes more than its share of 5, at any sample.
+// claims: in no state the store goes through does one hold more than its
+// share of 5, and in some state every system is held, 2-5 per replica. No
+// runner takes a lock another holds before its lease ran out.
+//
+// The shares bend on purpose in two cases that a machine slow enough
+// causes: a replica that took a system left takeable for a lease holds it
+// beyond its share, and one that counted a starved replica dead claims the
+// bigger share of two. The lease here is ten times balLease so that both
+// take ten seconds of starvation; where they happened anyway, the check
+// leaves out those systems, and the states after a heartbeat record went a
+// lease unrenewed, and says so.
 func TestReplicasStartedTogetherClaimTheirShare(t *testing.T) {
 	e := newBalanceEnv(t)
 	var rs []*job.Runner
 	for _, o := range balOwners {
-		r, _ := e.start(o, nil)
+		r, _ := e.startLease(o, nil, 10*balLease)
 		rs = append(rs, r)
 	}
-	time.Sleep(100 * time.Millisecond) // each has listed the others' heartbeats
+	e.log.waitListedAll(t, balOwners)
+	submitted := time.Now()
 	e.submit(rs[0], 40)
-	stop := time.Now().Add(time.Second)
-	over := map[string]int{}
-	var full bool
-	for time.Now().Before(stop) {
-		n := e.held()
-		for _, o := range balOwners {
-			over[o] = max(over[o], n[o])
-		}
-		full = full || balanced(n, balOwners, 2, 5)
-		time.Sleep(5 * time.Millisecond)
+	// Ten jobs done on every system (about a second's work), and the whole
+	// fleet held at once at least once.
+	for i := range balSystems {
+		wait(t, rs[0], fmt.Sprintf("bal-%02d-%03d", i, 9))
 	}
-	assert.True(t, full, "every system held, 2-5 per replica, at some sample")
-	for _, o := range balOwners {
-		assert.LessOrEqual(t, over[o], 5, "most systems replica %s held at once", o)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		events := e.log.snapshot()
+		live, why := allLiveUntil(events, time.Now())
+		over := map[string]int{}
+		var full bool
+		checked, beyond := 0, 0
+		lockHistory(events, submitted, func(i int, held, overdue map[string]int) {
+			full = full || balanced(held, balOwners, 2, 5)
+			if !events[i].after.Before(live) {
+				return
+			}
+			checked++
+			for _, o := range balOwners {
+				over[o] = max(over[o], held[o]-overdue[o])
+				beyond = max(beyond, overdue[o])
+			}
+		})
+		for _, o := range balOwners {
+			assert.LessOrEqual(t, over[o], 5, "most systems replica %s held at once (not counting those left takeable a lease), in %d lock writes", o, checked)
+		}
+		checkLeasesRespected(t, events)
+		if full || t.Failed() {
+			if why != "" {
+				t.Logf("shares checked over the first %d lock writes only: %s", checked, why)
+			}
+			if beyond > 0 {
+				t.Logf("up to %d systems of a replica may have been taken beyond its share, found takeable for a lease", beyond)
+			}
+			return
+		}
+		require.False(t, time.Now().After(deadline), "no state of the store in %d writes had every system held, 2-5 per replica; locks now: %v", len(events), e.held())
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -213,7 +255,7 @@ func TestLoneRunnerTakesEverySystem(t *testing.T) {
 	r, stop := e.start("alone", nil)
 	e.submit(r, 3)
 	e.waitHeld(5*time.Second, "the lone runner holds every system at once", func(n map[string]int) bool { return n["alone"] == balSystems })
-	rec, err := e.store.Get(context.Background(), "bmckit/runners/alone")
+	rec, err := e.log.Get(context.Background(), "bmckit/runners/alone")
 	require.NoError(t, err, "heartbeat record")
 	assert.Contains(t, string(rec.Value), `"leaseMillis":1000`)
 	for i := range balSystems {
@@ -223,7 +265,7 @@ func TestLoneRunnerTakesEverySystem(t *testing.T) {
 		}
 	}
 	stop()
-	_, err = e.store.Get(context.Background(), "bmckit/runners/alone")
+	_, err = e.log.Get(context.Background(), "bmckit/runners/alone")
 	assert.ErrorIs(t, err, storage.ErrNotFound, "a runner that stopped cleanly deletes its heartbeat record")
 }
 
@@ -243,59 +285,85 @@ func (s *dyingStore) Changes(ctx context.Context, prefix string, since int64, li
 // other two keep running theirs, and once the dead one's locks expired and
 // its heartbeat record stopped counting (both a lease after its last
 // renewal), they take its systems and share the fleet between them (at most
-// ceil(12/2) + 1 = 7 each).
+// ceil(12/2) + 1 = 7 each). The dying replica's lease is three times the
+// others': its locks outlast the others' jobs by far, however slowly the
+// machine runs them.
 func TestDeadReplicaSystemsTakenAfterLease(t *testing.T) {
+	const aLease = 3 * balLease
 	e := newBalanceEnv(t)
-	dying := &dyingStore{outageStore{Store: e.store}}
-	a, _ := e.start("a", dying)
+	e.t0 = time.Now()
+	dying := &dyingStore{outageStore{Store: e.log.as("a")}}
+	a, _ := e.startLease("a", dying, aLease)
+	// The store comes back for a before it stops, so its stop need not wait
+	// out the outage: the test is over by then.
+	t.Cleanup(func() { dying.down.Store(false) })
 	e.start("b", nil)
 	e.start("c", nil)
-	time.Sleep(100 * time.Millisecond)
+	e.log.waitListedAll(t, balOwners)
 	e.submit(a, 60)
-	e.waitHeld(10*time.Second, "shared among three", func(n map[string]int) bool { return balanced(n, balOwners, 2, 5) })
+	e.waitHeld(30*time.Second, "shared among three", func(n map[string]int) bool { return balanced(n, balOwners, 2, 5) })
+	t.Logf("DEBUG shared %v", time.Since(e.t0))
 
-	// Runner a's systems, as the store says, at its death.
-	recs, err := e.store.List(context.Background(), "bmckit/systems/")
-	require.NoError(t, err)
 	dying.down.Store(true)
 	died := time.Now()
-	ofA := map[string]bool{}
-	for _, rec := range recs {
-		var l struct{ Owner string }
-		require.NoError(t, json.Unmarshal(rec.Value, &l))
-		if l.Owner == "a" {
-			ofA[rec.Key] = true
-		}
-	}
-	require.NotEmpty(t, ofA)
+	death := e.log.len() // the writes from here on committed after a died
 
-	// Within a lease, b and c keep their own systems busy and take none of a's.
-	time.Sleep(balLease * 8 / 10)
-	n := e.held()
-	assert.Equal(t, len(ofA), n["a"], "a's locks stay a's until their lease expired: %v", n)
-	e.mu.Lock()
-	moving := 0
-	for url, at := range e.progress {
-		if at.After(died.Add(balLease / 2)) {
-			moving++
-		} else {
-			t.Logf("no job write on %s since %v before the death", url, died.Sub(at).Round(time.Millisecond))
-		}
-	}
-	e.mu.Unlock()
-	assert.GreaterOrEqual(t, moving, balSystems-len(ofA), "systems of b and c carry on while a's wait")
-
-	n = e.waitHeld(5*time.Second, "b and c share every system after a's lease", func(n map[string]int) bool {
+	n := e.waitHeld(30*time.Second, "b and c share every system after a's lease", func(n map[string]int) bool {
 		return n["a"] == 0 && balanced(n, []string{"b", "c"}, 5, 7)
 	})
-	took := time.Since(died)
-	t.Logf("a held %d systems; b and c held %v, %v after a died (lease %v)", len(ofA), n, took.Round(time.Millisecond), balLease)
-	// The lock was last renewed up to a third of a lease before the death.
-	assert.GreaterOrEqual(t, took, balLease*2/3, "a's systems taken no sooner than a lease after its last renewal")
+	t.Logf("DEBUG shared by b,c %v after death", time.Since(died))
+	events := e.log.snapshot()
+
+	// Runner a's systems at its death: those whose lock it wrote last,
+	// holding it (a write in flight when it died counts, too).
+	lastA := map[string]int{}
+	for i, ev := range events {
+		if ev.by == "a" && strings.HasPrefix(ev.key, job.LockKeyPrefix) {
+			lastA[ev.key] = i
+		}
+	}
+	ofA := map[int]bool{} // system index
+	taken := len(events)  // the first write by b or c on one of a's locks
+	for key, i := range lastA {
+		if ev := events[i]; ev.deleted || ev.owner != "a" {
+			continue
+		}
+		ofA[balSystemOf(t, events[i].holder)] = true
+		assert.Equal(t, aLease, events[i].lease, "lease of a's lock %s", key)
+		next := slices.IndexFunc(events[i+1:], func(ev writeEvent) bool { return ev.key == key })
+		require.GreaterOrEqual(t, next, 0, "no write on a's lock %s after a's last, yet the store shows none held by a", key)
+		taken = min(taken, i+1+next)
+	}
+	require.NotEmpty(t, ofA)
+	// Nobody took a lock before its lease ran out: a's after a's lease,
+	// counted from a's last write.
+	checkLeasesRespected(t, events)
+	t.Logf("a held %d systems; b and c held %v; the first of a's was taken %v after a died (a's lease %v)",
+		len(ofA), n, events[taken].after.Sub(died).Round(time.Millisecond), aLease)
+
+	// While a's locks were still a's, b and c kept their own systems busy:
+	// each wrote a job of every other system between a's death and the
+	// first takeover.
+	moved := map[int]bool{}
+	var slowest time.Duration
+	for _, ev := range events[death:taken] {
+		name, ok := strings.CutPrefix(ev.key, "bmckit/jobs/")
+		if ok && !ev.deleted && ev.by != "a" && !moved[balSystemOf(t, name)] {
+			moved[balSystemOf(t, name)] = true
+			slowest = max(slowest, ev.after.Sub(died))
+		}
+	}
+	t.Logf("the last of b's and c's systems had its first job write after a's death %v after it", slowest.Round(time.Millisecond))
+	for i, url := range e.urls {
+		if !ofA[i] {
+			assert.True(t, moved[i], "no job write on %s (b's or c's) between a's death and the first takeover", url)
+		}
+	}
 
 	// Every system makes progress again.
 	mark := time.Now()
-	deadline := mark.Add(5 * time.Second)
+	defer func() { t.Logf("DEBUG progress %v", time.Since(mark)) }()
+	deadline := mark.Add(30 * time.Second)
 	for {
 		e.mu.Lock()
 		var stalled []string
@@ -312,4 +380,14 @@ func TestDeadReplicaSystemsTakenAfterLease(t *testing.T) {
 		require.False(t, time.Now().After(deadline), "no job progress after the takeover on %v", stalled)
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// balSystemOf is the index in balanceEnv.urls of the system that submit
+// gave job name.
+func balSystemOf(t *testing.T, name string) int {
+	t.Helper()
+	var i, k int
+	_, err := fmt.Sscanf(name, "bal-%02d-%03d", &i, &k)
+	require.NoError(t, err, "job name %q", name)
+	return i
 }
