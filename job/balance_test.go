@@ -18,6 +18,7 @@ import (
 	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -326,7 +327,7 @@ func TestDeadReplicaSystemsTakenAfterLease(t *testing.T) {
 	// holding it (a write in flight when it died counts, too).
 	lastA := map[string]int{}
 	for i, ev := range events {
-		if ev.by == "a" && strings.HasPrefix(ev.key, job.LockKeyPrefix) {
+		if ev.by == "a" && strings.HasPrefix(ev.key, syslock.KeyPrefix) {
 			lastA[ev.key] = i
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -246,7 +247,7 @@ func (s *releaseSpyStore) Update(ctx context.Context, k string, v []byte, rev in
 	var l struct {
 		Owner string `json:"owner"`
 	}
-	if strings.HasPrefix(k, job.LockKeyPrefix) && json.Unmarshal(v, &l) == nil && l.Owner == "" {
+	if strings.HasPrefix(k, syslock.KeyPrefix) && json.Unmarshal(v, &l) == nil && l.Owner == "" {
 		s.once.Do(func() { close(s.releasing) })
 	}
 	return s.outageStore.Update(ctx, k, v, rev)

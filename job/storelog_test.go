@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/syslock"
 )
 
 // storeLog is a memstore that keeps every successful write, in commit
@@ -79,7 +79,7 @@ func (l *storeLog) write(by, key string, value []byte, deleted bool, call func()
 		return err
 	}
 	ev := writeEvent{by: by, key: key, deleted: deleted, before: before, after: time.Now()}
-	if !deleted && (strings.HasPrefix(key, job.LockKeyPrefix) || strings.HasPrefix(key, runnersPrefix)) {
+	if !deleted && (strings.HasPrefix(key, syslock.KeyPrefix) || strings.HasPrefix(key, runnersPrefix)) {
 		var lr struct {
 			Owner       string `json:"owner"`
 			Holder      string `json:"holder"`
@@ -142,7 +142,7 @@ func lockHistory(events []writeEvent, start time.Time, f func(i int, held, overd
 	locks := map[string]lockState{}
 	held, overdue := map[string]int{}, map[string]int{}
 	for i, ev := range events {
-		if !strings.HasPrefix(ev.key, job.LockKeyPrefix) {
+		if !strings.HasPrefix(ev.key, syslock.KeyPrefix) {
 			continue
 		}
 		prev, ok := locks[ev.key]
@@ -229,7 +229,7 @@ func checkLeasesRespected(t *testing.T, events []writeEvent) {
 	t.Helper()
 	last := map[string]int{} // lock key: index of its last write
 	for i, ev := range events {
-		if !strings.HasPrefix(ev.key, job.LockKeyPrefix) {
+		if !strings.HasPrefix(ev.key, syslock.KeyPrefix) {
 			continue
 		}
 		if p, ok := last[ev.key]; ok {
