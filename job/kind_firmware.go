@@ -40,6 +40,8 @@ func init() {
 //     power task's), the BMC by a warm reset; with Reset none it fails with
 //     reason ResetRequired. A crash between the reset and storing it sends
 //     the reset again (at least once, as a power cycle's);
+//   - every read is stored (state, percent, the version read), so a host
+//     sees the progress: one write per poll;
 //   - once the BMC task ended (or is gone, as after a reset some BMCs forget
 //     it), the component's version is read until it is the wanted one, or
 //     the task times out (1 hour by default) with the last version read in
@@ -198,6 +200,12 @@ func (k firmwareKind) notYet(ctx context.Context, r *stepRun, i int, observed st
 	fs := k.status(r)
 	poll := StepResult{RequeueAfter: firmwarePoll(&r.s.cfg)}
 	if fs.ResetTarget == "" || fs.ResetTime != nil {
+		// The read is stored (state, percent, version), so a host watching
+		// the job sees the update's progress: one write per poll of an
+		// update that takes minutes.
+		if err := r.persist(ctx, r.j); err != nil {
+			return StepResult{}, err
+		}
 		return poll, nil
 	}
 	if k.a.Reset == task.FirmwareResetNone {

@@ -190,6 +190,10 @@ func waitsFor(spec task.Spec, st task.Status, now time.Time) string {
 		return "the BMC to show the image inserted"
 	case spec.BMCReset != nil:
 		return "the BMC to come back after its reset"
+	case spec.FirmwareUpdate != nil:
+		return firmwareWait(spec.FirmwareUpdate, st.Firmware)
+	case spec.BIOS != nil:
+		return "the BMC to show the BIOS attributes"
 	}
 	return "the BMC to confirm the change"
 }
@@ -217,4 +221,24 @@ func phaseName(ts task.Status) string {
 		}
 	}
 	return "pending"
+}
+
+// firmwareWait is what a firmware update waits for, from its stored BMC
+// task: its progress, the reset, or the version.
+func firmwareWait(a *task.FirmwareUpdateAction, fs *task.FirmwareStatus) string {
+	switch {
+	case fs == nil || fs.State == "":
+		return "the BMC to start the update"
+	case fs.State == "Running" && fs.Percent >= 0:
+		return fmt.Sprintf("the BMC's update (%d%% done)", fs.Percent)
+	case fs.State == "Running":
+		return "the BMC's update"
+	case fs.ResetTarget != "" && fs.ResetTime == nil:
+		return "the reset of the " + fs.ResetTarget + " the update asks for"
+	}
+	v := fs.Version
+	if v == "" {
+		v = "unknown"
+	}
+	return fmt.Sprintf("%s to report version %s (now %s)", a.Component, a.Version, v)
 }
