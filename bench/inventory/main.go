@@ -34,6 +34,7 @@ import (
 
 	"github.com/bmckit/bmckit/bench/internal/measure"
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/ipmi"
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
 	"github.com/bmckit/bmckit/conditions"
@@ -44,6 +45,7 @@ import (
 
 // config is one run's settings.
 type config struct {
+	protocol            string // redfish or ipmi
 	n, endpoints        int
 	expand              bool
 	rps                 float64
@@ -62,19 +64,20 @@ func main() {
 	n := flag.Int("n", 1000, "systems, one inventory job each")
 	eps := flag.String("endpoints", "10,1000", "endpoint counts to measure, comma-separated; the systems are spread evenly (n must divide)")
 	exp := flag.String("expand", "off,on", "the simulators' $expand (redfishtest.Config.ExpandQuery), alternating: off, on or off,on")
+	ipmiToo := flag.Bool("ipmi", false, "also run the n systems as ipmitest BMCs (one system each) through the IPMI driver, once per repetition")
 	reps := flag.Int("reps", 2, "repetitions of the alternating sequence")
 	rps := flag.Float64("rps", 0, "the driver's request budget per endpoint, redfish.Options.RequestsPerSecond (0: its default; negative: none)")
 	workers := flag.Int("workers", 0, "job.Config.Workers (0: the default)")
 	epcc := flag.Int("endpoint-concurrency", 0, "job.Config.EndpointConcurrency (0: the default)")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up on a run after this long")
 	flag.Parse()
-	if err := runAll(os.Args[1:], *n, *eps, *exp, *reps, config{rps: *rps, workers: *workers, endpointCC: *epcc, timeout: *timeout}); err != nil {
+	if err := runAll(os.Args[1:], *n, *eps, *exp, *ipmiToo, *reps, config{rps: *rps, workers: *workers, endpointCC: *epcc, timeout: *timeout}); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/inventory:", err)
 		os.Exit(1)
 	}
 }
 
-func runAll(args []string, n int, eps, exp string, reps int, base config) error {
+func runAll(args []string, n int, eps, exp string, ipmiToo bool, reps int, base config) error {
 	var endpoints []int
 	for _, f := range strings.Split(eps, ",") {
 		k, err := strconv.Atoi(strings.TrimSpace(f))
@@ -98,27 +101,33 @@ func runAll(args []string, n int, eps, exp string, reps int, base config) error 
 		return fmt.Errorf("-reps %d: want at least 1", reps)
 	}
 	started, load0 := time.Now().UTC(), loadAvg()
+	var cs []config
+	for _, k := range endpoints {
+		for _, e := range expands {
+			cs = append(cs, config{protocol: "redfish", endpoints: k, expand: e})
+		}
+	}
+	if ipmiToo {
+		cs = append(cs, config{protocol: "ipmi", endpoints: n})
+	}
 	var results []*result
 	for rep := range reps {
-		for _, k := range endpoints {
-			for _, e := range expands {
-				c := base
-				c.n, c.endpoints, c.expand = n, k, e
-				res, err := run(c)
-				if err != nil {
-					return fmt.Errorf("%d endpoints, $expand %v, repetition %d: %w", k, e, rep+1, err)
-				}
-				res.rep = rep
-				fmt.Fprintf(os.Stderr, "bench/inventory: %d endpoints, $expand %v: %.2f requests/system, CPU %s/system, wall %s\n",
-					k, e, float64(res.requests)/float64(n), res.cpu/time.Duration(n), res.wall.Round(time.Millisecond))
-				results = append(results, res)
+		for _, c := range cs {
+			c.n, c.rps, c.workers, c.endpointCC, c.timeout = n, base.rps, base.workers, base.endpointCC, base.timeout
+			res, err := run(c)
+			if err != nil {
+				return fmt.Errorf("%s, %d endpoints, $expand %v, repetition %d: %w", c.protocol, c.endpoints, c.expand, rep+1, err)
 			}
+			res.rep = rep
+			fmt.Fprintf(os.Stderr, "bench/inventory: %s, %d endpoints, $expand %v: %.2f requests/system, CPU %s/system, wall %s\n",
+				c.protocol, c.endpoints, c.expand, float64(res.requests)/float64(n), res.cpu/time.Duration(n), res.wall.Round(time.Millisecond))
+			results = append(results, res)
 		}
 	}
 	report(args, n, results, started, load0)
 	for _, r := range results {
 		if len(r.problems) > 0 {
-			return fmt.Errorf("%d endpoints, $expand %v: %d jobs not as expected (see the report)", r.cfg.endpoints, r.cfg.expand, len(r.problems))
+			return fmt.Errorf("%s, %d endpoints, $expand %v: %d jobs not as expected (see the report)", r.cfg.protocol, r.cfg.endpoints, r.cfg.expand, len(r.problems))
 		}
 	}
 	return nil
@@ -141,19 +150,24 @@ type result struct {
 }
 
 func run(c config) (*result, error) {
-	pw := make([]byte, 12)
+	pw := make([]byte, 8) // 16 hex characters: IPMI v2.0 allows 20
 	_, _ = rand.Read(pw)
 	creds := bmc.Credentials{Username: simUser, Password: hex.EncodeToString(pw)}
-	sm, err := startSims(c.endpoints, c.n/c.endpoints, c.expand, creds.Password)
+	sm, err := startSims(c.protocol, c.endpoints, c.n/c.endpoints, c.expand, creds.Password)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = sm.close() }()
-	if len(sm.hello.Addrs) != c.endpoints || sm.hello.Expanded != c.expand {
+	if len(sm.hello.Addrs) != c.endpoints || sm.hello.Expanded != c.expand || sm.hello.Protocol != c.protocol {
 		return nil, fmt.Errorf("the simulator process started %d endpoints ($expand %v), want %d ($expand %v)", len(sm.hello.Addrs), sm.hello.Expanded, c.endpoints, c.expand)
 	}
 	var sd bmc.SchemeDialer
 	sd.Register("redfish", redfish.NewDialer(redfish.Options{RequestsPerSecond: c.rps}))
+	id, err := ipmi.NewDialer(ipmi.Options{RequestsPerSecond: c.rps})
+	if err != nil {
+		return nil, err
+	}
+	sd.Register("ipmi", id)
 	store := memstore.New()
 	var mu sync.Mutex
 	var last time.Time
@@ -221,7 +235,7 @@ func run(c config) (*result, error) {
 		if j.Status.Wire != nil {
 			res.wire = append(res.wire, j.Status.Wire.Requests)
 		}
-		if p := check(j, c.endpoints, i); p != "" {
+		if p := check(j, c, i); p != "" {
 			res.problems = append(res.problems, j.Name+": "+p)
 			continue
 		}
@@ -248,21 +262,32 @@ func run(c config) (*result, error) {
 			res.byKind[k] += v
 		}
 	}
+	if c.protocol == "ipmi" {
+		// No request log: the jobs' own counts.
+		for _, w := range res.wire {
+			res.requests += int(w)
+			res.perSystem = append(res.perSystem, int(w))
+		}
+	}
 	if len(res.perSystem) != c.n {
 		res.problems = append(res.problems, fmt.Sprintf("requests reached %d systems, want %d", len(res.perSystem), c.n))
 	}
 	return res, nil
 }
 
-// systemAddr is job i's system: endpoint i%k, system i/k+1.
+// systemAddr is job i's system: endpoint i%k, system i/k+1 (IPMI: the
+// endpoint, one system each).
 func systemAddr(h simHello, k, i int) string {
+	if h.Protocol == "ipmi" {
+		return h.Addrs[i]
+	}
 	return h.Addrs[i%k] + "/redfish/v1/Systems/" + strconv.Itoa(i/k+1)
 }
 
 // check says what is wrong with job i's inventory ("" when nothing): it
 // must have Succeeded with redfishtest's default hardware of its own
-// system (serial number and MACs).
-func check(j *job.Job, k, i int) string {
+// system (serial number and MACs), or the IPMI BMC's FRU and firmware.
+func check(j *job.Job, c config, i int) string {
 	if j.Status.Result != conditions.ResultSucceeded {
 		return fmt.Sprintf("%s: %s", j.Status.Result, j.Status.Message)
 	}
@@ -270,8 +295,19 @@ func check(j *job.Job, k, i int) string {
 	if inv == nil {
 		return "no inventory in the task status"
 	}
-	sys := i/k + 1
+	sys := i/c.endpoints + 1
+	if c.protocol == "ipmi" {
+		sys = i + 1
+	}
 	var bad []string
+	if c.protocol == "ipmi" {
+		want := []bmc.InventorySection{bmc.InventoryProcessors, bmc.InventoryMemory, bmc.InventoryStorage, bmc.InventoryNetwork}
+		if inv.System.SerialNumber != redfishtest.SystemSerial(sys) || inv.Board.SerialNumber == "" || len(inv.Firmware) != 1 || !slices.Equal(inv.Unsupported, want) {
+			bad = append(bad, fmt.Sprintf("system %+v, board %+v, firmware %+v, unsupported %v; want serial %s, a board, the BMC's firmware, %v unsupported",
+				inv.System, inv.Board, inv.Firmware, inv.Unsupported, redfishtest.SystemSerial(sys), want))
+		}
+		return strings.Join(bad, "; ")
+	}
 	if want := redfishtest.SystemSerial(sys); inv.System.SerialNumber != want {
 		bad = append(bad, fmt.Sprintf("serial %q, want %q", inv.System.SerialNumber, want))
 	}
@@ -330,20 +366,27 @@ func report(args []string, n int, results []*result, started time.Time, load0 st
 		started.Format("2006-01-02 15:04 UTC"), load0, loadAvg(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), n, len(results))
 
 	type key struct {
+		p string
 		k int
 		e bool
 	}
 	groups := map[key][]*result{}
 	var order []key
 	for _, r := range results {
-		kk := key{r.cfg.endpoints, r.cfg.expand}
+		kk := key{r.cfg.protocol, r.cfg.endpoints, r.cfg.expand}
 		if groups[kk] == nil {
 			order = append(order, kk)
 		}
 		groups[kk] = append(groups[kk], r)
 	}
 	onOff := map[bool]string{false: "off", true: "on"}
-	fmt.Println("| systems per endpoint | $expand | runs | HTTP requests per system (simulators' logs) | under the system's path, min–max | Status.Wire requests per job, min–max | logins | client CPU per system | simulators' CPU per system | wall | stored job record per system | its inventory (JSON) | all as expected |")
+	label := func(kk key) (string, string) {
+		if kk.p == "ipmi" {
+			return "IPMI, 1 per BMC", "-"
+		}
+		return fmt.Sprintf("Redfish, %d per endpoint", n/kk.k), onOff[kk.e]
+	}
+	fmt.Println("| protocol, systems per endpoint | $expand | runs | requests per system (Redfish: simulators' logs; IPMI: commands, Status.Wire) | under the system's path, min–max | Status.Wire requests per job, min–max | logins | client CPU per system | simulators' CPU per system | wall | stored job record per system | its inventory (JSON) | all as expected |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, kk := range order {
 		g := groups[kk]
@@ -367,8 +410,9 @@ func report(args []string, n int, results []*result, started time.Time, load0 st
 		if !ok {
 			yes = "**NO**"
 		}
-		fmt.Printf("| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s (median %s) | %s (median %s) | %s |\n",
-			n/kk.k, onOff[kk.e], len(g), span(reqs, func(v float64) string { return fmt.Sprintf("%.2f", v) }),
+		shape, ex := label(kk)
+		fmt.Printf("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s (median %s) | %s (median %s) | %s |\n",
+			shape, ex, len(g), span(reqs, func(v float64) string { return fmt.Sprintf("%.2f", v) }),
 			span(perSys, strconv.Itoa), span(wire, func(v int64) string { return strconv.FormatInt(v, 10) }),
 			span(logins, func(v int64) string { return strconv.FormatInt(v, 10) }),
 			span(cpu, micros), span(sim, micros), span(wall, secs),
@@ -379,18 +423,18 @@ func report(args []string, n int, results []*result, started time.Time, load0 st
 	// A/B: the client's CPU with $expand on over off, per adjacent pair.
 	var eps []int
 	for _, kk := range order {
-		if !slices.Contains(eps, kk.k) {
+		if kk.p == "redfish" && !slices.Contains(eps, kk.k) {
 			eps = append(eps, kk.k)
 		}
 	}
 	for _, k := range eps {
 		var ratios []string
 		for _, r := range results {
-			if r.cfg.endpoints != k || !r.cfg.expand {
+			if r.cfg.protocol != "redfish" || r.cfg.endpoints != k || !r.cfg.expand {
 				continue
 			}
 			for _, o := range results {
-				if o.cfg.endpoints == k && !o.cfg.expand && o.rep == r.rep {
+				if o.cfg.protocol == "redfish" && o.cfg.endpoints == k && !o.cfg.expand && o.rep == r.rep {
 					ratios = append(ratios, fmt.Sprintf("%.2f", float64(r.cpu)/float64(o.cpu)))
 				}
 			}
@@ -403,6 +447,9 @@ func report(args []string, n int, results []*result, started time.Time, load0 st
 	fmt.Println()
 	for _, kk := range order {
 		r := groups[kk][0]
+		if kk.p != "redfish" {
+			continue
+		}
 		kinds := make([]string, 0, len(r.byKind))
 		for k := range r.byKind {
 			kinds = append(kinds, k)
@@ -420,7 +467,7 @@ func report(args []string, n int, results []*result, started time.Time, load0 st
 				fmt.Printf("  - ... %d more\n", len(r.problems)-5)
 				break
 			}
-			fmt.Printf("  - not as expected (%d endpoints, $expand %s): %s\n", r.cfg.endpoints, onOff[r.cfg.expand], p)
+			fmt.Printf("  - not as expected (%s, %d endpoints, $expand %s): %s\n", r.cfg.protocol, r.cfg.endpoints, onOff[r.cfg.expand], p)
 		}
 	}
 }

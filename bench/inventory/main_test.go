@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 func TestSmallRun(t *testing.T) {
 	perSystem := map[bool]float64{}
 	for _, expand := range []bool{false, true} {
-		res, err := run(config{n: 6, endpoints: 2, expand: expand, timeout: time.Minute})
+		res, err := run(config{protocol: "redfish", n: 6, endpoints: 2, expand: expand, timeout: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,6 +54,21 @@ func TestSmallRun(t *testing.T) {
 	}
 }
 
+// IPMI: every job reads its own BMC's FRU; the commands are the jobs' own
+// counts.
+func TestSmallRunIPMI(t *testing.T) {
+	res, err := run(config{protocol: "ipmi", n: 3, endpoints: 3, timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.problems) > 0 {
+		t.Fatalf("problems: %s", strings.Join(res.problems, "; "))
+	}
+	if len(res.wire) != 3 || res.requests == 0 {
+		t.Fatalf("%d wire counts, %d commands; want 3 jobs' counts", len(res.wire), res.requests)
+	}
+}
+
 func TestPathKind(t *testing.T) {
 	for _, c := range []struct{ path, kind, system string }{
 		{"/redfish/v1/", "/redfish/v1/", ""},
@@ -72,7 +87,7 @@ func TestFlagErrors(t *testing.T) {
 		{"3", "off", `"3" is not a count`},
 		{"2", "maybe", `"maybe" is neither off nor on`},
 	} {
-		err := runAll(nil, 10, c.eps, c.exp, 1, config{timeout: time.Minute})
+		err := runAll(nil, 10, c.eps, c.exp, false, 1, config{timeout: time.Minute})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("-endpoints %s -expand %s: got %v, want an error with %s", c.eps, c.exp, err, c.want)
 		}

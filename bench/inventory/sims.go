@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/bmckit/bmckit/bench/internal/measure"
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/ipmi/ipmitest"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
 )
 
@@ -38,6 +40,7 @@ type simHello struct {
 	Error    string   `json:",omitempty"`
 	Systems  int      // per endpoint
 	Expanded bool
+	Protocol string
 }
 
 // simReport is what the simulators saw.
@@ -64,20 +67,52 @@ func serve(args []string, stdin io.Reader, stdout io.Writer) error {
 	endpoints := fs.Int("endpoints", 10, "")
 	systems := fs.Int("per", 100, "")
 	expand := fs.Bool("expand", false, "")
+	protocol := fs.String("protocol", "redfish", "")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	enc := json.NewEncoder(stdout)
-	if *endpoints < 1 || *systems < 1 {
-		return enc.Encode(simHello{Error: fmt.Sprintf("-endpoints %d -per %d: want at least 1 each", *endpoints, *systems)})
+	if *endpoints < 1 || *systems < 1 || *protocol == "ipmi" && *systems != 1 {
+		return enc.Encode(simHello{Error: fmt.Sprintf("-endpoints %d -per %d -protocol %s: want at least 1 each, and one system per IPMI BMC", *endpoints, *systems, *protocol)})
+	}
+	hello := simHello{Systems: *systems, Expanded: *expand, Protocol: *protocol}
+	if *protocol == "ipmi" {
+		return serveIPMI(*endpoints, hello, stdin, enc)
 	}
 	srvs := make([]*redfishtest.Server, *endpoints)
-	hello := simHello{Systems: *systems, Expanded: *expand}
 	for i := range srvs {
 		srvs[i] = redfishtest.NewServer(redfishtest.Config{Username: simUser, Password: os.Getenv(passwordEnv), Systems: *systems, ExpandQuery: *expand})
 		defer srvs[i].Close()
 		hello.Addrs = append(hello.Addrs, srvs[i].Address(""))
 	}
+	return answer(hello, stdin, enc, func(rep *simReport) {
+		for _, s := range srvs {
+			rep.Endpoints = append(rep.Endpoints, summarize(s))
+		}
+	})
+}
+
+// serveIPMI is the child with n ipmitest BMCs, each with FRU data naming
+// its system (product serial number redfishtest.SystemSerial(i)). The
+// simulator keeps no request log: the parent counts IPMI commands with the
+// jobs' Status.Wire.
+func serveIPMI(n int, hello simHello, stdin io.Reader, enc *json.Encoder) error {
+	for i := range n {
+		fru := ipmitest.EncodeFRU(bmc.BoardInfo{Manufacturer: "bmckit", Product: "ipmitest board", SerialNumber: fmt.Sprintf("B%06d", i+1)},
+			bmc.SystemInfo{Manufacturer: "bmckit", Model: "ipmitest", SerialNumber: redfishtest.SystemSerial(i + 1)})
+		srv, err := ipmitest.Start(ipmitest.Options{Username: simUser, Password: os.Getenv(passwordEnv), FRU: fru})
+		if err != nil {
+			return enc.Encode(simHello{Error: fmt.Sprintf("ipmitest BMC %d: %v", i+1, err)})
+		}
+		defer func() { _ = srv.Close() }()
+		hello.Addrs = append(hello.Addrs, srv.URL())
+	}
+	return answer(hello, stdin, enc, func(*simReport) {})
+}
+
+// answer sends hello, then a report for every "report" line until stdin
+// closes.
+func answer(hello simHello, stdin io.Reader, enc *json.Encoder, fill func(*simReport)) error {
 	cpu0 := measure.CPUTime()
 	if err := enc.Encode(hello); err != nil {
 		return err
@@ -88,9 +123,7 @@ func serve(args []string, stdin io.Reader, stdout io.Writer) error {
 			return fmt.Errorf("serve: unknown command %q", sc.Text())
 		}
 		rep := simReport{CPU: measure.CPUTime() - cpu0}
-		for _, s := range srvs {
-			rep.Endpoints = append(rep.Endpoints, summarize(s))
-		}
+		fill(&rep)
 		if err := enc.Encode(rep); err != nil {
 			return err
 		}
@@ -139,12 +172,12 @@ type sims struct {
 }
 
 // startSims runs this program's executable as the child.
-func startSims(endpoints, perEndpoint int, expand bool, password string) (*sims, error) {
+func startSims(protocol string, endpoints, perEndpoint int, expand bool, password string) (*sims, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "-endpoints", fmt.Sprint(endpoints), "-per", fmt.Sprint(perEndpoint), fmt.Sprintf("-expand=%v", expand))
+	cmd := exec.Command(exe, "-endpoints", fmt.Sprint(endpoints), "-per", fmt.Sprint(perEndpoint), fmt.Sprintf("-expand=%v", expand), "-protocol", protocol)
 	cmd.Env = append(os.Environ(), childEnv+"=1", passwordEnv+"="+password)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
