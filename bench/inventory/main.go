@@ -268,6 +268,11 @@ func run(c config) (*result, error) {
 			res.requests += int(w)
 			res.perSystem = append(res.perSystem, int(w))
 		}
+		for _, j := range jobs {
+			if j.Status.Wire != nil {
+				res.logins += j.Status.Wire.Logins
+			}
+		}
 	}
 	if len(res.perSystem) != c.n {
 		res.problems = append(res.problems, fmt.Sprintf("requests reached %d systems, want %d", len(res.perSystem), c.n))

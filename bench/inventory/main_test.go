@@ -67,6 +67,9 @@ func TestSmallRunIPMI(t *testing.T) {
 	if len(res.wire) != 3 || res.requests == 0 {
 		t.Fatalf("%d wire counts, %d commands; want 3 jobs' counts", len(res.wire), res.requests)
 	}
+	if res.logins != 3 {
+		t.Errorf("%d sessions opened, want one per BMC", res.logins)
+	}
 }
 
 func TestPathKind(t *testing.T) {
