@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -14,6 +15,7 @@ import (
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/internal/growstack"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/syslock"
 )
 
@@ -36,12 +38,33 @@ type floorResult struct {
 	peakG     int
 	failed    []string
 	rssPeakKB int64
+	serverCPU time.Duration // PostgreSQL's over the run, -1 if unknown
+}
+
+// noPersist is the floor's persist without -floor-store: nothing is written.
+func noPersist(context.Context, *job.Job) error { return nil }
+
+// storePersist is the floor's persist with -floor-store: the job's record
+// written by compare-and-swap at the revision its last write returned, as
+// the Runner's persist writes it, with nothing else around it.
+func storePersist(st storage.Store, key string, rev int64) job.PersistFunc {
+	return func(ctx context.Context, j *job.Job) error {
+		data, err := json.Marshal(j)
+		if err != nil {
+			return err
+		}
+		n, err := st.Update(ctx, key, data, rev)
+		if err != nil {
+			return fmt.Errorf("persisting %s: %w", key, err)
+		}
+		rev = n
+		return nil
+	}
 }
 
 // stepToEnd steps j until it completed, waiting out each RequeueAfter, and
 // returns when it completed; the BMC connection is released after.
-func stepToEnd(ctx context.Context, s *job.Stepper, j *job.Job) (time.Time, error) {
-	persist := func(context.Context, *job.Job) error { return nil }
+func stepToEnd(ctx context.Context, s *job.Stepper, j *job.Job, persist job.PersistFunc) (time.Time, error) {
 	defer func() { _ = s.Release(ctx, j.Name, j.Spec.BMC) }()
 	for {
 		res, err := s.Step(ctx, j, persist)
@@ -100,7 +123,7 @@ func runFloor(c config) (bool, error) {
 	}
 	t0 := time.Now()
 	pj := newJob("probe", tgt.probeSpec())
-	at, err := stepToEnd(ctx, ps, pj)
+	at, err := stepToEnd(ctx, ps, pj, noPersist)
 	if err != nil {
 		return false, fmt.Errorf("the lone job: %w", err)
 	}
@@ -114,8 +137,23 @@ func runFloor(c config) (bool, error) {
 		return false, err
 	}
 	jobs := make([]*job.Job, c.n)
+	persists := make([]job.PersistFunc, c.n)
 	for i := range jobs {
 		jobs[i] = newJob(fmt.Sprintf("fleet-%05d", i), tgt.spec(i))
+		persists[i] = noPersist
+	}
+	var srvCPU func() time.Duration
+	storeDesc := "no store"
+	if c.floorStore {
+		stores, desc, cleanup, cpuFn, err := openStores(ctx, config{store: c.store, replicas: 1, dsn: c.dsn})
+		if err != nil {
+			return false, err
+		}
+		defer cleanup()
+		srvCPU, storeDesc = cpuFn, desc
+		if err := createRecords(ctx, stores[0], jobs, persists, c.submitters); err != nil {
+			return false, err
+		}
 	}
 	runtime.GC()
 	resetPeakRSS()
@@ -140,16 +178,20 @@ func runFloor(c config) (bool, error) {
 			}
 		}
 	}()
+	var srv0 time.Duration
+	if srvCPU != nil {
+		srv0 = srvCPU()
+	}
 	u0 := usageNow()
 	t0 = time.Now()
-	for _, j := range jobs {
+	for i, j := range jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			// As the Runner's step workers do: without it the floor would
 			// pay for stack copies the Runner does not, 15-17% of its CPU.
 			growstack.Grow()
-			at, err := stepToEnd(ctx, s, j)
+			at, err := stepToEnd(ctx, s, j, persists[i])
 			if err == nil {
 				for {
 					l := last.Load()
@@ -167,6 +209,10 @@ func runFloor(c config) (bool, error) {
 	}
 	wg.Wait()
 	res.usage = usageNow().sub(u0)
+	res.serverCPU = -1
+	if srvCPU != nil {
+		res.serverCPU = srvCPU() - srv0
+	}
 	res.wall = time.Unix(0, last.Load()).Sub(t0)
 	res.rssPeakKB = procStatusKB("VmHWM")
 	close(stopSampling)
@@ -176,11 +222,15 @@ func runFloor(c config) (bool, error) {
 	violations, onceSummary := tgt.verify(false)
 	ok := len(res.failed) == 0 && len(violations) == 0
 	tasks := float64(c.n * tasksPerJob)
-	fmt.Println("| floor: Stepper alone, no store | N | wall | one job alone | wall / one job | CPU per task | peak RSS per job | peak goroutines | all Succeeded, exactly once |")
+	cpuCell := fmtDur(time.Duration(float64(res.usage.cpu()) / tasks))
+	if res.serverCPU >= 0 {
+		cpuCell += " + " + fmtDur(time.Duration(float64(res.serverCPU)/tasks)) + " PostgreSQL"
+	}
+	fmt.Printf("| floor: Stepper alone, %s | N | wall | one job alone | wall / one job | CPU per task | peak RSS per job | peak goroutines | all Succeeded, exactly once |\n", map[bool]string{false: "no store", true: "job records written to " + c.store}[c.floorStore])
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	fmt.Printf("| fake, latency %s | %d | %s | %s | %.2f | %s | %s | %d | %v |\n\n",
 		c.latency, c.n, fmtDur(res.wall), fmtDur(res.one), res.wall.Seconds()/res.one.Seconds(),
-		fmtDur(time.Duration(float64(res.usage.cpu())/tasks)), fmtBytes(float64(res.rssPeakKB)*1024/float64(c.n)), res.peakG, ok)
+		cpuCell, fmtBytes(float64(res.rssPeakKB)*1024/float64(c.n)), res.peakG, ok)
 	fmt.Printf("    go run ./bench/fleet %s\n\n", strings.Join(os.Args[1:], " "))
 	fmt.Printf("- Run at %s, load average %s before and %s after; %d CPUs (GOMAXPROCS %d), %s.\n",
 		startedAt.Format("2006-01-02 15:04 UTC"), load0, loadAvg(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
@@ -190,6 +240,7 @@ func runFloor(c config) (bool, error) {
 		runtime.GOMAXPROCS(0), res.wall.Seconds()/res.one.Seconds(),
 		fmtDur(time.Duration(float64(res.wall)*float64(runtime.GOMAXPROCS(0))/tasks)),
 		fmtDur(time.Duration(1.1*float64(res.one)*float64(runtime.GOMAXPROCS(0))/tasks)))
+	fmt.Printf("- Store: %s.\n", storeDesc)
 	fmt.Printf("- Exactly once: %s.\n", onceSummary)
 	for i, f := range res.failed {
 		if i == 5 {
@@ -205,4 +256,40 @@ func runFloor(c config) (bool, error) {
 		fmt.Println("  - exactly-once violated: " + v)
 	}
 	return ok, nil
+}
+
+// createRecords stores every job's first record before the clock starts,
+// as the Runner's fleet run submits before Start, from submitters
+// goroutines, and sets each job's persist to write that record on.
+func createRecords(ctx context.Context, st storage.Store, jobs []*job.Job, persists []job.PersistFunc, submitters int) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, submitters)
+	for range submitters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(jobs) {
+					return
+				}
+				data, err := json.Marshal(jobs[i])
+				if err != nil {
+					errs <- err
+					return
+				}
+				key := keyPrefix + "jobs/" + jobs[i].Name
+				rev, err := st.Create(ctx, key, data)
+				if err != nil {
+					errs <- fmt.Errorf("creating %s: %w", key, err)
+					return
+				}
+				persists[i] = storePersist(st, key, rev)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }

@@ -63,6 +63,7 @@ type config struct {
 	crashAt             float64
 	lease               time.Duration
 	perSystem           int
+	floorStore          bool
 }
 
 const keyPrefix = "bmckit/"
@@ -89,6 +90,7 @@ func main() {
 	flag.DurationVar(&c.lease, "lease", 0, "job.Config.LeaseDuration (0: the job package's default); after -crash-at, the dead runners retry releasing their locks for this long")
 	flag.Float64Var(&c.crashAt, "crash-at", 0, "when the runners made this fraction of the job-record updates the run makes (0 < f < 1), every runner's process dies: its writes are refused from then on, its BMC calls in flight cut off; new runners with the same Owners take over (0: no crash)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.BoolVar(&c.floorStore, "floor-store", false, "with -floor: each job's persist writes its record to -store (created before the clock starts, then one compare-and-swap per persist, as the Runner's persist does), with no locks, reads, scans or queue: the bare loop that writes the Runner's job records, batched by the store the same way")
 	floor := flag.Bool("floor", false, "fake only: instead of runners, step the same jobs with job.Stepper alone, one goroutine each from the start, no store (what no runner can beat here; see floor.go)")
 	flag.Usage = func() {
 		out := flag.CommandLine.Output()
