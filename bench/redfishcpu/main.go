@@ -37,6 +37,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -57,6 +58,7 @@ func main() {
 	k := flag.Int("endpoints", 4, "simulated Redfish endpoints the systems are spread over")
 	delay := flag.Duration("power-delay", 2*time.Second, "how long a power change takes to land")
 	rounds := flag.Int("rounds", 3, "alternating rounds (Runner, bare)")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the first round's Runner run (only) to this file")
 	serve := flag.Bool("serve", false, "internal: serve the simulators, print their URLs, exit when stdin closes")
 	flag.Parse()
 	var err error
@@ -70,6 +72,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// cpuProfile is where -cpuprofile writes the Runner rounds' profile.
+var cpuProfile string
 
 // serveSimulators is the child: k redfishtest servers holding n systems in
 // all, every system On; it prints each server's base URL on a line, then
@@ -399,12 +404,29 @@ func run(n, k int, delay time.Duration, rounds int) error {
 	fmt.Println("| round | Runner: wall, CPU per job | bare net/http: wall, CPU per job | requests | Runner ÷ bare, CPU |")
 	fmt.Println("|---|---|---|---|---|")
 	var ratios []float64
+	var prof *os.File
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		prof = f
+	}
 	for round := 1; round <= rounds; round++ {
 		sims, err := startSimulators(n, k, delay)
 		if err != nil {
 			return err
 		}
+		if prof != nil && round == 1 {
+			if err := pprof.StartCPUProfile(prof); err != nil {
+				return err
+			}
+		}
 		rcpu, rwall, reqs, err := runnerRound(sims, n)
+		if prof != nil && round == 1 {
+			pprof.StopCPUProfile()
+		}
 		sims.stop()
 		if err != nil {
 			return fmt.Errorf("round %d, Runner: %w", round, err)

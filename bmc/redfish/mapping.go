@@ -12,12 +12,12 @@ import (
 	"github.com/bmckit/bmckit/bmc/powerplan"
 )
 
-// systemDoc is what bmckit reads from a ComputerSystem: gofish's typed
-// resource, plus the Reset action and links gofish keeps private (its
-// Reset() always sends If-Match and validates on its own, which some BMCs
-// reject; bmckit needs the raw target to POST it itself).
+// systemDoc is what bmckit reads from a ComputerSystem: the few properties
+// it uses (systemFields), plus the Reset action and links gofish keeps
+// private (its Reset() always sends If-Match and validates on its own, which
+// some BMCs reject; bmckit needs the raw target to POST it itself).
 type systemDoc struct {
-	schemas.ComputerSystem
+	systemFields
 	etag string
 
 	ResetTarget     string
@@ -72,13 +72,29 @@ func (doc systemDoc) typeName() string {
 	return t
 }
 
-// parseSystem decodes a ComputerSystem document.
+// systemFields are the properties of a ComputerSystem the driver reads, by
+// gofish's names and types. Only these are decoded: a power poll reads the
+// whole document, and decoding all of it into gofish's ComputerSystem (one
+// pass for its dozens of properties and links, a second for what it keeps
+// private) was most of the driver's CPU per request (docs/benchmarks.md,
+// "Issue 28").
+type systemFields struct {
+	ODataID       string `json:"@odata.id"`
+	ODataEtag     string `json:"@odata.etag"`
+	ID            string `json:"Id"`
+	UUID          string
+	PowerState    schemas.PowerState
+	LastResetTime string
+	Boot          schemas.Boot
+	// For ReadInventory (inventory.go).
+	Manufacturer, Model, SerialNumber, PartNumber, SKU, BiosVersion string
+}
+
+// parseSystem decodes a ComputerSystem document, in one pass.
 func parseSystem(b []byte, etagHeader string) (systemDoc, error) {
 	var doc systemDoc
-	if err := json.Unmarshal(b, &doc.ComputerSystem); err != nil {
-		return doc, fmt.Errorf("ComputerSystem: %w", err)
-	}
 	var extra struct {
+		*systemFields
 		Actions struct {
 			Reset struct {
 				schemas.ActionTarget
@@ -87,13 +103,25 @@ func parseSystem(b []byte, etagHeader string) (systemDoc, error) {
 		}
 		VirtualMedia schemas.Link
 		Links        struct{ ManagedBy schemas.Links }
-		Boot         map[string]json.RawMessage
 		Type         string `json:"@odata.type"`
 
 		Bios, Processors, Memory, Storage, EthernetInterfaces schemas.Link
+		// Boot is kept raw (it shadows systemFields.Boot) and decoded twice
+		// below: its properties, and which of them it has.
+		Boot json.RawMessage
 	}
+	extra.systemFields = &doc.systemFields
 	if err := json.Unmarshal(b, &extra); err != nil {
 		return doc, fmt.Errorf("ComputerSystem: %w", err)
+	}
+	var bootHas map[string]json.RawMessage
+	if len(extra.Boot) > 0 {
+		if err := json.Unmarshal(extra.Boot, &doc.Boot); err != nil {
+			return doc, fmt.Errorf("ComputerSystem: Boot: %w", err)
+		}
+		if err := json.Unmarshal(extra.Boot, &bootHas); err != nil {
+			return doc, fmt.Errorf("ComputerSystem: Boot: %w", err)
+		}
 	}
 	doc.ResetTarget = extra.Actions.Reset.Target
 	doc.ResetInfo = extra.Actions.Reset.ActionInfoTarget
@@ -110,7 +138,7 @@ func parseSystem(b []byte, etagHeader string) (systemDoc, error) {
 	}
 	doc.BootHas = map[string]bool{}
 	for _, p := range []string{propTarget, propEnabled, propMode, propHTTPURI} {
-		if _, ok := extra.Boot[p]; ok {
+		if _, ok := bootHas[p]; ok {
 			doc.BootHas[p] = true
 		}
 	}
