@@ -90,6 +90,9 @@ type systemFields struct {
 	Manufacturer, Model, SerialNumber, PartNumber, SKU, BiosVersion string
 }
 
+// plainBoot is gofish's Boot without its UnmarshalJSON.
+type plainBoot schemas.Boot
+
 // parseSystem decodes a ComputerSystem document, in one pass.
 func parseSystem(b []byte, etagHeader string) (systemDoc, error) {
 	var doc systemDoc
@@ -114,12 +117,20 @@ func parseSystem(b []byte, etagHeader string) (systemDoc, error) {
 	if err := json.Unmarshal(b, &extra); err != nil {
 		return doc, fmt.Errorf("ComputerSystem: %w", err)
 	}
-	var bootHas map[string]json.RawMessage
+	// The Boot's properties (as plainBoot: gofish's Boot.UnmarshalJSON
+	// decodes it twice over to keep links the driver never follows), and
+	// which of those the driver writes it has (present, even if null).
+	var has struct {
+		Target  json.RawMessage `json:"BootSourceOverrideTarget"`
+		Enabled json.RawMessage `json:"BootSourceOverrideEnabled"`
+		Mode    json.RawMessage `json:"BootSourceOverrideMode"`
+		HTTPURI json.RawMessage `json:"HttpBootUri"`
+	}
 	if len(extra.Boot) > 0 {
-		if err := json.Unmarshal(extra.Boot, &doc.Boot); err != nil {
+		if err := json.Unmarshal(extra.Boot, (*plainBoot)(&doc.Boot)); err != nil {
 			return doc, fmt.Errorf("ComputerSystem: Boot: %w", err)
 		}
-		if err := json.Unmarshal(extra.Boot, &bootHas); err != nil {
+		if err := json.Unmarshal(extra.Boot, &has); err != nil {
 			return doc, fmt.Errorf("ComputerSystem: Boot: %w", err)
 		}
 	}
@@ -137,8 +148,8 @@ func parseSystem(b []byte, etagHeader string) (systemDoc, error) {
 		}
 	}
 	doc.BootHas = map[string]bool{}
-	for _, p := range []string{propTarget, propEnabled, propMode, propHTTPURI} {
-		if _, ok := bootHas[p]; ok {
+	for p, v := range map[string]json.RawMessage{propTarget: has.Target, propEnabled: has.Enabled, propMode: has.Mode, propHTTPURI: has.HTTPURI} {
+		if v != nil {
 			doc.BootHas[p] = true
 		}
 	}
