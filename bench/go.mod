@@ -37,7 +37,7 @@ require (
 require (
 	github.com/bmckit/bmckit/bmc/ipmi v0.0.0-00010101000000-000000000000
 	github.com/go-logr/logr v1.4.3 // indirect
-	github.com/goccy/go-json v0.12.0 // indirect
+	github.com/goccy/go-json v0.12.0
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/pgx/v5 v5.12.0 // indirect

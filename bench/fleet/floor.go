@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -10,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	gojson "github.com/goccy/go-json"
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/conditions"
@@ -46,10 +47,11 @@ func noPersist(context.Context, *job.Job) error { return nil }
 
 // storePersist is the floor's persist with -floor-store: the job's record
 // written by compare-and-swap at the revision its last write returned, as
-// the Runner's persist writes it, with nothing else around it.
+// the Runner's persist writes it (the same bytes, with the Runner's encoder,
+// go-json), with nothing else around it.
 func storePersist(st storage.Store, key string, rev int64) job.PersistFunc {
 	return func(ctx context.Context, j *job.Job) error {
-		data, err := json.Marshal(j)
+		data, err := gojson.Marshal(j)
 		if err != nil {
 			return err
 		}
@@ -274,7 +276,7 @@ func createRecords(ctx context.Context, st storage.Store, jobs []*job.Job, persi
 				if i >= len(jobs) {
 					return
 				}
-				data, err := json.Marshal(jobs[i])
+				data, err := gojson.Marshal(jobs[i])
 				if err != nil {
 					errs <- err
 					return
