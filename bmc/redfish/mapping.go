@@ -73,11 +73,11 @@ func (doc systemDoc) typeName() string {
 }
 
 // systemFields are the properties of a ComputerSystem the driver reads, by
-// gofish's names and types. Only these are decoded: a power poll reads the
-// whole document, and decoding all of it into gofish's ComputerSystem (one
-// pass for its dozens of properties and links, a second for what it keeps
-// private) was most of the driver's CPU per request (docs/benchmarks.md,
-// "Issue 28").
+// gofish's names and types. Only these are decoded: every power poll reads
+// the whole document, and decoding all of it into gofish's ComputerSystem
+// (dozens of properties and links, its Boot twice more, then a second pass
+// for what gofish keeps private) took twice the CPU, and 10-25% of the
+// Runner's client CPU per Redfish job (docs/benchmarks.md, "Issue 28").
 type systemFields struct {
 	ODataID       string `json:"@odata.id"`
 	ODataEtag     string `json:"@odata.etag"`
