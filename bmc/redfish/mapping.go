@@ -76,7 +76,7 @@ func (doc systemDoc) typeName() string {
 // gofish's names and types. Only these are decoded: every power poll reads
 // the whole document, and decoding all of it into gofish's ComputerSystem
 // (dozens of properties and links, its Boot twice more, then a second pass
-// for what gofish keeps private) took twice the CPU, and 10-25% of the
+// for what gofish keeps private) took twice the CPU, and 9-25% of the
 // Runner's client CPU per Redfish job (docs/benchmarks.md, "Issue 28").
 type systemFields struct {
 	ODataID       string `json:"@odata.id"`
