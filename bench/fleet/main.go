@@ -123,6 +123,10 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
+	if c.floorStore && !*floor {
+		fmt.Fprintln(os.Stderr, "bench/fleet: -floor-store is a variant of -floor; add -floor")
+		os.Exit(2)
+	}
 	var ok bool
 	var err error
 	if *floor {
