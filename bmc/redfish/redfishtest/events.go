@@ -180,8 +180,8 @@ func (s *Server) subscribe(sub *eventSub) {
 	}
 	sub.last = map[string]string{}
 	s.mu.Lock()
+	s.settleAll()
 	for _, sys := range s.systems {
-		s.settle(sys)
 		sub.last[sys.id] = sys.power
 	}
 	s.mu.Unlock()
@@ -214,8 +214,8 @@ func (s *Server) scanEvents() {
 		type change struct{ id, power string }
 		var changes []change
 		s.mu.Lock()
+		s.settleAll()
 		for _, sys := range s.systems {
-			s.settle(sys)
 			changes = append(changes, change{sys.id, sys.power})
 		}
 		s.mu.Unlock()

@@ -391,13 +391,7 @@ func (s *Server) newUpdateTask(w http.ResponseWriter, r *http.Request, t *fwTask
 // staged host firmware) and finishes the tasks whose time came. Called with
 // s.mu held.
 func (s *Server) settleFirmware() {
-	// Power changes land on time whether or not anyone reads the system:
-	// a boot that activates staged firmware counts before this read.
-	for _, sys := range s.systems {
-		if sys.pending != nil {
-			s.settle(sys)
-		}
-	}
+	s.settleAll() // a boot that activates staged firmware counts before this read
 	s.settleTasks()
 }
 

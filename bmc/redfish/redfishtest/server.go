@@ -432,6 +432,15 @@ func (s *Server) settle(sys *system) {
 	}
 }
 
+// settleAll settles every system: power changes land on time whether or
+// not anyone reads the system (a boot that activates staged firmware, an
+// event stream's scan). Called with s.mu held.
+func (s *Server) settleAll() {
+	for _, sys := range s.systems {
+		s.settle(sys)
+	}
+}
+
 func (s *Server) land(sys *system, p *pendingChange) {
 	sys.pending = nil
 	booted := p.target == "On" && (sys.power == "Off" || p.reboot)
