@@ -13,11 +13,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/bmckit/bmckit/bench/internal/measure"
+	"github.com/bmckit/bmckit/bench/internal/selfchild"
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/ipmi/ipmitest"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
@@ -165,33 +165,19 @@ func pathKind(p string) (kind, system string) {
 
 // sims is the parent's handle on a child.
 type sims struct {
-	cmd   *exec.Cmd
-	in    io.WriteCloser
+	*selfchild.Proc
 	out   *json.Decoder
 	hello simHello
 }
 
 // startSims runs this program's executable as the child.
 func startSims(protocol string, endpoints, perEndpoint int, expand bool, password string) (*sims, error) {
-	exe, err := os.Executable()
+	p, err := selfchild.Start([]string{childEnv + "=1", passwordEnv + "=" + password},
+		"-endpoints", fmt.Sprint(endpoints), "-per", fmt.Sprint(perEndpoint), fmt.Sprintf("-expand=%v", expand), "-protocol", protocol)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "-endpoints", fmt.Sprint(endpoints), "-per", fmt.Sprint(perEndpoint), fmt.Sprintf("-expand=%v", expand), "-protocol", protocol)
-	cmd.Env = append(os.Environ(), childEnv+"=1", passwordEnv+"="+password)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	s := &sims{cmd: cmd, in: in, out: json.NewDecoder(out)}
+	s := &sims{Proc: p, out: json.NewDecoder(p.Stdout)}
 	if err := s.out.Decode(&s.hello); err != nil {
 		s.close()
 		return nil, fmt.Errorf("simulator process: %w", err)
@@ -205,14 +191,11 @@ func startSims(protocol string, endpoints, perEndpoint int, expand bool, passwor
 
 func (s *sims) report() (simReport, error) {
 	var rep simReport
-	if _, err := io.WriteString(s.in, "report\n"); err != nil {
+	if _, err := io.WriteString(s.Stdin, "report\n"); err != nil {
 		return rep, err
 	}
 	err := s.out.Decode(&rep)
 	return rep, err
 }
 
-func (s *sims) close() error {
-	_ = s.in.Close()
-	return s.cmd.Wait()
-}
+func (s *sims) close() error { return s.Stop() }

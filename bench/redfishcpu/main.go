@@ -35,7 +35,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"runtime"
 	"runtime/pprof"
 	"sort"
@@ -44,6 +43,7 @@ import (
 	"time"
 
 	"github.com/bmckit/bmckit/bench/internal/measure"
+	"github.com/bmckit/bmckit/bench/internal/selfchild"
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
@@ -103,31 +103,17 @@ func serveSimulators(n, k int, delay time.Duration) error {
 
 // simulators is a running child.
 type simulators struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	urls  []string
+	*selfchild.Proc
+	urls []string
 }
 
 func startSimulators(n, k int, delay time.Duration) (*simulators, error) {
-	self, err := os.Executable()
+	p, err := selfchild.Start(nil, "-serve", "-n", fmt.Sprint(n), "-endpoints", fmt.Sprint(k), "-power-delay", delay.String())
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "-serve", "-n", fmt.Sprint(n), "-endpoints", fmt.Sprint(k), "-power-delay", delay.String())
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	s := &simulators{cmd: cmd, stdin: stdin}
-	sc := bufio.NewScanner(out)
+	s := &simulators{Proc: p}
+	sc := bufio.NewScanner(p.Stdout)
 	for sc.Scan() {
 		if sc.Text() == "ready" {
 			return s, nil
@@ -138,10 +124,7 @@ func startSimulators(n, k int, delay time.Duration) (*simulators, error) {
 	return nil, fmt.Errorf("the simulators' process ended before it was ready")
 }
 
-func (s *simulators) stop() {
-	_ = s.stdin.Close()
-	_ = s.cmd.Wait()
-}
+func (s *simulators) stop() { _ = s.Stop() }
 
 // recorded is one request the driver sent.
 type recorded struct {
