@@ -59,11 +59,19 @@ func (k bmcResetKind) resetType() bmc.BMCResetType {
 }
 
 func (k bmcResetKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) error {
+	return r.resetBMC(ctx, drv, k.resetType())
+}
+
+// resetBMC sends a reset of the BMC itself (a bmcReset task's, a firmware
+// update's activation). A transient error from the request is taken as a
+// reset under way (BMCs drop the connection as they restart), and the
+// pooled session is dropped: the BMC forgets its sessions.
+func (r *stepRun) resetBMC(ctx context.Context, drv bmc.Driver, t bmc.BMCResetType) error {
 	rs, ok := drv.(bmc.BMCResetter)
 	if !ok {
 		return notSupported(r.ep, "reset the BMC")
 	}
-	err := rs.ResetBMC(ctx, k.resetType())
+	err := rs.ResetBMC(ctx, t)
 	if err != nil && (!bmc.IsTransient(err) || ctx.Err() != nil) {
 		return err
 	}
@@ -78,22 +86,13 @@ func (k bmcResetKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) erro
 // check dials (through the pool) and reads the power state; drv, the
 // session the reset was sent on, is spent.
 func (k bmcResetKind) check(ctx context.Context, r *stepRun, _ bmc.Driver, _ bool) (bool, string, error) {
-	notYet := func(err error) (bool, string, error) {
-		if !bmc.IsTransient(err) || ctx.Err() != nil {
-			return false, "", err
-		}
-		if errors.Is(err, bmc.ErrSessionExpired) {
-			r.s.pool.Invalidate(ctx, r.ep)
-		}
-		return false, "the BMC is not answering yet: " + err.Error(), nil
-	}
 	drv, err := r.driver(ctx)
 	if err != nil {
-		return notYet(err)
+		return r.notAnswering(ctx, err, "the BMC is not answering yet: ")
 	}
 	st, err := drv.PowerState(ctx)
 	if err != nil {
-		return notYet(err)
+		return r.notAnswering(ctx, err, "the BMC is not answering yet: ")
 	}
 	r.recordPower(st)
 	return true, fmt.Sprintf("the BMC answers again after a %s reset (power %s)", k.a.Type, st), nil
@@ -101,4 +100,18 @@ func (k bmcResetKind) check(ctx context.Context, r *stepRun, _ bmc.Driver, _ boo
 
 func (k bmcResetKind) notYet(_ context.Context, r *stepRun, i int, _ string) (StepResult, error) {
 	return r.pollAfterAction(i), nil
+}
+
+// notAnswering reads err, from a BMC that restarts (after a reset a task
+// sent), as "not yet": a transient error is the observed state (prefix and
+// the error), an expired session drops the pooled one; any other error, or
+// ctx ending, is the error.
+func (r *stepRun) notAnswering(ctx context.Context, err error, prefix string) (bool, string, error) {
+	if !bmc.IsTransient(err) || ctx.Err() != nil {
+		return false, "", err
+	}
+	if errors.Is(err, bmc.ErrSessionExpired) {
+		r.s.pool.Invalidate(ctx, r.ep)
+	}
+	return false, prefix + err.Error(), nil
 }

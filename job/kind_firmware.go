@@ -187,13 +187,10 @@ func (k firmwareKind) checkVersion(ctx context.Context, r *stepRun, fu bmc.Firmw
 // system into "not yet" (the BMC, or its inventory, comes back), as a
 // bmcReset task does; before any reset it is the error.
 func (k firmwareKind) unreachable(ctx context.Context, r *stepRun, err error) (bool, string, error) {
-	if k.status(r).ResetTime == nil || !bmc.IsTransient(err) || ctx.Err() != nil {
+	if k.status(r).ResetTime == nil {
 		return false, "", err
 	}
-	if errors.Is(err, bmc.ErrSessionExpired) {
-		r.s.pool.Invalidate(ctx, r.ep)
-	}
-	return false, "not answering after the reset yet: " + err.Error(), nil
+	return r.notAnswering(ctx, err, "not answering after the reset yet: ")
 }
 
 func (k firmwareKind) notYet(ctx context.Context, r *stepRun, i int, observed string) (StepResult, error) {
@@ -218,16 +215,9 @@ func (k firmwareKind) notYet(ctx context.Context, r *stepRun, i int, observed st
 	}
 	cctx := r.callCtx(ctx, i)
 	if fs.ResetTarget == string(bmc.FirmwareResetBMC) {
-		rs, ok := drv.(bmc.BMCResetter)
-		if !ok {
-			return r.handleErr(ctx, i, notSupported(r.ep, "reset the BMC"), false)
-		}
-		if err := rs.ResetBMC(cctx, bmc.BMCResetWarm); err != nil && (!bmc.IsTransient(err) || ctx.Err() != nil) {
+		if err := r.resetBMC(cctx, drv, bmc.BMCResetWarm); err != nil {
 			return r.handleErr(ctx, i, err, false)
 		}
-		// A transient error is taken as a reset under way (the BMC drops
-		// the connection as it restarts), and it forgets its sessions.
-		r.s.pool.Invalidate(ctx, r.ep)
 	} else if res, done, err := k.cycle(ctx, cctx, r, drv, i); done {
 		return res, err
 	}
