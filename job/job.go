@@ -140,12 +140,16 @@ const (
 var specLimits = strictjson.Limits{Bytes: MaxSpecBytes, String: 4096, Array: MaxTasks, Depth: 16}
 
 // Validate checks the spec; errors wrap ErrInvalidSpec and name the field by
-// its JSON path, e.g. `tasks[1].power.op: "of" is not one of ...`.
-func (s *Spec) Validate() error { return s.validate(bmc.ParseEndpoint) }
+// its JSON path, e.g. `tasks[1].power.op: "of" is not one of ...`. A
+// custom task (task.Spec.Custom) is checked for its shape only: whether its
+// kind is registered and takes its params is checked by Runner.Submit and
+// the Stepper, which know their StepperConfig.Kinds.
+func (s *Spec) Validate() error { return s.validate(bmc.ParseEndpoint, nil) }
 
 // validate is Validate with the BMC address parsed by parse (the Stepper's
-// cache on every job start).
-func (s *Spec) validate(parse func(string) (bmc.Endpoint, error)) error {
+// cache on every job start) and custom tasks checked against kinds, unless
+// kinds is nil.
+func (s *Spec) validate(parse func(string) (bmc.Endpoint, error), kinds Kinds) error {
 	if len(s.BMC) > MaxBMCLength {
 		return fmt.Errorf("%w: bmc: %d bytes, at most %d", ErrInvalidSpec, len(s.BMC), MaxBMCLength)
 	}
@@ -175,6 +179,11 @@ func (s *Spec) validate(parse func(string) (bmc.Endpoint, error)) error {
 				return fmt.Errorf("%w: tasks[%d]: %s", ErrInvalidSpec, i, fe.Msg)
 			}
 			return fmt.Errorf("%w: tasks[%d].%s: %s", ErrInvalidSpec, i, fe.Path, fe.Msg)
+		}
+		if kinds != nil {
+			if err := kinds.validateTask(i, t); err != nil {
+				return err
+			}
 		}
 		if t.WaitForBoot != nil && t.WaitForBoot.SystemUUID == "" && s.SystemUUID == "" {
 			return fmt.Errorf("%w: tasks[%d].waitForBoot.systemUUID: empty, and the job has no systemUUID", ErrInvalidSpec, i)

@@ -257,6 +257,11 @@ func fillRandom(r *rand.Rand, v reflect.Value, zeroP float64, depth int) {
 		v.Set(reflect.ValueOf(ts[r.Intn(len(ts))]))
 		return
 	}
+	if v.Type() == reflect.TypeFor[json.RawMessage]() { // a custom task's params
+		ps := []string{`{}`, `{"tag": "<rack 7> & \u2028é", "n": [1, 2.50, true, null]}`, "{\n \"a\" : {\"b\": \"c\"}\n}"}
+		v.SetBytes([]byte(ps[r.Intn(len(ps))]))
+		return
+	}
 	switch v.Kind() {
 	case reflect.String:
 		v.SetString(codecStrings[r.Intn(len(codecStrings))])

@@ -52,6 +52,12 @@ type StepResult struct {
 type StepperConfig struct {
 	// Dialer opens BMC connections. Required.
 	Dialer bmc.Dialer
+	// Kinds are the task kinds the program adds, by domain-qualified name
+	// ("example.com/raid-reset"), run by tasks whose spec sets Custom with
+	// that name (see [Kind] and docs/custom-kinds.md). A job with a custom
+	// task whose kind is not here, or whose params its kind refuses, fails
+	// at its start with reason InvalidSpec (and Runner.Submit refuses it).
+	Kinds Kinds
 	// Credentials resolves Spec.CredentialsRef. Defaults to a resolver that
 	// returns empty credentials for an empty ref and an error otherwise.
 	Credentials bmc.CredentialsResolver
@@ -167,6 +173,12 @@ func NewStepper(cfg StepperConfig) (*Stepper, error) {
 	}
 	if cfg.Locks == nil {
 		return nil, errors.New("job: StepperConfig.Locks is required: use a syslock.Locker shared by every process that steps jobs on the same systems (syslock.NewStoreLocker over one Store, or a Lease-backed one), or syslock.NoLocking if the host keeps two jobs off one system by other means")
+	}
+	if err := cfg.Kinds.check(); err != nil {
+		return nil, err
+	}
+	if cfg.Kinds == nil {
+		cfg.Kinds = Kinds{} // not nil: Spec.validate checks custom tasks against it
 	}
 	if cfg.Credentials == nil {
 		cfg.Credentials = bmc.CredentialsFunc(func(_ context.Context, ref string) (bmc.Credentials, error) {
@@ -510,7 +522,7 @@ func (r *stepRun) initialize(ctx context.Context) (res StepResult, done bool, er
 	conds := make([]conditions.Condition, 2*(len(j.Spec.Tasks)+1))
 	j.Status = Status{ObservedGeneration: j.Generation, StartTime: timestamp.Ptr(now), Tasks: make([]task.Status, len(j.Spec.Tasks)),
 		Conditions: conds[0:0:2]}
-	if err := j.Spec.validate(r.s.eps.parse); err != nil {
+	if err := j.Spec.validate(r.s.eps.parse, r.s.cfg.Kinds); err != nil {
 		res, err := r.finish(ctx, conditions.ResultFailed, conditions.ReasonInvalidSpec, err.Error(), conditions.ReasonSkipped)
 		return res, true, err
 	}

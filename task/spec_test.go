@@ -16,6 +16,8 @@ import (
 func validSpecs() map[string]task.Spec {
 	return map[string]task.Spec{
 		"power on":          {Power: &task.PowerAction{Op: task.PowerOn}},
+		"custom":            {Custom: &task.CustomAction{Kind: "example.com/raid-reset", Params: json.RawMessage(`{"controller":"RAID.Slot.3-1"}`)}},
+		"custom no params":  {Custom: &task.CustomAction{Kind: "vendor.example/Clear_SEL.v2"}},
 		"power off":         {Power: &task.PowerAction{Op: task.PowerOff}, Timeout: task.Duration{Duration: 90 * time.Second}},
 		"power soft-off":    {Power: &task.PowerAction{Op: task.PowerSoftOff}},
 		"power cycle":       {Power: &task.PowerAction{Op: task.PowerCycle}},
@@ -90,7 +92,7 @@ func TestValidateNamesTheWrongField(t *testing.T) {
 		spec task.Spec
 		want []string // substrings of the error
 	}{
-		{"none set", task.Spec{}, []string{"no action set", "power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios"}},
+		{"none set", task.Spec{}, []string{"no action set", "power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, custom"}},
 		{"status and reachable", task.Spec{PowerStatus: &task.PowerStatusAction{}, Reachable: &task.ReachableAction{}}, []string{"powerStatus and reachable are all set"}},
 		{"bad bmc reset type", task.Spec{BMCReset: &task.BMCResetAction{Type: "lukewarm"}}, []string{`bmcReset.type: "lukewarm" is not one of warm, cold`}},
 		{"empty bmc reset type", task.Spec{BMCReset: &task.BMCResetAction{}}, []string{`bmcReset.type: ""`}},
@@ -162,8 +164,8 @@ func TestValidateReturnsFieldError(t *testing.T) {
 			"-1s is negative",
 			"invalid task: timeout: -1s is negative"},
 		{"none set", task.Spec{}, "",
-			"no action set: set exactly one of power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios",
-			"invalid task: no action set: set exactly one of power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios"},
+			"no action set: set exactly one of power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, custom",
+			"invalid task: no action set: set exactly one of power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, custom"},
 		{"http without uri", task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP}}, "bootDevice.uri",
 			"required for device http: the http:// or https:// URL of the EFI program to boot",
 			"invalid task: bootDevice.uri: required for device http: the http:// or https:// URL of the EFI program to boot"},

@@ -1,0 +1,339 @@
+package job_test
+
+// This file adds a task kind from outside package job, as a program
+// embedding bmckit does (docs/custom-kinds.md): the kind (assetTagKind,
+// below) is this one file, and its registration is one line of the
+// configuration, `Kinds: job.Kinds{"example.com/asset-tag": assetTagKind{}}`.
+// The tests run it on the Runner and the Stepper and check its failure modes.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/fake"
+	"github.com/bmckit/bmckit/clock"
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/storage"
+	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/syslock"
+	"github.com/bmckit/bmckit/task"
+)
+
+// assetTagger is a capability some BMC drivers have (an OEM call), which
+// bmc.Driver does not name: the kind reaches it by type assertion.
+type assetTagger interface {
+	SetAssetTag(ctx context.Context, tag string) error
+	AssetTag(ctx context.Context) (string, error)
+}
+
+// assetTagKind sets the system's asset tag and reads it back.
+type assetTagKind struct{}
+
+type assetTagParams struct {
+	Tag string `json:"tag"`
+}
+
+func (assetTagKind) params(raw json.RawMessage) (assetTagParams, error) {
+	var p assetTagParams
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return p, &task.FieldError{Msg: err.Error()}
+	}
+	return p, nil
+}
+
+func (k assetTagKind) Validate(raw json.RawMessage) error {
+	p, err := k.params(raw)
+	switch {
+	case err != nil:
+		return err
+	case p.Tag == "" || len(p.Tag) > 32:
+		return &task.FieldError{Path: "tag", Msg: fmt.Sprintf("%q: 1 to 32 characters", p.Tag)}
+	}
+	return nil
+}
+
+func (k assetTagKind) Send(ctx context.Context, t *job.KindTask) error {
+	a, ok := t.BMC.(assetTagger)
+	if !ok {
+		return fmt.Errorf("set the asset tag: %w", bmc.ErrNotSupported)
+	}
+	p, _ := k.params(t.Params)
+	return a.SetAssetTag(ctx, p.Tag)
+}
+
+func (k assetTagKind) Check(ctx context.Context, t *job.KindTask) (bool, string, error) {
+	a, ok := t.BMC.(assetTagger)
+	if !ok {
+		return false, "", fmt.Errorf("read the asset tag: %w", bmc.ErrNotSupported)
+	}
+	p, _ := k.params(t.Params)
+	got, err := a.AssetTag(ctx)
+	if err != nil {
+		return false, "", err
+	}
+	return got == p.Tag, "asset tag " + got, nil
+}
+
+// The rest is the tests' BMC: the fake driver plus the OEM capability.
+
+// tagBMC is the asset tag of one simulated system, with what was asked of it.
+type tagBMC struct {
+	mu      sync.Mutex
+	tag     string
+	sets    int
+	failSet []error
+	// lag is how many reads after a set still return the old tag.
+	lag int
+}
+
+type taggedDriver struct {
+	bmc.Driver
+	b *tagBMC
+}
+
+func (d taggedDriver) SetAssetTag(_ context.Context, tag string) error {
+	d.b.mu.Lock()
+	defer d.b.mu.Unlock()
+	if len(d.b.failSet) > 0 {
+		err := d.b.failSet[0]
+		d.b.failSet = d.b.failSet[1:]
+		return err
+	}
+	d.b.tag, d.b.sets = tag, d.b.sets+1
+	return nil
+}
+
+func (d taggedDriver) AssetTag(context.Context) (string, error) {
+	d.b.mu.Lock()
+	defer d.b.mu.Unlock()
+	if d.b.lag > 0 {
+		d.b.lag--
+		return "old", nil
+	}
+	return d.b.tag, nil
+}
+
+func (b *tagBMC) setsSoFar() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sets
+}
+
+// tagDialer dials the fake BMC and adds the capability (or not: plain).
+func tagDialer(f *fake.BMC, b *tagBMC, plain bool) bmc.Dialer {
+	return bmc.DialerFunc(func(ctx context.Context, ep bmc.Endpoint, c bmc.Credentials) (bmc.Driver, error) {
+		d, err := f.Dial(ctx, ep, c)
+		if err != nil || plain {
+			return d, err
+		}
+		return taggedDriver{d, b}, nil
+	})
+}
+
+var assetTag = job.Kinds{"example.com/asset-tag": assetTagKind{}}
+
+func tagSpec(params string) job.Spec {
+	return job.Spec{BMC: "redfish://10.0.0.9/redfish/v1/Systems/1", Tasks: []task.Spec{
+		{Custom: &task.CustomAction{Kind: "example.com/asset-tag", Params: json.RawMessage(params)}},
+		{Power: &task.PowerAction{Op: task.PowerOn}},
+	}}
+}
+
+func TestCustomKindOnTheRunner(t *testing.T) {
+	ctx := t.Context()
+	b := &tagBMC{tag: "old", lag: 2}
+	st := memstore.New()
+	r, err := job.NewRunner(job.Config{Store: st, StepperConfig: job.StepperConfig{
+		Dialer: tagDialer(fake.New(fake.Options{Power: bmc.PowerOff}), b, false),
+		Kinds:  assetTag, PollInterval: time.Millisecond,
+	}})
+	require.NoError(t, err)
+	go func() { _ = r.Start(ctx) }()
+
+	_, err = r.Submit(ctx, "tag-1", tagSpec(`{"tag": "rack-7"}`))
+	require.NoError(t, err)
+	j, err := r.Wait(ctx, "tag-1")
+	require.NoError(t, err)
+	require.Equal(t, conditions.ResultSucceeded, j.Status.Result, j.Status.Message)
+	assert.Equal(t, "asset tag rack-7", j.Status.Tasks[0].Message)
+	assert.Equal(t, 1, b.setsSoFar(), "sent once; the lagging read-back was polled, not answered by a second send")
+	assert.Equal(t, "custom example.com/asset-tag", j.Spec.Tasks[0].Describe())
+
+	// The stored record is the job's JSON, params included as written
+	// (compacted), and reads back into an equal spec.
+	kv, err := st.Get(ctx, "bmckit/jobs/tag-1")
+	require.NoError(t, err)
+	assert.Contains(t, string(kv.Value), `"custom":{"kind":"example.com/asset-tag","params":{"tag":"rack-7"}}`)
+	back, err := job.DecodeRecord(kv.Value)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"tag":"rack-7"}`, string(back.Spec.Tasks[0].Custom.Params))
+}
+
+func TestCustomKindRefusedAtSubmit(t *testing.T) {
+	ctx := t.Context()
+	st := memstore.New()
+	r, err := job.NewRunner(job.Config{Store: st, StepperConfig: job.StepperConfig{
+		Dialer: fake.New(fake.Options{}), Kinds: assetTag,
+	}})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		spec job.Spec
+		want string
+	}{
+		{tagSpec(`{"tag": ""}`), `tasks[0].custom.params.tag: "": 1 to 32 characters`},
+		{tagSpec(`{"tag": 7}`), `tasks[0].custom.params: json: cannot unmarshal number`},
+		{tagSpec(`[1]`), `tasks[0].custom.params: not a JSON object`},
+		{job.Spec{BMC: "ipmi://10.0.0.9", Tasks: []task.Spec{{Custom: &task.CustomAction{Kind: "example.com/raid-reset"}}}},
+			`tasks[0].custom.kind: "example.com/raid-reset" is not a kind this program registered`},
+		{job.Spec{BMC: "ipmi://10.0.0.9", Tasks: []task.Spec{{Custom: &task.CustomAction{Kind: "raid-reset"}}}},
+			`tasks[0].custom.kind: "raid-reset" is not a domain-qualified name`},
+	} {
+		_, err := r.Submit(ctx, "bad", c.spec)
+		require.ErrorIs(t, err, job.ErrInvalidSpec)
+		assert.Contains(t, err.Error(), c.want)
+		_, err = st.Get(ctx, "bmckit/jobs/bad")
+		assert.ErrorIs(t, err, storage.ErrNotFound, "nothing is stored for a refused spec")
+	}
+	// Spec.Validate has no configuration: it checks the shape only.
+	s := tagSpec(`{"tag": ""}`)
+	assert.NoError(t, s.Validate())
+
+	for name, want := range map[string]string{"asset-tag": "not a domain-qualified name", "Example.com/x": "not a domain-qualified name"} {
+		_, err := job.NewStepper(job.StepperConfig{Dialer: fake.New(fake.Options{}), Locks: syslock.NoLocking, Kinds: job.Kinds{name: assetTagKind{}}})
+		assert.ErrorContains(t, err, want, name)
+	}
+	_, err = job.NewStepper(job.StepperConfig{Dialer: fake.New(fake.Options{}), Locks: syslock.NoLocking, Kinds: job.Kinds{"example.com/x": nil}})
+	assert.ErrorContains(t, err, `"example.com/x" is nil`)
+}
+
+// tagStepper is a Stepper on a fake clock, which stepAll advances by each
+// step's RequeueAfter.
+type tagStepper struct {
+	*job.Stepper
+	clk *clock.Fake
+}
+
+// stepAll steps j until it completes, with persist.
+func (s tagStepper) stepAll(t *testing.T, j *job.Job, persist job.PersistFunc) *job.Job {
+	t.Helper()
+	for range 1000 {
+		res, err := s.Step(t.Context(), j, persist)
+		require.NoError(t, err)
+		if res.Done {
+			return j
+		}
+		s.clk.Advance(res.RequeueAfter)
+	}
+	t.Fatal("the job did not complete in 1000 steps")
+	return nil
+}
+
+func noPersist(context.Context, *job.Job) error { return nil }
+
+func newTagStepper(t *testing.T, d bmc.Dialer, kinds job.Kinds) tagStepper {
+	clk := clock.NewFake(time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC))
+	s, err := job.NewStepper(job.StepperConfig{Dialer: d, Locks: syslock.NoLocking, Kinds: kinds, Clock: clk})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return tagStepper{s, clk}
+}
+
+// A controller's object was not submitted through a Runner: the Stepper
+// checks the kind at the job's start, and fails the job without a BMC call.
+func TestCustomKindUnregisteredFailsOnTheStepper(t *testing.T) {
+	var dials atomic.Int32
+	d := bmc.DialerFunc(func(context.Context, bmc.Endpoint, bmc.Credentials) (bmc.Driver, error) {
+		dials.Add(1)
+		return nil, errors.New("no BMC")
+	})
+	j := newTagStepper(t, d, nil).stepAll(t, &job.Job{Name: "tag", Generation: 1, Spec: tagSpec(`{"tag":"a"}`)}, noPersist)
+	assert.Equal(t, conditions.ResultFailed, j.Status.Result)
+	assert.Equal(t, conditions.ReasonInvalidSpec, j.Status.Reason)
+	assert.Contains(t, j.Status.Message, `tasks[0].custom.kind: "example.com/asset-tag" is not a kind this program registered`)
+	assert.Zero(t, dials.Load())
+}
+
+// A crash after the tag was set, before the result was stored: the resumed
+// task reads the tag first and does not set it again.
+func TestCustomKindResumedChecksBeforeSending(t *testing.T) {
+	for _, landed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("landed=%t", landed), func(t *testing.T) {
+			b := &tagBMC{tag: "old"}
+			if !landed {
+				b.failSet = []error{bmc.Transient(errors.New("connection reset"))}
+			}
+			f := fake.New(fake.Options{Power: bmc.PowerOff})
+			var intent []byte
+			crash := errors.New("crash")
+			persist := func(_ context.Context, j *job.Job) error {
+				if j.Status.Tasks[0].Phase == task.PhaseStarted && intent == nil {
+					intent, _ = json.Marshal(j)
+					return nil
+				}
+				if intent != nil {
+					return crash // the process dies before the next write
+				}
+				return nil
+			}
+			j := &job.Job{Name: "tag", Generation: 1, Spec: tagSpec(`{"tag":"rack-7"}`)}
+			s1 := newTagStepper(t, tagDialer(f, b, false), assetTag)
+			for range 1000 {
+				res, err := s1.Step(t.Context(), j, persist)
+				if errors.Is(err, crash) {
+					break
+				}
+				require.NoError(t, err)
+				s1.clk.Advance(res.RequeueAfter)
+			}
+			require.NotNil(t, intent)
+
+			var resumed job.Job
+			require.NoError(t, json.Unmarshal(intent, &resumed))
+			s2 := newTagStepper(t, tagDialer(f, b, false), assetTag)
+			s2.stepAll(t, &resumed, noPersist)
+			require.Equal(t, conditions.ResultSucceeded, resumed.Status.Result, resumed.Status.Message)
+			assert.Equal(t, 1, b.setsSoFar(), "the tag is set exactly once")
+		})
+	}
+}
+
+type failingKind struct{ err error }
+
+func (failingKind) Validate(json.RawMessage) error                             { return nil }
+func (k failingKind) Send(context.Context, *job.KindTask) error                { return k.err }
+func (failingKind) Check(context.Context, *job.KindTask) (bool, string, error) { return false, "", nil }
+
+func TestCustomKindFailures(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		kinds  job.Kinds
+		plain  bool
+		reason string
+		msg    string
+	}{
+		{"driver without the capability", assetTag, true, conditions.ReasonNotSupported, "set the asset tag"},
+		{"Fail with the kind's reason", job.Kinds{"example.com/asset-tag": failingKind{job.Fail("TagLocked", "the tag is locked by the vendor")}},
+			false, "TagLocked", "the tag is locked by the vendor"},
+		{"a permanent error", job.Kinds{"example.com/asset-tag": failingKind{errors.New("refused")}}, false, conditions.ReasonBMCError, "refused"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newTagStepper(t, tagDialer(fake.New(fake.Options{}), &tagBMC{}, c.plain), c.kinds)
+			j := s.stepAll(t, &job.Job{Name: "tag", Generation: 1, Spec: tagSpec(`{"tag":"a"}`)}, noPersist)
+			assert.Equal(t, conditions.ResultFailed, j.Status.Result)
+			assert.Equal(t, c.reason, j.Status.Tasks[0].Reason)
+			assert.Contains(t, j.Status.Tasks[0].Message, c.msg)
+			assert.Equal(t, conditions.ReasonSkipped, j.Status.Tasks[1].Reason, "the power task after it is skipped")
+		})
+	}
+}
