@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/job/internal/fanout"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/syslock"
 )
@@ -81,8 +82,8 @@ func (r *Runner) claim(ctx context.Context, sys, head string) (job string, rev i
 // (another KeyPrefix) is taken only so, whoever owns it: only that
 // namespace's runners can resume its holder, so this runner waits for it
 // to be freed or to expire, then takes the system for its own queue's
-// head. It records lease observations (lockTable.expired); claim and the
-// replicas' watch (replicas.go) share it.
+// head. It records lease observations (syslock.Table.Expired); claim and
+// the replicas' watch (replicas.go) share it.
 func (r *Runner) takeable(sys string, cur syslock.Record, rev int64) bool {
 	switch {
 	case rev == 0 || cur.Holder == "":
@@ -112,8 +113,8 @@ func (r *Runner) unfinished(ctx context.Context, name string) (bool, error) {
 
 // claim takes the locks of free systems with queued jobs, concurrently, in
 // the background; claimed receives the results. It claims no more than this
-// runner's share of the claimable systems (replicas.go); the locks of the
-// others it only watches.
+// runner's share of the claimable systems (job/internal/membership); the
+// locks of the others it only watches (replicas.go).
 func (l *loop) claim() {
 	if l.ctx.Err() != nil {
 		return
@@ -123,12 +124,12 @@ func (l *loop) claim() {
 	if l.claiming {
 		return
 	}
-	r, p := l.r, l.r.peers
-	cands := p.cands[:0]
+	r, m := l.r, l.r.members
+	cands := l.cands[:0]
 	for sys := range r.queue.free {
 		if l.held[sys] != nil || l.handing[sys] {
 			delete(r.queue.free, sys)
-			p.forget(sys)
+			m.Forget(sys)
 			continue
 		}
 		if t, ok := l.retryAt[sys]; ok && now.Before(t) {
@@ -136,20 +137,20 @@ func (l *loop) claim() {
 		}
 		if len(r.queue.bySys[sys]) == 0 {
 			delete(r.queue.free, sys)
-			p.forget(sys)
+			m.Forget(sys)
 			continue
 		}
 		cands = append(cands, sys)
 	}
-	room := p.share(len(r.queue.bySys)) - len(l.held) - len(l.handing)
+	room := m.Share(len(r.queue.bySys)) - len(l.held) - len(l.handing)
 	if len(cands) > room {
-		p.prefer(cands)
+		m.Prefer(cands, r.locks.Observed)
 	}
 	var want []claimWant
 	var watch []string
 	for _, sys := range cands {
 		head := r.queue.bySys[sys][0]
-		if len(want) >= room && !p.overdue(sys, now) {
+		if len(want) >= room && !m.Overdue(sys, now) {
 			watch = append(watch, sys)
 			l.retryAt[sys] = now.Add(r.cfg.ScanInterval)
 			continue
@@ -170,8 +171,8 @@ func (l *loop) claim() {
 		want = append(want, claimWant{sys: sys, head: head.name, ep: head.ep})
 	}
 	clear(cands)
-	p.cands = cands[:0]
-	clear(p.hinted)
+	l.cands = cands[:0]
+	m.ClearHints()
 	if len(want) == 0 && len(watch) == 0 {
 		return
 	}
@@ -183,7 +184,7 @@ func (l *loop) claim() {
 		ctx, cancel := context.WithTimeout(l.ctx, r.storeCallTimeout())
 		defer cancel()
 		cs := r.claimAll(ctx, want)
-		p.watch(ctx, watch)
+		r.watch(ctx, watch)
 		l.claims <- cs
 	}()
 }
@@ -214,7 +215,7 @@ func (l *loop) claimed(cs []claimed, batch bool) {
 			h.j, h.rev = j, rev // as Submit created it: no read back (freshjobs.go)
 		}
 		l.held[c.sys] = h
-		r.holding.add(c.sys)
+		r.sweep.Hold(c.sys)
 		l.noteUntil(h.until)
 		l.schedule(h, now)
 	}
@@ -241,7 +242,7 @@ type claimed struct {
 // batches the lock writes into few commits.
 func (r *Runner) claimAll(ctx context.Context, want []claimWant) []claimed {
 	out := make([]claimed, len(want))
-	fanOut(len(want), func(i int) {
+	fanout.Do(len(want), func(i int) {
 		w := want[i]
 		job, rev, sent, ok := r.claim(ctx, w.sys, w.head)
 		out[i] = claimed{claimWant: w, job: job, rev: rev, sent: sent, ok: ok}

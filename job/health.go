@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
-	"time"
 )
 
 // This file holds what a host (a controller-runtime manager, a plain HTTP
@@ -44,67 +42,8 @@ var ErrUnhealthy = errors.New("job runner unhealthy")
 // (mgr.AddHealthzCheck("bmckit-runner", runner.Healthz)), and errors name no
 // secret.
 func (r *Runner) Healthz(_ *http.Request) error {
-	return r.health.check(r.cfg.Clock.Now(), r.cfg.LeaseDuration)
-}
-
-// runnerHealth is what Healthz reads. The loop writes it; Healthz reads it
-// from the HTTP server's goroutines.
-type runnerHealth struct {
-	mu           sync.Mutex
-	running      bool
-	stopped      bool
-	beat         time.Time // the loop's last turn
-	failingSince time.Time // first store failure since the last success; zero: none
-	lastErr      error
-}
-
-func (h *runnerHealth) start(now time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.running, h.beat = true, now
-}
-
-func (h *runnerHealth) stop() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.running, h.stopped = false, true
-}
-
-// turn records one turn of the loop.
-func (h *runnerHealth) turn(now time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.beat = now
-}
-
-// store records the outcome of a store call the loop made (a scan, a lease
-// renewal).
-func (h *runnerHealth) store(now time.Time, err error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err == nil {
-		h.failingSince, h.lastErr = time.Time{}, nil
-		return
-	}
-	if h.failingSince.IsZero() {
-		h.failingSince = now
-	}
-	h.lastErr = err
-}
-
-func (h *runnerHealth) check(now time.Time, lease time.Duration) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	switch {
-	case !h.running && h.stopped:
-		return fmt.Errorf("%w: stopped (Start returned)", ErrUnhealthy)
-	case !h.running:
-		return fmt.Errorf("%w: not started (call Start, or add it to the manager)", ErrUnhealthy)
-	case now.Sub(h.beat) > lease:
-		return fmt.Errorf("%w: its loop has not turned over for %s (longer than the lease, %s)", ErrUnhealthy, now.Sub(h.beat).Round(time.Millisecond), lease)
-	case !h.failingSince.IsZero() && now.Sub(h.failingSince) > lease:
-		return fmt.Errorf("%w: the store has failed for %s (longer than the lease, %s): %w",
-			ErrUnhealthy, now.Sub(h.failingSince).Round(time.Millisecond), lease, h.lastErr)
+	if err := r.health.Check(r.cfg.Clock.Now(), r.cfg.LeaseDuration); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnhealthy, err) // job/internal/health judges
 	}
 	return nil
 }

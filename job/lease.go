@@ -3,9 +3,9 @@ package job
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
+	"github.com/bmckit/bmckit/job/internal/fanout"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/syslock"
 )
@@ -50,35 +50,13 @@ type renewal struct {
 // batches them) and reports each outcome on out.
 func (r *Runner) renewAll(ctx context.Context, hs []*held, out chan<- []renewal) {
 	res := make([]renewal, len(hs))
-	fanOut(len(hs), func(i int) {
+	fanout.Do(len(hs), func(i int) {
 		h := hs[i]
 		sent := r.cfg.Clock.Now()
 		rev, err := r.locks.Write(ctx, h.sys, syslock.Record{Holder: h.job, Owner: r.cfg.Owner}, h.lockRev, r.cfg.LeaseDuration)
 		res[i] = renewal{h: h, rev: rev, sent: sent, err: err}
 	})
 	out <- res
-}
-
-// storeFanOut bounds the concurrent store calls of one batch of lock claims,
-// renewals, releases or sweeps.
-const storeFanOut = 256
-
-// fanOut calls f(i) for every i < n, at most storeFanOut at once, and
-// returns when every call returned: a batch of lock writes issued together,
-// so a store with group commit folds them into few commits.
-func fanOut(n int, f func(i int)) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, storeFanOut)
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			f(i)
-		}()
-	}
-	wg.Wait()
 }
 
 // release gives up the system lock held at revision rev: deleted when the

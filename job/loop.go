@@ -10,6 +10,7 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/internal/dueheap"
+	"github.com/bmckit/bmckit/job/internal/fanout"
 	"github.com/bmckit/bmckit/job/observe"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/syslock"
@@ -76,6 +77,7 @@ type loop struct {
 	renewals chan []renewal
 	claiming bool
 	renewing bool
+	cands    []string // scratch for claim
 	// handovers receives the outcome of passing a held system's lock from
 	// a completed job to the next queued one (handOver); handing holds
 	// those systems meanwhile, which no claim may take.
@@ -111,28 +113,31 @@ func (r *Runner) Start(ctx context.Context) error {
 	}
 	now := r.cfg.Clock.Now()
 	l.fenceBase = now
-	r.health.start(now)
-	defer r.health.stop()
+	r.health.Start(now)
+	defer r.health.Stop()
 	l.nextRenew = now.Add(r.cfg.LeaseDuration / 3)
 	if _, ok := r.cfg.Store.(storage.ChangeFeed); !ok {
 		r.log.Info("the Store has no change feed (storage.ChangeFeed): every scan lists all jobs, which costs time in proportion to the jobs stored; a wrapper around a store should pass Changes through")
 	}
-	r.peers.start(ctx) // replicas.go: count the live replicas before claiming
+	// Count the live replicas before claiming (job/internal/membership).
+	sctx, cancel := context.WithTimeout(ctx, r.storeCallTimeout())
+	r.members.Start(sctx)
+	cancel()
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		r.sweepLocks(ctx) // locksweep.go
+		r.sweep.Run(ctx) // job/internal/locksweep
 	}()
 	defer func() {
 		l.stop()
-		r.peers.stop(ctx)
+		r.members.Stop(ctx)
 		r.fresh.close()
 		_ = r.stepper.Close(context.WithoutCancel(ctx))
 		l.observeStopped()
 	}()
 	for {
 		now := r.cfg.Clock.Now()
-		r.health.turn(now)
+		r.health.Turn(now)
 		if !now.Before(l.nextScan) {
 			l.scan()
 			l.nextScan = r.cfg.Clock.Now().Add(r.cfg.ScanInterval)
@@ -319,13 +324,13 @@ func (l *loop) drop(h *held, completed bool) {
 		h.fence.Close()
 	}
 	if completed && !h.lost && l.ctx.Err() == nil && len(r.queue.bySys[h.sys]) > 0 && len(l.parked[h.epKey]) == 0 &&
-		!r.peers.giveBack(len(l.held)+len(l.handing)+1, len(r.queue.bySys)) {
+		!r.members.GiveBack(len(l.held)+len(l.handing)+1, len(r.queue.bySys)) {
 		l.handOver(h, r.queue.bySys[h.sys][0])
 		r.signal(h.job)
 		return
 	}
 	l.endpointDone(h.epKey)
-	r.holding.remove(h.sys)
+	r.sweep.Drop(h.sys)
 	if len(r.queue.bySys[h.sys]) > 0 {
 		r.queue.free[h.sys] = struct{}{}
 	}
@@ -378,7 +383,7 @@ func (l *loop) handOver(h *held, next *queued) {
 func (l *loop) handedOver(c claimed) {
 	delete(l.handing, c.sys)
 	if !c.ok {
-		l.r.holding.remove(c.sys)
+		l.r.sweep.Drop(c.sys)
 	}
 	l.claimed([]claimed{c}, false)
 }
@@ -419,7 +424,7 @@ func (l *loop) renewed(rs []renewal) {
 		}
 		switch {
 		case x.err == nil:
-			r.health.store(now, nil)
+			r.health.Store(now, nil)
 			h.lockRev, h.until = x.rev, r.validUntil(x.sent)
 			h.fence.Set(h.until)
 			l.noteUntil(h.until)
@@ -443,7 +448,7 @@ func (l *loop) renewed(rs []renewal) {
 				l.drop(h, false)
 			}
 		default:
-			r.health.store(now, x.err)
+			r.health.Store(now, x.err)
 			if !h.renewFailing {
 				r.log.Error(x.err, "renewing the system lock failed; will retry", "system", h.sys, "job", h.job)
 			}
@@ -477,14 +482,14 @@ func (l *loop) stop() {
 	}
 	// One deadline for every release: with the store down, each retries
 	// until it, so the stop ends within a lease. (A deadline per release
-	// made the batches of storeFanOut wait a lease each, one after the
+	// made the batches of fanout.Do wait a lease each, one after the
 	// other: 2 minutes for 922 locks; bench/fleet -crash-at.)
 	deadline := r.cfg.Clock.Now().Add(r.cfg.LeaseDuration)
 	hs := make([]*held, 0, len(l.held))
 	for _, h := range l.held {
 		hs = append(hs, h)
 	}
-	fanOut(len(hs), func(i int) {
+	fanout.Do(len(hs), func(i int) {
 		h := hs[i]
 		l.releaseConn(h)
 		h.fence.Close()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/job/internal/powerpoll"
+	"github.com/bmckit/bmckit/job/internal/powerwait"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -41,166 +42,47 @@ type PowerEvents struct {
 	PollInterval time.Duration
 }
 
-// powerWait is what the Stepper remembers, in memory, of one power task's
-// wait: when its reads did not yet show the target (to learn when the change
-// landed) and its event watch.
-type powerWait struct {
-	task, attempt int
-	ep            bmc.Endpoint
-	action        bmc.PowerAction
-	req           time.Time // the task's RequestTime
-	followed      bool      // this Stepper sent the request: landings are measurable
-	lastNeg       time.Time // the last read that did not show the target
-	negIsReadBack bool      // lastNeg is the action's read-back
-
-	// The watch; guarded by waitTable.mu (notify runs on the driver's goroutine).
-	drv       bmc.Driver
-	stop      func()
-	live      bool
-	liveSince time.Time
-	tried     bool      // WatchPower was called in this wait; not again after it failed or ended
-	gone      bool      // the stream ended
-	eventAt   time.Time // the latest event of this wait, zero if none
-	ended     bool
-}
-
-type waitTable struct {
-	mu sync.Mutex
-	m  map[string]*powerWait // by job name
-}
-
-// get returns the wait of job's task i at the given attempt, creating it (and
-// ending any other wait of the job) when create is set.
-func (t *waitTable) get(job string, i, attempt int, create func() *powerWait) *powerWait {
-	t.mu.Lock()
-	w := t.m[job]
-	if w != nil && w.task == i && w.attempt == attempt {
-		t.mu.Unlock()
-		return w
-	}
-	var old *powerWait
-	if w != nil {
-		old = w
-		delete(t.m, job)
-	}
-	if create != nil {
-		w = create()
-		t.m[job] = w
-	} else {
-		w = nil
-	}
-	stop := t.endLocked(old)
-	t.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
-	return w
-}
-
-// end forgets job's wait and stops its watch.
-func (t *waitTable) end(job string) {
-	t.mu.Lock()
-	w := t.m[job]
-	delete(t.m, job)
-	stop := t.endLocked(w)
-	t.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
-}
-
-func (t *waitTable) endLocked(w *powerWait) func() {
-	if w == nil {
-		return nil
-	}
-	w.ended, w.live = true, false
-	stop := w.stop
-	w.stop = nil
-	return stop
-}
-
-// powerWaitFor is the wait of the power task i, created when create is set.
-// followed says whether this step sent the request (then the wait is
-// followed from the request on, and its landing can be learned).
-func (r *stepRun) powerWaitFor(i int, a bmc.PowerAction, create, followed bool) *powerWait {
+// powerWaitFor is the wait of the power task i (job/internal/powerwait),
+// created when create is set and the task has a request time. followed
+// says whether this step sent the request (then the wait is followed from
+// the request on, and its landing can be learned).
+func (r *stepRun) powerWaitFor(i int, create, followed bool) *powerwait.Wait {
 	ts := &r.j.Status.Tasks[i]
-	var mk func() *powerWait
 	if create && ts.RequestTime != nil {
-		mk = func() *powerWait {
-			// Add(0): a time.Time whichever time type the status uses.
-			return &powerWait{task: i, attempt: ts.Attempts, ep: r.ep, action: a, req: ts.RequestTime.Add(0), followed: followed}
-		}
+		// Add(0): a time.Time whichever time type the status uses.
+		return r.s.waits.Open(r.j.Name, i, ts.Attempts, ts.RequestTime.Add(0), followed)
 	}
-	return r.s.waits.get(r.j.Name, i, ts.Attempts, mk)
+	return r.s.waits.Get(r.j.Name, i, ts.Attempts)
 }
 
 // notePowerRead records what a read of power task i showed, at readAt (taken
 // before the read; sent: this step sent the action): a read that does not
 // show the target moves the wait's last negative read; one that does ends the
-// wait and, when the wait was followed from the request, teaches the learner
-// when the change landed.
+// wait and teaches the learner whether the endpoint's event stream announced
+// the change and, when the wait was followed from the request, when the
+// change landed.
 func (r *stepRun) notePowerRead(i int, a bmc.PowerAction, ok bool, readAt time.Time, sent bool) {
 	if r.j.Status.Tasks[i].Phase != task.PhaseRequested {
 		return
 	}
 	if !ok {
-		w := r.powerWaitFor(i, a, true, sent)
-		if w != nil {
-			r.s.waits.mu.Lock()
-			w.lastNeg, w.negIsReadBack = readAt, sent
-			if sent {
-				// The read-back follows the action's answer: the wait
-				// counts from here (not from the step's start, which
-				// may have queued behind the endpoint's budget).
-				w.req = readAt
-			}
-			r.s.waits.mu.Unlock()
+		if w := r.powerWaitFor(i, true, sent); w != nil {
+			r.s.waits.Missed(w, readAt, sent)
 		}
 		return
 	}
-	w := r.powerWaitFor(i, a, false, false)
+	w := r.powerWaitFor(i, false, false)
 	if w == nil {
 		return
 	}
-	now := r.s.cfg.Clock.Now()
-	r.s.waits.mu.Lock()
-	lastNeg, eventAt, followed, req, fromReadBack := w.lastNeg, w.eventAt, w.followed, w.req, w.negIsReadBack
-	watched := w.drv != nil && !w.liveSince.IsZero() && !w.liveSince.After(lastNeg) && (w.live || !eventAt.Before(lastNeg) && !eventAt.IsZero())
-	r.s.waits.mu.Unlock()
-	r.s.waits.end(r.j.Name)
-	if lastNeg.IsZero() {
-		return // seen at the read-back: nothing waited, nothing learned
-	}
-	// An event at or after the last read that did not show the change can
-	// have announced it (an earlier one was about something else).
-	announced := !eventAt.IsZero() && !eventAt.Before(lastNeg)
-	if watched {
+	l := r.s.waits.Landed(w, r.s.cfg.Clock.Now(), r.s.cfg.AdaptivePoll.DenseInterval)
+	if l.Watched {
 		// The stream was open while the change landed: did it say so?
-		r.s.learner.EventSeen(r.ep.Key(), announced)
+		r.s.learner.EventSeen(r.ep.Key(), l.Announced)
 	}
-	if !followed || r.s.cfg.AdaptivePoll.Disabled {
-		return
+	if l.Measured && !r.s.cfg.AdaptivePoll.Disabled {
+		r.s.learner.Observe(r.ep, a, l.After)
 	}
-	// The middle of (lastNeg, now]; but when the read before was the
-	// read-back, at most half a dense interval before now: the schedule
-	// put no read between the two because the learned window starts later
-	// (a narrow window is read once, at its end), so the interval says
-	// nothing of when in it the change came, and its middle would pull the
-	// window ever earlier. After a read of the schedule, the middle: a
-	// change that came early moves the window towards it.
-	dense := r.s.cfg.AdaptivePoll.DenseInterval
-	landed := lastNeg.Add(now.Sub(lastNeg) / 2)
-	late := now.Add(-dense)
-	if fromReadBack {
-		late = now.Add(-dense / 4)
-	}
-	if late.After(landed) {
-		landed = late
-	}
-	if announced && !eventAt.After(now) {
-		landed = eventAt
-	}
-	r.s.learner.Observe(r.ep, a, landed.Sub(req))
 }
 
 // powerPoll is when to read the power state again while task i waits for
@@ -217,10 +99,8 @@ func (r *stepRun) powerPoll(ctx context.Context, i int, a bmc.PowerAction) StepR
 			// Counted from when the action was answered where this
 			// Stepper saw it (the wait), else from the request.
 			sent := ts.RequestTime.Add(0)
-			if w := r.powerWaitFor(i, a, false, false); w != nil {
-				r.s.waits.mu.Lock()
-				sent = w.req
-				r.s.waits.mu.Unlock()
+			if w := r.powerWaitFor(i, false, false); w != nil {
+				sent = r.s.waits.Sent(w)
 			}
 			if elapsed := now.Sub(sent); now.Sub(ts.RequestTime.Add(0)) < cfg.SlowPollAfter {
 				ap := &cfg.AdaptivePoll
@@ -228,7 +108,7 @@ func (r *stepRun) powerPoll(ctx context.Context, i int, a bmc.PowerAction) StepR
 			}
 		}
 	}
-	if r.watchPower(ctx, i, a) && r.s.learner.Trusted(r.ep.Key()) {
+	if r.watchPower(ctx, i) && r.s.learner.Trusted(r.ep.Key()) {
 		res.RequeueAfter = max(res.RequeueAfter, cfg.PowerEvents.PollInterval)
 	}
 	return res
@@ -237,7 +117,7 @@ func (r *stepRun) powerPoll(ctx context.Context, i int, a bmc.PowerAction) StepR
 // watchPower makes sure a watch on the step's driver is live for task i's
 // wait, where events are enabled and the driver can watch; it reports
 // whether one is.
-func (r *stepRun) watchPower(ctx context.Context, i int, a bmc.PowerAction) bool {
+func (r *stepRun) watchPower(ctx context.Context, i int) bool {
 	cfg := &r.s.cfg
 	if cfg.Wake == nil || cfg.PowerEvents.Disabled || r.drv == nil {
 		return false
@@ -246,53 +126,15 @@ func (r *stepRun) watchPower(ctx context.Context, i int, a bmc.PowerAction) bool
 	if !ok {
 		return false
 	}
-	w := r.powerWaitFor(i, a, true, false)
+	w := r.powerWaitFor(i, true, false)
 	if w == nil {
 		return false
 	}
-	t := &r.s.waits
-	t.mu.Lock()
-	if w.live && w.drv == r.drv {
-		t.mu.Unlock()
-		return true
-	}
-	if w.tried || w.ended {
-		t.mu.Unlock()
-		return false // failed or ended earlier in this wait: poll
-	}
-	w.tried = true
-	t.mu.Unlock()
-
-	name, wake, clk := r.j.Name, cfg.Wake, cfg.Clock
-	stop, err := pw.WatchPower(ctx, func(ev bmc.PowerEvent) {
-		t.mu.Lock()
-		if w.ended {
-			t.mu.Unlock()
-			return
-		}
-		if ev.Err != nil {
-			w.live, w.gone = false, true
-		} else {
-			w.eventAt = clk.Now()
-		}
-		t.mu.Unlock()
-		wake(name)
-	})
+	live, err := r.s.waits.Watch(ctx, w, pw, cfg.Clock, cfg.Wake)
 	if err != nil {
 		r.log.V(1).Info("no power event stream; polling", "error", err.Error())
-		return false
 	}
-	t.mu.Lock()
-	if w.ended || w.gone {
-		// Ended (or the stream broke) before WatchPower returned.
-		t.mu.Unlock()
-		stop()
-		return false
-	}
-	w.drv, w.stop = r.drv, stop
-	w.live, w.liveSince = true, clk.Now()
-	t.mu.Unlock()
-	return true
+	return live
 }
 
 // jobWakes collects the Runner's StepperConfig.Wake calls for its loop,
@@ -347,16 +189,12 @@ func (l *loop) wakeJobs(names map[string]struct{}) {
 // seen only at the next safety poll (PowerEvents.PollInterval). Elsewhere
 // the watch opens after the read-back, when there is something to wait for,
 // and the usual polls cover that gap.
-func (r *stepRun) watchBeforeSend(ctx context.Context, i int, a bmc.PowerAction) {
+func (r *stepRun) watchBeforeSend(ctx context.Context, i int, _ bmc.PowerAction) {
 	cfg := &r.s.cfg
 	if cfg.Wake == nil || cfg.PowerEvents.Disabled || !r.s.learner.Trusted(r.ep.Key()) {
 		return
 	}
-	ts := &r.j.Status.Tasks[i]
 	// The request time the send will record (act sets RequestTime = r.now).
-	req := r.now
-	r.s.waits.get(r.j.Name, i, ts.Attempts, func() *powerWait {
-		return &powerWait{task: i, attempt: ts.Attempts, ep: r.ep, action: a, req: req, followed: true}
-	})
-	r.watchPower(ctx, i, a)
+	r.s.waits.Open(r.j.Name, i, r.j.Status.Tasks[i].Attempts, r.now, true)
+	r.watchPower(ctx, i)
 }

@@ -187,7 +187,7 @@ func (l *loop) scan() {
 	defer cancel()
 	events, err := r.follower.Next(ctx)
 	if l.ctx.Err() == nil {
-		r.health.store(r.cfg.Clock.Now(), err)
+		r.health.Store(r.cfg.Clock.Now(), err)
 	}
 	if err != nil && l.ctx.Err() == nil {
 		r.log.Error(err, "reading job changes failed; will retry")

@@ -14,6 +14,9 @@ import (
 	"github.com/bmckit/bmckit/bmc/connpool"
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/internal/owner"
+	"github.com/bmckit/bmckit/job/internal/health"
+	"github.com/bmckit/bmckit/job/internal/locksweep"
+	"github.com/bmckit/bmckit/job/internal/membership"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/syslock"
 )
@@ -94,17 +97,16 @@ type Runner struct {
 	jobWakes *jobWakes // jobs to step now (StepperConfig.Wake)
 	own      ownWrites
 
-	fresh freshJobs // jobs Submit created, until their first step (freshjobs.go)
-	peers *peers    // heartbeats and the share of systems (replicas.go)
-	// holding has the systems the loop holds or is handing over, for the
-	// lock sweep (locksweep.go), which runs beside the loop. (A map under
-	// a lock: sync.Map allocated twice per job.)
-	holding holdingSet
+	fresh   freshJobs        // jobs Submit created, until their first step (freshjobs.go)
+	members *membership.View // heartbeats and the share of systems (replicas.go)
+	// sweep deletes the locks this runner's Owner left behind, beside the
+	// loop, which tells it the systems it holds (job/internal/locksweep).
+	sweep *locksweep.Sweeper
 
 	mu      sync.Mutex
 	waiters map[string]*waiters // per job, closed by signal
 	started bool
-	health  runnerHealth // health.go
+	health  health.State // what Healthz reports (health.go)
 
 	// Used only by the scheduling goroutine.
 	follower *storage.Follower
@@ -160,7 +162,10 @@ func NewRunner(cfg Config) (*Runner, error) {
 		wake: make(chan struct{}, 1), jobWakes: wakes, own: ownWrites{rev: map[string]int64{}}, waiters: map[string]*waiters{},
 		fresh: freshJobs{jobs: map[string]freshJob{}},
 	}
-	r.peers = newPeers(r)
+	r.members = membership.New(membership.Config{Store: cfg.Store, Prefix: cfg.KeyPrefix + "runners/", Owner: cfg.Owner,
+		Lease: cfg.LeaseDuration, ScanInterval: cfg.ScanInterval, Clock: cfg.Clock, Log: r.log})
+	r.sweep = locksweep.New(locksweep.Config{Store: cfg.Store, Locks: r.locks, Owner: cfg.Owner,
+		Lease: cfg.LeaseDuration, Clock: cfg.Clock, Log: r.log, Unfinished: r.unfinished})
 	// The scan skips the runner's own writes without reading them: a store
 	// that can (storage.ValueSkipper) leaves their values out of the feed.
 	prefix := len(cfg.KeyPrefix + "jobs/")

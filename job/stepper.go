@@ -13,6 +13,7 @@ import (
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job/internal/powerpoll"
+	"github.com/bmckit/bmckit/job/internal/powerwait"
 	"github.com/bmckit/bmckit/job/observe"
 	"github.com/bmckit/bmckit/retry"
 	"github.com/bmckit/bmckit/syslock"
@@ -162,7 +163,7 @@ type Stepper struct {
 	cfg     StepperConfig
 	pool    *connpool.Pool
 	learner *powerpoll.Learner // adaptive polling's landing histories
-	waits   waitTable          // power waits in progress, by job
+	waits   *powerwait.Table   // power waits in progress, by job
 	eps     endpointCache
 }
 
@@ -221,7 +222,7 @@ func NewStepper(cfg StepperConfig) (*Stepper, error) {
 	}
 	def(&cfg.PowerEvents.PollInterval, 10*time.Second)
 	s := &Stepper{cfg: cfg, pool: connpool.New(cfg.Dialer, cfg.IdleTimeout, cfg.Clock.Now),
-		learner: powerpoll.New(cfg.AdaptivePoll.MinSamples, cfg.AdaptivePoll.MaxKeys), waits: waitTable{m: map[string]*powerWait{}}}
+		learner: powerpoll.New(cfg.AdaptivePoll.MinSamples, cfg.AdaptivePoll.MaxKeys), waits: powerwait.New()}
 	s.observeSetup()
 	return s, nil
 }
@@ -239,7 +240,7 @@ func (s *Stepper) Pool() *connpool.Pool { return s.pool }
 // closes once no system uses it) and, with Locks, unlocks the system if the
 // job holds it. Step calls it by itself when a job completes. Idempotent.
 func (s *Stepper) Release(ctx context.Context, name, bmcURL string) error {
-	s.waits.end(name)
+	s.waits.End(name)
 	ep, err := s.eps.parse(bmcURL)
 	if err != nil {
 		return nil // never dialed, never locked
@@ -678,7 +679,7 @@ func (r *stepRun) verify(ctx context.Context, i int) (StepResult, error) {
 func (r *stepRun) resend(ctx context.Context, i int, why string) (StepResult, error) {
 	ts := &r.j.Status.Tasks[i]
 	r.log.Info("effect not observed; sending the action again", "task", i+1, "why", why)
-	r.s.waits.end(r.j.Name) // the next attempt is a new wait
+	r.s.waits.End(r.j.Name) // the next attempt is a new wait
 	ts.Phase = task.PhaseStarted
 	ts.Attempts++
 	ts.LastError = why
@@ -861,7 +862,7 @@ func (r *stepRun) failTask(ctx context.Context, i int, reason, msg string) (Step
 	ts.NextAttemptTime = nil
 	ts.CompletionTime = timestamp.Ptr(now)
 	conditions.MarkCompleted(&ts.Conditions, j.Generation, conditions.ResultFailed, reason, msg, now)
-	r.s.waits.end(j.Name)
+	r.s.waits.End(j.Name)
 	jobMsg := fmt.Sprintf("task %d (%s) failed: %s", i+1, j.Spec.Tasks[i].Describe(), msg)
 	return r.finish(ctx, conditions.ResultFailed, reason, jobMsg, conditions.ReasonSkipped)
 }
@@ -895,7 +896,7 @@ func (r *stepRun) finish(ctx context.Context, result conditions.Result, reason, 
 		ts.CompletionTime = timestamp.Ptr(now)
 		conditions.MarkCompleted(&ts.Conditions, j.Generation, conditions.ResultCanceled, skipReason, why, now)
 	}
-	r.s.waits.end(j.Name)
+	r.s.waits.End(j.Name)
 	j.Status.Result = result
 	j.Status.Reason = reason
 	j.Status.Message = msg

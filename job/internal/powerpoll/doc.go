@@ -32,15 +32,12 @@
 // after the window is seen within D of landing; one that lands before it,
 // within G. Every read time is a point of a grid fixed by the window.
 //
-// Each landing is estimated as the middle between the last read that did not
-// show it and the first that did, but at most D before the latter (after a
-// sparse stretch the change most likely landed late in it: a window that
-// is too late moves earlier by up to D per change rather than jumping) and
-// at most D/4 when the read before was the read-back (the schedule put no
-// read between the two, so the interval says nothing of when the change
-// came; the window of a BMC that got faster still moves earlier, slowly);
-// or as the time of the BMC's event, see [bmc.PowerWatcher]; and only from
-// waits this Stepper followed from the request on.
+// Each landing is estimated by package powerwait, which follows each wait:
+// from the reads around it (the middle between the last read that did not
+// show it and the first that did, but at most D before the latter, and at
+// most D/4 after a read-back), or as the time of the BMC's event, see
+// [bmc.PowerWatcher]; and only from waits this Stepper followed from the
+// request on.
 //
 // Why not more: a BMC whose every change takes a fresh random delay across
 // a wide spread (uniform over 10 s, say) has no narrow window to learn; any
