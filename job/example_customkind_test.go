@@ -78,7 +78,7 @@ func ExampleKind() {
 	fmt.Println(j.Status.Result, "-", j.Status.Tasks[0].Reason+":", j.Status.Tasks[0].Message)
 
 	// Params the kind refuses are refused before anything is stored.
-	spec.Tasks[0].Custom.Params = json.RawMessage(`{"want": "on"}`)
+	spec.Tasks[0].Custom.Params = task.CustomParams(`{"want": "on"}`)
 	_, err = runner.Submit(ctx, "reprovision-3", spec)
 	fmt.Println(err)
 	// Output:

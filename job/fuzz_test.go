@@ -35,6 +35,9 @@ func FuzzDecodeSpec(f *testing.F) {
 		`{"bmc":"redfish://h","tasks":[{"bootDevice":{"device":"http","uri":"http://h/a b.efi"}}]}`,
 		`{"bmc":"redfish://h","tasks":[{"bootDevice":{"device":"disk","uri":"http://h/x.efi"}}]}`,
 		`{"bmc":"redfish://h","tasks":[{"powerStatus":{},"reachable":{}}]}`,
+		`{"bmc":"ipmi://h","tasks":[{"custom":{"kind":"example.com/x","params":{ "a" : [1, 2.50], "b": "<\u2028>" }}}]}`,
+		`{"bmc":"ipmi://h","tasks":[{"custom":{"kind":"example.com/x","params":null}}]}`,
+		`{"bmc":"ipmi://h","tasks":[{"custom":{"kind":"x","params":[]}}]}`,
 		`{}`, `[]`, `null`, ``,
 	} {
 		f.Add([]byte(s))

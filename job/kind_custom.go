@@ -90,7 +90,7 @@ func (ks Kinds) validateTask(i int, t *task.Spec) error {
 	if k == nil {
 		return fmt.Errorf("%w: tasks[%d].custom.kind: %q is not a kind this program registered (StepperConfig.Kinds)", ErrInvalidSpec, i, truncate(c.Kind, 80))
 	}
-	err := k.Validate(c.Params)
+	err := k.Validate(json.RawMessage(c.Params))
 	if err == nil {
 		return nil
 	}
@@ -123,7 +123,7 @@ func (k customKind) task(r *stepRun, drv bmc.Driver, sent bool) (Kind, *KindTask
 	if impl == nil {
 		return nil, nil, &taskFailure{conditions.ReasonInvalidSpec, fmt.Sprintf("custom kind %q is not registered", k.a.Kind)}
 	}
-	return impl, &KindTask{Params: k.a.Params, BMC: drv, Job: r.j.Name, Task: r.j.Status.CurrentTask, Sent: sent}, nil
+	return impl, &KindTask{Params: json.RawMessage(k.a.Params), BMC: drv, Job: r.j.Name, Task: r.j.Status.CurrentTask, Sent: sent}, nil
 }
 
 func (k customKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) error {

@@ -145,7 +145,7 @@ var assetTag = job.Kinds{"example.com/asset-tag": assetTagKind{}}
 
 func tagSpec(params string) job.Spec {
 	return job.Spec{BMC: "redfish://10.0.0.9/redfish/v1/Systems/1", Tasks: []task.Spec{
-		{Custom: &task.CustomAction{Kind: "example.com/asset-tag", Params: json.RawMessage(params)}},
+		{Custom: &task.CustomAction{Kind: "example.com/asset-tag", Params: task.CustomParams(params)}},
 		{Power: &task.PowerAction{Op: task.PowerOn}},
 	}}
 }

@@ -257,7 +257,7 @@ func fillRandom(r *rand.Rand, v reflect.Value, zeroP float64, depth int) {
 		v.Set(reflect.ValueOf(ts[r.Intn(len(ts))]))
 		return
 	}
-	if v.Type() == reflect.TypeFor[json.RawMessage]() { // a custom task's params
+	if v.Type() == reflect.TypeFor[task.CustomParams]() { // a custom task's params
 		ps := []string{`{}`, `{"tag": "<rack 7> & \u2028é", "n": [1, 2.50, true, null]}`, "{\n \"a\" : {\"b\": \"c\"}\n}"}
 		v.SetBytes([]byte(ps[r.Intn(len(ps))]))
 		return

@@ -27,7 +27,35 @@ type CustomAction struct {
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
-	Params json.RawMessage `json:"params,omitempty"`
+	Params CustomParams `json:"params,omitempty"`
+}
+
+// CustomParams is a custom task's params: raw JSON, decoded into the form
+// json.Marshal writes (compact, with <, > and & escaped) and JSON null into
+// nil, so that a spec decoded from any input re-encodes to the bytes it
+// holds, and a stored record reads back equal.
+type CustomParams []byte
+
+// MarshalJSON returns p, or null when p is empty.
+func (p CustomParams) MarshalJSON() ([]byte, error) {
+	if len(p) == 0 {
+		return []byte("null"), nil
+	}
+	return p, nil
+}
+
+// UnmarshalJSON sets *p to data in json.Marshal's form; nil for null.
+func (p *CustomParams) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*p = nil
+		return nil
+	}
+	c, err := json.Marshal(json.RawMessage(data))
+	if err != nil {
+		return err
+	}
+	*p = c
+	return nil
 }
 
 // MaxCustomParamsBytes bounds CustomAction.Params: a job record, params
@@ -59,7 +87,7 @@ func (c *CustomAction) validate(path string) error {
 	if len(c.Params) > MaxCustomParamsBytes {
 		return fieldErr(path, "params", "%d bytes, at most %d", len(c.Params), MaxCustomParamsBytes)
 	}
-	if p := bytes.TrimSpace(c.Params); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
+	if p := bytes.TrimSpace(c.Params); len(p) > 0 && string(p) != "null" {
 		if p[0] != '{' || !json.Valid(p) {
 			return fieldErr(path, "params", "not a JSON object")
 		}

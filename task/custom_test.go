@@ -1,7 +1,6 @@
 package task_test
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -28,7 +27,7 @@ func TestCustomActionShape(t *testing.T) {
 		{"example.com/x", `{"a":`, "custom.params", "not a JSON object"},
 		{"example.com/x", big, "custom.params", "at most 16384"},
 	} {
-		s := task.Spec{Custom: &task.CustomAction{Kind: c.kind, Params: json.RawMessage(c.params)}}
+		s := task.Spec{Custom: &task.CustomAction{Kind: c.kind, Params: task.CustomParams(c.params)}}
 		err := s.Validate()
 		if c.wantMsg == "" {
 			if err != nil {

@@ -16,7 +16,7 @@ import (
 func validSpecs() map[string]task.Spec {
 	return map[string]task.Spec{
 		"power on":          {Power: &task.PowerAction{Op: task.PowerOn}},
-		"custom":            {Custom: &task.CustomAction{Kind: "example.com/raid-reset", Params: json.RawMessage(`{"controller":"RAID.Slot.3-1"}`)}},
+		"custom":            {Custom: &task.CustomAction{Kind: "example.com/raid-reset", Params: task.CustomParams(`{"controller":"RAID.Slot.3-1"}`)}},
 		"custom no params":  {Custom: &task.CustomAction{Kind: "vendor.example/Clear_SEL.v2"}},
 		"power off":         {Power: &task.PowerAction{Op: task.PowerOff}, Timeout: task.Duration{Duration: 90 * time.Second}},
 		"power soft-off":    {Power: &task.PowerAction{Op: task.PowerSoftOff}},
