@@ -167,6 +167,7 @@ type ctlOpts struct {
 	leaderElect bool
 	log         logr.Logger
 	lease       time.Duration
+	kinds       job.Kinds
 }
 
 // startController runs the kit's controller (Setup) in a manager against
@@ -222,6 +223,7 @@ func runController(cfg *rest.Config, o ctlOpts) (*controller.Controller[*v1alpha
 		Stepper: job.StepperConfig{
 			PollInterval: 20 * time.Millisecond, SlowPollInterval: 100 * time.Millisecond,
 			LockRetryInterval: 100 * time.Millisecond,
+			Kinds:             o.kinds,
 		},
 	})
 	if err != nil {
