@@ -57,7 +57,8 @@ type Options[O Object] struct {
 	// and Logger are set by Setup.
 	Stepper job.StepperConfig
 	// Runner holds the Runner's other knobs; its Store, Dialer,
-	// Credentials, Observer and Logger are set by Setup.
+	// Credentials, Observer and Logger are set by Setup, and its Kinds
+	// (custom task kinds) default to Stepper.Kinds.
 	Runner job.Config
 }
 
@@ -134,6 +135,9 @@ func Setup[O Object](mgr ctrl.Manager, opts Options[O]) (*Controller[O], error) 
 	if opts.Store != nil {
 		rc := opts.Runner
 		rc.Store, rc.Dialer, rc.Credentials, rc.Observer, rc.Logger = opts.Store, opts.Dialer, creds, metrics.JobObserver(), log.WithName("runner")
+		if rc.Kinds == nil {
+			rc.Kinds = opts.Stepper.Kinds // the program's custom task kinds, for both paths
+		}
 		runner, err := job.NewRunner(rc)
 		if err != nil {
 			return nil, err
