@@ -37,7 +37,7 @@ func (k powerKind) boots() bool {
 }
 
 func (k powerKind) beforeSend(ctx context.Context, r *stepRun, i int) {
-	r.watchBeforeSend(ctx, i, k.action())
+	r.watchBeforeSend(ctx, i)
 }
 func (k powerKind) afterRead(r *stepRun, i int, ok bool, readAt time.Time, sent bool) {
 	r.notePowerRead(i, k.action(), ok, readAt, sent)

@@ -189,7 +189,7 @@ func (l *loop) wakeJobs(names map[string]struct{}) {
 // seen only at the next safety poll (PowerEvents.PollInterval). Elsewhere
 // the watch opens after the read-back, when there is something to wait for,
 // and the usual polls cover that gap.
-func (r *stepRun) watchBeforeSend(ctx context.Context, i int, _ bmc.PowerAction) {
+func (r *stepRun) watchBeforeSend(ctx context.Context, i int) {
 	cfg := &r.s.cfg
 	if cfg.Wake == nil || cfg.PowerEvents.Disabled || !r.s.learner.Trusted(r.ep.Key()) {
 		return
