@@ -46,7 +46,8 @@ type KindTask struct {
 	Params json.RawMessage
 	// BMC is the job's connection to its system's BMC; each request is
 	// fenced by the system's lock. Capabilities beyond bmc.Driver are
-	// reached by type assertion.
+	// reached by type assertion. Requests sent by other means are not
+	// fenced (docs/custom-kinds.md).
 	BMC bmc.Driver
 	// Job is the job's name, Task the task's index in it.
 	Job  string
