@@ -337,3 +337,74 @@ func TestCustomKindFailures(t *testing.T) {
 		})
 	}
 }
+
+// forceOffKind sends a power off through the job's connection: what a
+// vendor's OEM "hard stop" kind does.
+type forceOffKind struct{}
+
+func (forceOffKind) Validate(json.RawMessage) error { return nil }
+func (forceOffKind) Send(ctx context.Context, t *job.KindTask) error {
+	return t.BMC.SetPower(ctx, bmc.PowerActionOff)
+}
+func (forceOffKind) Check(ctx context.Context, t *job.KindTask) (bool, string, error) {
+	st, err := t.BMC.PowerState(ctx)
+	return st == bmc.PowerOff, "power " + string(st), err
+}
+
+// A custom kind's requests through KindTask.BMC are fenced as the built-in
+// kinds' are: a step paused until its lock lapsed sends nothing when it
+// resumes, and the next step sends the action once.
+func TestCustomKindFencedAfterAPause(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC))
+	b := fake.New(fake.Options{Power: bmc.PowerOn, Clock: clk})
+	entered, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	b.SetHook(fake.MethodSetPower, func(context.Context, fake.Call) error {
+		once.Do(func() {
+			close(entered)
+			<-resume
+		})
+		return nil
+	})
+	s, err := job.NewStepper(job.StepperConfig{Dialer: b, Clock: clk, Kinds: job.Kinds{"example.com/force-off": forceOffKind{}},
+		Locks: syslock.NewStoreLocker(memstore.New(), syslock.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk})})
+	require.NoError(t, err)
+	defer s.Close(ctx)
+	j := &job.Job{Name: "off", Generation: 1, Spec: job.Spec{BMC: "ipmi://10.0.0.9", Tasks: []task.Spec{
+		{Custom: &task.CustomAction{Kind: "example.com/force-off"}}}}}
+	var stored []byte
+	persist := func(_ context.Context, j *job.Job) error {
+		var err error
+		stored, err = json.Marshal(j)
+		return err
+	}
+
+	out := make(chan error, 1)
+	go func() {
+		_, err := s.Step(ctx, j, persist)
+		out <- err
+	}()
+	<-entered
+	clk.Advance(time.Minute) // the pause outlasts the lock's validity
+	close(resume)
+	require.ErrorIs(t, <-out, bmc.ErrFenced)
+	assert.Equal(t, bmc.PowerOn, b.State().Power, "the fenced request took no effect")
+
+	var resumed job.Job
+	require.NoError(t, json.Unmarshal(stored, &resumed))
+	assert.Equal(t, task.PhaseStarted, resumed.Status.Tasks[0].Phase, "resumable: not sent, not failed")
+	for n := 0; n < 50 && !resumed.Completed(); n++ {
+		res, err := s.Step(ctx, &resumed, persist)
+		require.NoError(t, err)
+		clk.Advance(res.RequeueAfter)
+	}
+	require.Equal(t, conditions.ResultSucceeded, resumed.Status.Result, resumed.Status.Message)
+	applied := 0
+	for _, c := range b.CallsTo(fake.MethodSetPower) {
+		if c.Err == nil {
+			applied++
+		}
+	}
+	assert.Equal(t, 1, applied, "the power off went out once, under the renewed lock")
+}
