@@ -144,12 +144,11 @@ var specLimits = strictjson.Limits{Bytes: MaxSpecBytes, String: 4096, Array: Max
 // custom task (task.Spec.Custom) is checked for its shape only: whether its
 // kind is registered and takes its params is checked by Runner.Submit and
 // the Stepper, which know their StepperConfig.Kinds.
-func (s *Spec) Validate() error { return s.validate(bmc.ParseEndpoint, nil) }
+func (s *Spec) Validate() error { return s.validate(bmc.ParseEndpoint) }
 
 // validate is Validate with the BMC address parsed by parse (the Stepper's
-// cache on every job start) and custom tasks checked against kinds, unless
-// kinds is nil.
-func (s *Spec) validate(parse func(string) (bmc.Endpoint, error), kinds Kinds) error {
+// cache on every job start).
+func (s *Spec) validate(parse func(string) (bmc.Endpoint, error)) error {
 	if len(s.BMC) > MaxBMCLength {
 		return fmt.Errorf("%w: bmc: %d bytes, at most %d", ErrInvalidSpec, len(s.BMC), MaxBMCLength)
 	}
@@ -171,19 +170,7 @@ func (s *Spec) validate(parse func(string) (bmc.Endpoint, error), kinds Kinds) e
 	for i := range s.Tasks {
 		t := &s.Tasks[i]
 		if err := t.Validate(); err != nil {
-			var fe *task.FieldError
-			if !errors.As(err, &fe) {
-				return fmt.Errorf("%w: tasks[%d]: %w", ErrInvalidSpec, i, err)
-			}
-			if fe.Path == "" {
-				return fmt.Errorf("%w: tasks[%d]: %s", ErrInvalidSpec, i, fe.Msg)
-			}
-			return fmt.Errorf("%w: tasks[%d].%s: %s", ErrInvalidSpec, i, fe.Path, fe.Msg)
-		}
-		if kinds != nil {
-			if err := kinds.validateTask(i, t); err != nil {
-				return err
-			}
+			return invalidAt(fmt.Sprintf("tasks[%d]", i), err)
 		}
 		if t.WaitForBoot != nil && t.WaitForBoot.SystemUUID == "" && s.SystemUUID == "" {
 			return fmt.Errorf("%w: tasks[%d].waitForBoot.systemUUID: empty, and the job has no systemUUID", ErrInvalidSpec, i)
@@ -196,6 +183,20 @@ func (s *Spec) validate(parse func(string) (bmc.Endpoint, error), kinds Kinds) e
 		}
 	}
 	return nil
+}
+
+// invalidAt is err, a validation error of the spec's part at path, as an
+// ErrInvalidSpec that names the field: a *task.FieldError's Path is taken
+// as relative to path ("tasks[1]" + "power.op").
+func invalidAt(path string, err error) error {
+	var fe *task.FieldError
+	switch {
+	case !errors.As(err, &fe):
+		return fmt.Errorf("%w: %s: %w", ErrInvalidSpec, path, err)
+	case fe.Path == "":
+		return fmt.Errorf("%w: %s: %s", ErrInvalidSpec, path, fe.Msg)
+	}
+	return fmt.Errorf("%w: %s.%s: %s", ErrInvalidSpec, path, fe.Path, fe.Msg)
 }
 
 // DecodeSpec parses a JSON job spec strictly (unknown fields are errors) and

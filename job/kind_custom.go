@@ -3,7 +3,6 @@ package job
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -80,29 +79,24 @@ func (ks Kinds) check() error {
 	return nil
 }
 
-// validateTask checks task t (tasks[i]) of a spec against the registered
-// kinds, for a custom task: the kind is registered and takes the params.
-func (ks Kinds) validateTask(i int, t *task.Spec) error {
-	c := t.Custom
-	if c == nil {
-		return nil
+// validate checks the custom tasks of spec s against the registered kinds:
+// each names a kind here, and the kind takes its params. (Spec.validate,
+// which has no configuration, checked their shape.)
+func (ks Kinds) validate(s *Spec) error {
+	for i := range s.Tasks {
+		c := s.Tasks[i].Custom
+		if c == nil {
+			continue
+		}
+		k := ks[c.Kind]
+		if k == nil {
+			return fmt.Errorf("%w: tasks[%d].custom.kind: %q is not a kind this program registered (StepperConfig.Kinds)", ErrInvalidSpec, i, truncate(c.Kind, 80))
+		}
+		if err := k.Validate(json.RawMessage(c.Params)); err != nil {
+			return invalidAt(fmt.Sprintf("tasks[%d].custom.params", i), err)
+		}
 	}
-	k := ks[c.Kind]
-	if k == nil {
-		return fmt.Errorf("%w: tasks[%d].custom.kind: %q is not a kind this program registered (StepperConfig.Kinds)", ErrInvalidSpec, i, truncate(c.Kind, 80))
-	}
-	err := k.Validate(json.RawMessage(c.Params))
-	if err == nil {
-		return nil
-	}
-	var fe *task.FieldError
-	switch {
-	case !errors.As(err, &fe):
-		return fmt.Errorf("%w: tasks[%d].custom.params: %w", ErrInvalidSpec, i, err)
-	case fe.Path == "":
-		return fmt.Errorf("%w: tasks[%d].custom.params: %s", ErrInvalidSpec, i, fe.Msg)
-	}
-	return fmt.Errorf("%w: tasks[%d].custom.params.%s: %s", ErrInvalidSpec, i, fe.Path, fe.Msg)
+	return nil
 }
 
 // customKind runs a task.CustomAction with the Kind the Stepper's config
@@ -110,8 +104,10 @@ func (ks Kinds) validateTask(i int, t *task.Spec) error {
 type customKind struct{ a *task.CustomAction }
 
 func (k customKind) defaultTimeout(cfg *StepperConfig) time.Duration {
-	if d, ok := cfg.Kinds[k.a.Kind].(interface{ DefaultTimeout() time.Duration }); ok && d.DefaultTimeout() > 0 {
-		return d.DefaultTimeout()
+	if d, ok := cfg.Kinds[k.a.Kind].(interface{ DefaultTimeout() time.Duration }); ok {
+		if t := d.DefaultTimeout(); t > 0 {
+			return t
+		}
 	}
 	return cfg.DefaultTaskTimeout
 }

@@ -184,7 +184,7 @@ func (r *Runner) Submit(ctx context.Context, name string, spec Spec) (*Job, erro
 	if !nameRE.MatchString(name) {
 		return nil, fmt.Errorf("job: invalid name %q: use 1-200 letters, digits, '.', '_' or '-', starting and ending with a letter or digit", truncate(name, 80))
 	}
-	if err := spec.validate(r.stepper.eps.parse, r.stepper.cfg.Kinds); err != nil {
+	if err := r.stepper.validate(&spec); err != nil {
 		return nil, fmt.Errorf("job %q: %w", name, err)
 	}
 	j := &Job{Name: name, Generation: 1, CreatedAt: r.cfg.Clock.Now().UTC(), Spec: spec}

@@ -178,9 +178,6 @@ func NewStepper(cfg StepperConfig) (*Stepper, error) {
 	if err := cfg.Kinds.check(); err != nil {
 		return nil, err
 	}
-	if cfg.Kinds == nil {
-		cfg.Kinds = Kinds{} // not nil: Spec.validate checks custom tasks against it
-	}
 	if cfg.Credentials == nil {
 		cfg.Credentials = bmc.CredentialsFunc(func(_ context.Context, ref string) (bmc.Credentials, error) {
 			if ref == "" {
@@ -232,6 +229,15 @@ func (s *Stepper) Close(ctx context.Context) error { return s.pool.Close(ctx) }
 
 // Pool exposes the connection pool (for hosts that want CloseIdle on a ticker).
 func (s *Stepper) Pool() *connpool.Pool { return s.pool }
+
+// validate checks spec as a job start does: Spec.Validate (with the
+// endpoint cache) and its custom tasks against the registered Kinds.
+func (s *Stepper) validate(spec *Spec) error {
+	if err := spec.validate(s.eps.parse); err != nil {
+		return err
+	}
+	return s.cfg.Kinds.validate(spec)
+}
 
 // Release is for job name, on system bmcURL (its Spec.BMC), when it will
 // not be stepped again here (its object was deleted, or the caller stops
@@ -523,7 +529,7 @@ func (r *stepRun) initialize(ctx context.Context) (res StepResult, done bool, er
 	conds := make([]conditions.Condition, 2*(len(j.Spec.Tasks)+1))
 	j.Status = Status{ObservedGeneration: j.Generation, StartTime: timestamp.Ptr(now), Tasks: make([]task.Status, len(j.Spec.Tasks)),
 		Conditions: conds[0:0:2]}
-	if err := j.Spec.validate(r.s.eps.parse, r.s.cfg.Kinds); err != nil {
+	if err := r.s.validate(&j.Spec); err != nil {
 		res, err := r.finish(ctx, conditions.ResultFailed, conditions.ReasonInvalidSpec, err.Error(), conditions.ReasonSkipped)
 		return res, true, err
 	}
