@@ -171,15 +171,7 @@ func TestStepperFenceRefusesAfterAPause(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(t0)
 	b := fake.New(fake.Options{Power: bmc.PowerOn, Clock: clk})
-	entered, resume := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	b.SetHook(fake.MethodSetPower, func(context.Context, fake.Call) error {
-		once.Do(func() {
-			close(entered)
-			<-resume
-		})
-		return nil
-	})
+	entered, resume := holdFirst(b, fake.MethodSetPower)
 	s, err := job.NewStepper(job.StepperConfig{Dialer: b, Clock: clk,
 		Locks: syslock.NewStoreLocker(memstore.New(), syslock.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk})})
 	require.NoError(t, err)
@@ -219,13 +211,33 @@ func TestStepperFenceRefusesAfterAPause(t *testing.T) {
 		j = obj.load(t)
 	}
 	assertCompleted(t, j, conditions.ResultSucceeded)
-	applied := 0
-	for _, c := range b.CallsTo(fake.MethodSetPower) {
+	assert.Equal(t, 1, applied(b, fake.MethodSetPower), "the power off went out once, under the renewed lock")
+}
+
+// holdFirst holds the first call of method m to b (as a SIGSTOP or a long
+// GC would) until resume is closed; entered closes when it is held.
+func holdFirst(b *fake.BMC, m fake.Method) (entered, resume chan struct{}) {
+	entered, resume = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	b.SetHook(m, func(context.Context, fake.Call) error {
+		once.Do(func() {
+			close(entered)
+			<-resume
+		})
+		return nil
+	})
+	return entered, resume
+}
+
+// applied counts the calls of method m to b that succeeded.
+func applied(b *fake.BMC, m fake.Method) int {
+	n := 0
+	for _, c := range b.CallsTo(m) {
 		if c.Err == nil {
-			applied++
+			n++
 		}
 	}
-	assert.Equal(t, 1, applied, "the power off went out once, under the renewed lock")
+	return n
 }
 
 // A locker whose store hangs for longer than the lease: the lock's validity

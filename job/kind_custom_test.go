@@ -130,15 +130,20 @@ func (b *tagBMC) setsSoFar() int {
 	return b.sets
 }
 
-// tagDialer dials the fake BMC and adds the capability (or not: plain).
-func tagDialer(f *fake.BMC, b *tagBMC, plain bool) bmc.Dialer {
+// tagDialer dials through d and adds the capability.
+func tagDialer(d bmc.Dialer, b *tagBMC) bmc.Dialer {
 	return bmc.DialerFunc(func(ctx context.Context, ep bmc.Endpoint, c bmc.Credentials) (bmc.Driver, error) {
-		d, err := f.Dial(ctx, ep, c)
-		if err != nil || plain {
-			return d, err
+		drv, err := d.Dial(ctx, ep, c)
+		if err != nil {
+			return drv, err
 		}
-		return taggedDriver{d, b}, nil
+		return taggedDriver{drv, b}, nil
 	})
+}
+
+// tags is newStepEnvDialing's wrap that adds b's capability.
+func tags(b *tagBMC) func(bmc.Dialer) bmc.Dialer {
+	return func(d bmc.Dialer) bmc.Dialer { return tagDialer(d, b) }
 }
 
 var assetTag = job.Kinds{"example.com/asset-tag": assetTagKind{}}
@@ -155,7 +160,7 @@ func TestCustomKindOnTheRunner(t *testing.T) {
 	b := &tagBMC{tag: "old", lag: 2}
 	st := memstore.New()
 	r, err := job.NewRunner(job.Config{Store: st, StepperConfig: job.StepperConfig{
-		Dialer: tagDialer(fake.New(fake.Options{Power: bmc.PowerOff}), b, false),
+		Dialer: tagDialer(fake.New(fake.Options{Power: bmc.PowerOff}), b),
 		Kinds:  assetTag, PollInterval: time.Millisecond,
 	}})
 	require.NoError(t, err)
@@ -217,47 +222,22 @@ func TestCustomKindRefusedAtSubmit(t *testing.T) {
 	assert.ErrorContains(t, err, `"example.com/x" is nil`)
 }
 
-// tagStepper is a Stepper on a fake clock, which stepAll advances by each
-// step's RequeueAfter.
-type tagStepper struct {
-	*job.Stepper
-	clk *clock.Fake
-}
-
-// stepAll steps j until it completes, with persist.
-func (s tagStepper) stepAll(t *testing.T, j *job.Job, persist job.PersistFunc) *job.Job {
-	t.Helper()
-	for range 1000 {
-		res, err := s.Step(t.Context(), j, persist)
-		require.NoError(t, err)
-		if res.Done {
-			return j
-		}
-		s.clk.Advance(res.RequeueAfter)
-	}
-	t.Fatal("the job did not complete in 1000 steps")
-	return nil
-}
-
-func noPersist(context.Context, *job.Job) error { return nil }
-
-func newTagStepper(t *testing.T, d bmc.Dialer, kinds job.Kinds) tagStepper {
-	clk := clock.NewFake(time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC))
-	s, err := job.NewStepper(job.StepperConfig{Dialer: d, Locks: syslock.NoLocking, Kinds: kinds, Clock: clk})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	return tagStepper{s, clk}
+func tagJob(params string) *job.Job {
+	return &job.Job{Name: "tag", Generation: 1, Spec: tagSpec(params)}
 }
 
 // A controller's object was not submitted through a Runner: the Stepper
 // checks the kind at the job's start, and fails the job without a BMC call.
 func TestCustomKindUnregisteredFailsOnTheStepper(t *testing.T) {
 	var dials atomic.Int32
-	d := bmc.DialerFunc(func(context.Context, bmc.Endpoint, bmc.Credentials) (bmc.Driver, error) {
-		dials.Add(1)
-		return nil, errors.New("no BMC")
-	})
-	j := newTagStepper(t, d, nil).stepAll(t, &job.Job{Name: "tag", Generation: 1, Spec: tagSpec(`{"tag":"a"}`)}, noPersist)
+	counting := func(d bmc.Dialer) bmc.Dialer {
+		return bmc.DialerFunc(func(ctx context.Context, ep bmc.Endpoint, c bmc.Credentials) (bmc.Driver, error) {
+			dials.Add(1)
+			return d.Dial(ctx, ep, c)
+		})
+	}
+	e := newStepEnvDialing(t, fake.Options{}, job.StepperConfig{}, counting)
+	j, _ := e.reconcile(t, tagJob(`{"tag":"a"}`), 1000)
 	assert.Equal(t, conditions.ResultFailed, j.Status.Result)
 	assert.Equal(t, conditions.ReasonInvalidSpec, j.Status.Reason)
 	assert.Contains(t, j.Status.Message, `tasks[0].custom.kind: "example.com/asset-tag" is not a kind this program registered`)
@@ -273,35 +253,31 @@ func TestCustomKindResumedChecksBeforeSending(t *testing.T) {
 			if !landed {
 				b.failSet = []error{bmc.Transient(errors.New("connection reset"))}
 			}
-			f := fake.New(fake.Options{Power: bmc.PowerOff})
-			var intent []byte
+			cfg := job.StepperConfig{Kinds: assetTag}
+			e1 := newStepEnvDialing(t, fake.Options{Power: bmc.PowerOff}, cfg, tags(b))
 			crash := errors.New("crash")
-			persist := func(_ context.Context, j *job.Job) error {
-				if j.Status.Tasks[0].Phase == task.PhaseStarted && intent == nil {
-					intent, _ = json.Marshal(j)
-					return nil
+			writes := 0
+			persist := func(ctx context.Context, j *job.Job) error {
+				if writes++; writes > 1 {
+					return crash // the process dies after storing the intent
 				}
-				if intent != nil {
-					return crash // the process dies before the next write
-				}
-				return nil
+				require.Equal(t, task.PhaseStarted, j.Status.Tasks[0].Phase)
+				return e1.crd.persist(ctx, j)
 			}
-			j := &job.Job{Name: "tag", Generation: 1, Spec: tagSpec(`{"tag":"rack-7"}`)}
-			s1 := newTagStepper(t, tagDialer(f, b, false), assetTag)
+			j := tagJob(`{"tag":"rack-7"}`)
 			for range 1000 {
-				res, err := s1.Step(t.Context(), j, persist)
+				res, err := e1.stepper.Step(t.Context(), j, persist)
 				if errors.Is(err, crash) {
 					break
 				}
 				require.NoError(t, err)
-				s1.clk.Advance(res.RequeueAfter)
+				e1.clk.Advance(res.RequeueAfter)
 			}
-			require.NotNil(t, intent)
+			require.Equal(t, 1, e1.crd.writes)
 
-			var resumed job.Job
-			require.NoError(t, json.Unmarshal(intent, &resumed))
-			s2 := newTagStepper(t, tagDialer(f, b, false), assetTag)
-			s2.stepAll(t, &resumed, noPersist)
+			// Another process resumes the job as stored.
+			e2 := newStepEnvDialing(t, fake.Options{Power: bmc.PowerOff}, cfg, tags(b))
+			resumed, _ := e2.reconcile(t, e1.crd.load(t), 1000)
 			require.Equal(t, conditions.ResultSucceeded, resumed.Status.Result, resumed.Status.Message)
 			assert.Equal(t, 1, b.setsSoFar(), "the tag is set exactly once")
 		})
@@ -328,8 +304,12 @@ func TestCustomKindFailures(t *testing.T) {
 		{"a permanent error", job.Kinds{"example.com/asset-tag": failingKind{errors.New("refused")}}, false, conditions.ReasonBMCError, "refused"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := newTagStepper(t, tagDialer(fake.New(fake.Options{}), &tagBMC{}, c.plain), c.kinds)
-			j := s.stepAll(t, &job.Job{Name: "tag", Generation: 1, Spec: tagSpec(`{"tag":"a"}`)}, noPersist)
+			wrap := tags(&tagBMC{})
+			if c.plain {
+				wrap = nil
+			}
+			e := newStepEnvDialing(t, fake.Options{}, job.StepperConfig{Kinds: c.kinds}, wrap)
+			j, _ := e.reconcile(t, tagJob(`{"tag":"a"}`), 1000)
 			assert.Equal(t, conditions.ResultFailed, j.Status.Result)
 			assert.Equal(t, c.reason, j.Status.Tasks[0].Reason)
 			assert.Contains(t, j.Status.Tasks[0].Message, c.msg)
@@ -358,15 +338,7 @@ func TestCustomKindFencedAfterAPause(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC))
 	b := fake.New(fake.Options{Power: bmc.PowerOn, Clock: clk})
-	entered, resume := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	b.SetHook(fake.MethodSetPower, func(context.Context, fake.Call) error {
-		once.Do(func() {
-			close(entered)
-			<-resume
-		})
-		return nil
-	})
+	entered, resume := holdFirst(b, fake.MethodSetPower)
 	s, err := job.NewStepper(job.StepperConfig{Dialer: b, Clock: clk, Kinds: job.Kinds{"example.com/force-off": forceOffKind{}},
 		Locks: syslock.NewStoreLocker(memstore.New(), syslock.StoreLockerConfig{LeaseDuration: time.Minute, Clock: clk})})
 	require.NoError(t, err)
@@ -400,11 +372,5 @@ func TestCustomKindFencedAfterAPause(t *testing.T) {
 		clk.Advance(res.RequeueAfter)
 	}
 	require.Equal(t, conditions.ResultSucceeded, resumed.Status.Result, resumed.Status.Message)
-	applied := 0
-	for _, c := range b.CallsTo(fake.MethodSetPower) {
-		if c.Err == nil {
-			applied++
-		}
-	}
-	assert.Equal(t, 1, applied, "the power off went out once, under the renewed lock")
+	assert.Equal(t, 1, applied(b, fake.MethodSetPower), "the power off went out once, under the renewed lock")
 }

@@ -67,10 +67,20 @@ type stepEnv struct {
 
 func newStepEnv(t *testing.T, opts fake.Options, cfg job.StepperConfig) *stepEnv {
 	t.Helper()
+	return newStepEnvDialing(t, opts, cfg, nil)
+}
+
+// newStepEnvDialing is newStepEnv with the Stepper dialing through
+// wrap(the fake BMC), unless wrap is nil.
+func newStepEnvDialing(t *testing.T, opts fake.Options, cfg job.StepperConfig, wrap func(bmc.Dialer) bmc.Dialer) *stepEnv {
+	t.Helper()
 	e := &stepEnv{clk: clock.NewFake(t0), crd: &crd{}}
 	opts.Clock = e.clk
 	e.bmc = fake.New(opts)
 	cfg.Dialer = e.bmc
+	if wrap != nil {
+		cfg.Dialer = wrap(e.bmc)
+	}
 	if cfg.Locks == nil {
 		cfg.Locks = syslock.NoLocking
 	}
