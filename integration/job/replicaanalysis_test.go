@@ -31,6 +31,11 @@ type disturbance struct {
 	// ConnWaits are the requests that waited long for a connection
 	// (replicaTagger's "connwait" lines).
 	ConnWaits []connWait
+	// InTx says the replica was stopped inside one of its store's
+	// transactions (a group commit), holding the revision counter's row
+	// lock that the other replica's writes need until PostgreSQL ends the
+	// stopped session (sqlstore.Options.IdleInTransactionTimeout).
+	InTx bool
 }
 
 // connWait is a request that waited for a connection, after the driver's
@@ -64,6 +69,13 @@ type replicaFindings struct {
 	// Takeovers counts the jobs the disturbed replica held (Held) that
 	// another replica sent requests for after the disturbance began.
 	Takeovers int
+	// TakeoversAfterResume counts the takeovers whose first request came
+	// only after the disturbance ended: the other replica could not act
+	// while the disturbed one was stopped (its store waited behind the
+	// stopped one's transaction, say). MaxTakeoverDelay is the longest
+	// time from Began to a takeover's first request.
+	TakeoversAfterResume int
+	MaxTakeoverDelay     time.Duration
 	// ResumedForHeld counts the disturbed replica's requests for the jobs
 	// it held, sent after the disturbance ended: legitimate only for a job
 	// nobody took over.
@@ -206,6 +218,10 @@ func analyzeReplicaLog(reqs []loggedRequest, d disturbance) replicaFindings {
 			js.otherAfter = r.Replica
 			if held[r.Job] {
 				f.Takeovers++
+				f.MaxTakeoverDelay = max(f.MaxTakeoverDelay, r.At.Sub(d.Began))
+				if !r.At.Before(d.Ended) {
+					f.TakeoversAfterResume++
+				}
 			}
 		}
 		if r.stateChanging() {
@@ -230,7 +246,8 @@ func analyzeReplicaLog(reqs []loggedRequest, d disturbance) replicaFindings {
 
 // The checks can fail: a synthetic log with a takeover, a stale poll and a
 // stale reset from the paused replica, a duplicate and an old attempt
-// counts each; a clean takeover counts none.
+// counts each; a clean takeover counts none; a takeover that came only when
+// the disturbance ended counts as such.
 func TestReplicaAnalysisCountsViolations(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
@@ -259,7 +276,7 @@ func TestReplicaAnalysisCountsViolations(t *testing.T) {
 	}
 	f := analyzeReplicaLog(clean, d)
 	if f.Stale != 0 || f.Takeovers != 2 || f.InWindow != 0 || f.DupAttempts != 0 || f.OldAttempts != 0 || f.MaxLateness != 0 ||
-		f.Requests != 7 || f.Untagged != 2 || f.ResumedForHeld != 0 {
+		f.Requests != 7 || f.Untagged != 2 || f.ResumedForHeld != 0 || f.TakeoversAfterResume != 0 || f.MaxTakeoverDelay != 1500*time.Millisecond {
 		t.Fatalf("clean log: %+v", f)
 	}
 	dirty := append(slices.Clone(clean),
@@ -278,7 +295,7 @@ func TestReplicaAnalysisCountsViolations(t *testing.T) {
 	// Shuffle: Seq, not slice order, is the BMC's.
 	slices.Reverse(dirty)
 	f = analyzeReplicaLog(dirty, d)
-	want := replicaFindings{Requests: 17, Untagged: 3, Stale: 6, StaleFromDisturbed: 5, StaleStateChanges: 4, StaleRelocked: 1, Takeovers: 2, ResumedForHeld: 4,
+	want := replicaFindings{Requests: 17, Untagged: 3, Stale: 6, StaleFromDisturbed: 5, StaleStateChanges: 4, StaleRelocked: 1, Takeovers: 2, MaxTakeoverDelay: 1500 * time.Millisecond, ResumedForHeld: 4,
 		InWindow: 0, InWindowUntagged: 1, Late: 5, LateIssued: 5, MaxLateness: 2400 * time.Millisecond, DupAttempts: 2, OldAttempts: 2}
 	f.Examples = nil
 	if fmt.Sprint(f) != fmt.Sprint(want) {
@@ -291,10 +308,11 @@ func TestReplicaAnalysisCountsViolations(t *testing.T) {
 		req(500, "r1", "a", 0, 1, "GET", get),  // within the lease: fine
 		req(2100, "r1", "a", 0, 1, "GET", get), // in the window
 		req(2200, "r1", "", 0, 0, "DELETE", "/redfish/v1/SessionService/Sessions/1"),
-		req(3000, "r2", "a", 0, 2, "GET", get),
+		req(3000, "r2", "a", 0, 2, "GET", get), // taken over only when the hang ended
 	}
 	f = analyzeReplicaLog(hung, disturbance{Replica: "r1", Began: ms(1000), Ended: ms(3000), Lease: time.Second, Held: []string{"a"}})
-	if f.InWindow != 1 || f.InWindowUntagged != 1 || f.MaxLateness != 100*time.Millisecond || f.Stale != 0 || f.Takeovers != 1 || f.Late != 1 || f.LateIssued != 1 {
+	if f.InWindow != 1 || f.InWindowUntagged != 1 || f.MaxLateness != 100*time.Millisecond || f.Stale != 0 || f.Takeovers != 1 || f.Late != 1 || f.LateIssued != 1 ||
+		f.TakeoversAfterResume != 1 || f.MaxTakeoverDelay != 2*time.Second {
 		t.Fatalf("hang: %+v", f)
 	}
 	if !strings.Contains(strings.Join(f.Examples, "\n"), "#2 ") {

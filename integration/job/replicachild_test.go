@@ -22,6 +22,7 @@ import (
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/sqlstore"
 	"github.com/bmckit/bmckit/storage/sqlstore/postgres"
+	"github.com/bmckit/bmckit/storage/sqlstore/postgres/pgtest"
 	"github.com/bmckit/bmckit/storage/storagetest/childtest"
 	"github.com/bmckit/bmckit/syslock"
 )
@@ -133,8 +134,17 @@ func replicaChild() {
 
 func startReplicaRun(out *replicaOut, name, mode, addr, prefix string, lease time.Duration, log logr.Logger) *replicaRun {
 	ctx, cancel := context.WithCancel(context.Background())
-	sql, err := postgres.Open(ctx, os.Getenv(envReplicaDSN), postgres.Options{
-		Store: sqlstore.Options{Schema: os.Getenv(envReplicaSchema), TablePrefix: prefix},
+	sql, err := postgres.Open(ctx, pgtest.WithAppName(os.Getenv(envReplicaDSN), replicaAppName(name)), postgres.Options{
+		Store: sqlstore.Options{
+			Schema: os.Getenv(envReplicaSchema), TablePrefix: prefix,
+			// A replica stopped inside a group commit's transaction holds the
+			// store's revision counter: the other replica's writes (its lock
+			// renewals too) wait until PostgreSQL ends the stopped session.
+			// The default (5 s) is for leases of 30 s; with these 1-second
+			// leases the other replica would lose its systems to the stopped
+			// one, which would then take them over when it resumes.
+			IdleInTransactionTimeout: lease / 4,
+		},
 	})
 	if err != nil {
 		out.fail("open store: %v", err)
@@ -198,6 +208,11 @@ func startReplicaRun(out *replicaOut, name, mode, addr, prefix string, lease tim
 	}
 	return rr
 }
+
+// replicaAppName is the application_name of the replica's store sessions,
+// so that the parent can see whether a stopped replica was inside a
+// transaction (replicaHarness.sigstop).
+func replicaAppName(replica string) string { return "bmckit-replica-" + replica }
 
 // replicaTagger names the replica in ReplicaHeader, the moment the request
 // entered the replica's transport in SentHeader (before the driver's own

@@ -47,6 +47,9 @@ const (
 	// How long after a replica first wrote a job it is disturbed, at most
 	// (uniformly from 0): stops land in every phase of a task.
 	replicaMaxStopDelay = 400 * time.Millisecond
+	// How long sigstop watches for a store transaction at most, in the
+	// runs where it aims at one.
+	replicaAimFor = 3 * time.Second
 )
 
 // replicaHarness runs the simulator and the replicas.
@@ -64,6 +67,9 @@ type replicaHarness struct {
 	tails  map[string][]string
 
 	cur *replicaRunState
+	// probe is a store of the parent's own, for looking at the replicas'
+	// sessions in pg_stat_activity.
+	probe *sqlstore.Store
 }
 
 type childLine struct {
@@ -114,6 +120,12 @@ func newReplicaHarness(t *testing.T, mode string, replicas int, slow float64) *r
 		rng:   rand.New(rand.NewPCG(uint64(seed), 3)), //nolint:gosec // test randomness
 		lines: make(chan childLine, 4096), tails: map[string][]string{},
 	}
+	probe, err := postgres.Open(context.Background(), dsn, postgres.Options{Store: sqlstore.Options{Schema: h.schema, TablePrefix: "probe_"}, MaxOpenConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = probe.Close(context.Background()) })
+	h.probe = probe
 	quit := make(chan struct{})
 	t.Cleanup(func() { close(quit) })
 	forward := func(from string, c *childtest.Child) {
@@ -359,15 +371,6 @@ func (h *replicaHarness) run(i int, disturb func(name string) disturbance) repli
 	// to 6) the moment the BMC received it, while the replica waits for the
 	// answer (RequestDelayFunc) with the rest of its step to come.
 	res := replicaRunResult{}
-	holding := func(name string) []string {
-		var held []string
-		for j, w := range rs.lastWriter {
-			if w == name && !rs.completed[j] {
-				held = append(held, j)
-			}
-		}
-		return held
-	}
 	delay := time.Duration(h.rng.Int64N(int64(replicaMaxStopDelay)))
 	atAction := 0
 	if i%2 == 0 {
@@ -401,7 +404,7 @@ func (h *replicaHarness) run(i int, disturb func(name string) disturbance) repli
 			}
 		case <-timer:
 			timer = nil
-			if len(holding(target)) == 0 {
+			if len(h.holding(target)) == 0 {
 				target = ""
 				delay = 0
 			}
@@ -411,13 +414,16 @@ func (h *replicaHarness) run(i int, disturb func(name string) disturbance) repli
 	}
 	deadline.Stop()
 	res.after = time.Since(began)
-	held := holding(target)
+	held := h.holding(target)
 	if acting != "" && !slices.Contains(held, acting) {
 		held = append(held, acting) // its line may not have come yet
+		slices.Sort(held)
 	}
-	slices.Sort(held)
 	res.d = disturb(target)
-	res.d.Lease, res.d.Held = replicaLease, held
+	res.d.Lease = replicaLease
+	if res.d.Held == nil { // the disturbance did not say (it began at once)
+		res.d.Held = held
+	}
 
 	h.waitFor(fmt.Sprintf("run %d: every job completed", i), 2*time.Minute, allDone)
 	for _, n := range h.names {
@@ -486,13 +492,61 @@ func (h *replicaHarness) dump(file string, rs *replicaRunState, d disturbance) {
 	}
 }
 
-// sigstop pauses name for stopFor.
+// sigstop pauses name for stopFor. In every fourth run (1, 5, 9, ...) it
+// aims at a store transaction: for up to replicaAimFor it watches the
+// replica's sessions in pg_stat_activity and stops the replica the moment
+// one is inside a transaction that has written (it holds the store's
+// revision counter, which the other replica's writes need); if the stopped
+// replica is not idle inside that transaction (it had just committed), it
+// continues it and watches again. A random moment lands there in about one
+// run of 30; these runs make sure the pause that would stall the other
+// replica's store (sqlstore.Options.IdleInTransactionTimeout) is tried
+// every time.
 func (h *replicaHarness) sigstop(name string, stopFor time.Duration) disturbance {
 	h.t.Helper()
 	c := h.reps[name]
-	d := disturbance{Replica: name, Began: time.Now()}
-	if err := c.Signal(syscall.SIGSTOP); err != nil {
-		h.t.Fatalf("SIGSTOP %s: %v", name, err)
+	ctx := context.Background()
+	stop := func() disturbance {
+		d := disturbance{Replica: name, Began: time.Now()}
+		if err := c.Signal(syscall.SIGSTOP); err != nil {
+			h.t.Fatalf("SIGSTOP %s: %v", name, err)
+		}
+		n, err := pgtest.IdleInWriteTransaction(ctx, h.probe.DB(), replicaAppName(name), 10*time.Second)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		d.InTx = n > 0
+		return d
+	}
+	var d disturbance
+	if h.cur.run%4 == 1 {
+		for deadline := time.Now().Add(replicaAimFor); ; {
+			if time.Now().After(deadline) {
+				d = stop()
+				break
+			}
+			var writing int
+			err := h.probe.DB().QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND backend_xid IS NOT NULL",
+				replicaAppName(name)).Scan(&writing)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			if writing > 0 {
+				if d = stop(); d.InTx {
+					break
+				}
+				if err := c.Signal(syscall.SIGCONT); err != nil {
+					h.t.Fatalf("SIGCONT %s: %v", name, err)
+				}
+			}
+			h.takePending()
+		}
+		// The jobs it holds now: some may have completed or started while
+		// it was watched.
+		h.takePending()
+		d.Held = h.holding(name)
+	} else {
+		d = stop()
 	}
 	h.drainFor(stopFor)
 	// Ended is before the SIGCONT: whatever the replica sends from then on
@@ -502,6 +556,32 @@ func (h *replicaHarness) sigstop(name string, stopFor time.Duration) disturbance
 		h.t.Fatalf("SIGCONT %s: %v", name, err)
 	}
 	return d
+}
+
+// takePending handles the children's lines that have arrived, without
+// waiting for more.
+func (h *replicaHarness) takePending() {
+	for {
+		select {
+		case cl := <-h.lines:
+			h.take(cl)
+		default:
+			return
+		}
+	}
+}
+
+// holding lists the jobs name holds in the current run: it wrote them last
+// and they have not completed.
+func (h *replicaHarness) holding(name string) []string {
+	var held []string
+	for j, w := range h.cur.lastWriter {
+		if w == name && !h.cur.completed[j] {
+			held = append(held, j)
+		}
+	}
+	slices.Sort(held)
+	return held
 }
 
 // hang makes name's store calls hang for hangFor.
@@ -535,6 +615,8 @@ type replicaTotals struct {
 	requests, untagged                                           int
 	takeovers                                                    int
 	stale, staleFromDisturbed, staleStateChanges                 int
+	stoppedInTx, takeoversAfterResume, inTxLateTakeovers         int
+	maxTakeoverDelay                                             time.Duration
 	staleRelocked, relocks                                       int
 	late, lateIssued, lateConnWait, lateInFlight, lateInFlightSC int
 	inFlight                                                     []string
@@ -582,6 +664,16 @@ func (tt *replicaTotals) add(i int, r replicaRunResult) {
 	tt.dupAttempts += f.DupAttempts
 	tt.oldAttempts += f.OldAttempts
 	tt.maxLateness = max(tt.maxLateness, f.MaxLateness)
+	if r.d.InTx {
+		tt.stoppedInTx++
+	}
+	tt.takeoversAfterResume += f.TakeoversAfterResume
+	if r.d.InTx && f.TakeoversAfterResume > 0 {
+		tt.inTxLateTakeovers += f.TakeoversAfterResume
+		tt.examples = append(tt.examples, fmt.Sprintf("run %d: stopped inside a store transaction, %d of its %d jobs were taken over only after it resumed (the last %v after the stop began)",
+			i, f.TakeoversAfterResume, f.Takeovers, f.MaxTakeoverDelay.Round(time.Millisecond)))
+	}
+	tt.maxTakeoverDelay = max(tt.maxTakeoverDelay, f.MaxTakeoverDelay)
 	tt.resumedForHeld += f.ResumedForHeld
 	for _, e := range f.Examples {
 		if len(tt.examples) < 15 {
@@ -629,6 +721,15 @@ func (tt *replicaTotals) check(t *testing.T, minRuns int) {
 		t.Logf("%d reads were in flight when the replica was paused, between the fence's check and the write (docs/jobs.md, \"The fence\"): not failed; e.g.:\n%s",
 			tt.lateInFlight, strings.Join(tt.examples, "\n"))
 	}
+	// A replica stopped inside a store transaction holds the revision
+	// counter's row lock; until PostgreSQL ends its session the other
+	// replica can write nothing, lock renewals included. Its takeover must
+	// still come while the stopped one is stopped (3 leases; it comes after
+	// about 1.2), or the resumed one finds the other's systems free.
+	if tt.inTxLateTakeovers > 0 {
+		t.Errorf("%d takeovers came only after the replica stopped inside a store transaction resumed: the other replica's store waited behind it; e.g.:\n%s",
+			tt.inTxLateTakeovers, strings.Join(tt.examples, "\n"))
+	}
 	if n := tt.interleavings + tt.reorders + tt.resent + tt.misdirected + tt.untagged2; n > 0 {
 		t.Errorf("%d scheduling violations in the state changes (interleavings %d, reorders %d, re-sent tasks %d, misdirected %d, untagged %d), e.g.:\n%s",
 			n, tt.interleavings, tt.reorders, tt.resent, tt.misdirected, tt.untagged2, strings.Join(tt.sched, "\n"))
@@ -662,9 +763,13 @@ func (h *replicaHarness) runAll(want int, disturb func(name string) disturbance)
 		r := h.run(i, disturb)
 		tt.add(i, r)
 		f := r.findings
-		h.t.Logf("run %d: %s disturbed %v after the start holding %d started jobs (%v); %d requests (%d untagged), takeovers %d, stale %d (disturbed replica %d), in the lapsed window %d (+%d untagged), sent for its held jobs after it resumed %d, waits over %v for a connection %d; interleavings %d, reorders %d, re-sent %d; %v",
-			i, r.d.Replica, r.after.Round(time.Millisecond), len(r.d.Held), r.d.Ended.Sub(r.d.Began).Round(time.Millisecond),
-			f.Requests, f.Untagged, f.Takeovers, f.Stale, f.StaleFromDisturbed, f.InWindow, f.InWindowUntagged, f.ResumedForHeld, connWaitReported, len(r.d.ConnWaits),
+		inTx := ""
+		if r.d.InTx {
+			inTx = ", inside a store transaction"
+		}
+		h.t.Logf("run %d: %s disturbed %v after the start%s holding %d started jobs (%v); %d requests (%d untagged), takeovers %d (the last %v after the disturbance began, %d after it ended), stale %d (disturbed replica %d), in the lapsed window %d (+%d untagged), sent for its held jobs after it resumed %d, waits over %v for a connection %d; interleavings %d, reorders %d, re-sent %d; %v",
+			i, r.d.Replica, r.after.Round(time.Millisecond), inTx, len(r.d.Held), r.d.Ended.Sub(r.d.Began).Round(time.Millisecond),
+			f.Requests, f.Untagged, f.Takeovers, f.MaxTakeoverDelay.Round(time.Millisecond), f.TakeoversAfterResume, f.Stale, f.StaleFromDisturbed, f.InWindow, f.InWindowUntagged, f.ResumedForHeld, connWaitReported, len(r.d.ConnWaits),
 			r.sched.Interleavings, r.sched.Reorders, r.sched.Resent, r.took.Round(time.Millisecond))
 	}
 	return tt

@@ -52,7 +52,7 @@ func TestRunnerSIGSTOP(t *testing.T) {
 	began := time.Now()
 	h := newReplicaHarness(t, "runner", 2, 0)
 	tt := h.runAll(replicaRuns(t), func(name string) disturbance { return h.sigstop(name, replicaStopLeases*replicaLease) })
-	replicaSummary(t, "runner SIGSTOP test", fmt.Sprintf("stopped for %d leases", replicaStopLeases), tt, began)
+	replicaSummary(t, "runner SIGSTOP test", stoppedHow(tt), tt, began)
 	tt.check(t, replicaRuns(t))
 }
 
@@ -71,7 +71,7 @@ func TestStepperSIGSTOP(t *testing.T) {
 	began := time.Now()
 	h := newReplicaHarness(t, "controller", 2, 0)
 	tt := h.runAll(replicaRuns(t), func(name string) disturbance { return h.sigstop(name, replicaStopLeases*replicaLease) })
-	replicaSummary(t, "stepper SIGSTOP test", fmt.Sprintf("stopped for %d leases", replicaStopLeases), tt, began)
+	replicaSummary(t, "stepper SIGSTOP test", stoppedHow(tt), tt, began)
 	tt.check(t, replicaRuns(t))
 }
 
@@ -113,6 +113,12 @@ func replicaChildRole() bool {
 		return true
 	}
 	return false
+}
+
+// stoppedHow describes the SIGSTOP runs' stops for the summary.
+func stoppedHow(tt *replicaTotals) string {
+	return fmt.Sprintf("stopped for %d leases (inside a store transaction in %d runs); takeovers only after the stop ended %d, the latest %v after it began",
+		replicaStopLeases, tt.stoppedInTx, tt.takeoversAfterResume, tt.maxTakeoverDelay.Round(time.Millisecond))
 }
 
 func replicaSummary(t *testing.T, test, how string, tt *replicaTotals, began time.Time) {

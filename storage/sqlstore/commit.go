@@ -42,7 +42,7 @@ func (s *Store) commitBatch(batch []*groupcommit.Op[writeFn]) {
 	// The batch outlives any one writer's cancellation; each statement
 	// still runs under its own writer's ctx.
 	ctx := context.WithoutCancel(batch[0].Ctx)
-	if tx, err := s.db.BeginTx(ctx, nil); err == nil {
+	if tx, err := s.beginTx(ctx); err == nil {
 		ok := true
 		for _, o := range batch {
 			reject, fatal := o.Fn(tx)

@@ -31,6 +31,13 @@
 // commit). Revisions may have gaps (a compare-and-swap lost to a concurrent
 // writer skips one).
 //
+// A shared transaction spans several round trips, so a process stopped
+// inside one (SIGSTOP, a frozen VM, a lost network) would hold the counter's
+// lock, and with it every replica's writes, until it resumed. Each of the
+// store's transactions therefore sets PostgreSQL's
+// idle_in_transaction_session_timeout ([Options.IdleInTransactionTimeout],
+// 5 s by default): PostgreSQL ends such a session and the others go on.
+//
 // # Change feed
 //
 // Store implements [storage.ChangeFeed] (an indexed range scan over the

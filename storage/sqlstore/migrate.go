@@ -54,7 +54,7 @@ func (s *Store) migrate(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.beginTx(ctx)
 	if err != nil {
 		return err
 	}

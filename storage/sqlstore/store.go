@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/go-logr/logr"
@@ -42,7 +43,29 @@ type Options struct {
 	// CloseDB makes Close close the *sql.DB too. Defaults to false (the
 	// caller owns the DB); storage/sqlstore/postgres sets it.
 	CloseDB bool
+	// IdleInTransactionTimeout bounds how long PostgreSQL lets one of the
+	// store's transactions (a group commit, a compaction, the migrations)
+	// wait for this process between statements: SET LOCAL
+	// idle_in_transaction_session_timeout. Every write holds the store's
+	// revision-counter row lock until it commits, so a process paused
+	// (SIGSTOP, a frozen VM, a lost network) inside such a transaction would
+	// otherwise stall the writes of every replica sharing the store until it
+	// resumes, or until TCP keepalive notices (hours by default), and their
+	// leases would lapse meanwhile. PostgreSQL ends the paused process's
+	// session instead; its transaction rolls back, and the process sees an
+	// error (storage.ErrOutcomeUnknown when COMMIT was what failed) when it
+	// resumes. A healthy process issues its statements back to back, so
+	// this never fires on it. Keep it well below the shortest lease that
+	// replicas hold through this store (job.Config.LeaseDuration,
+	// syslock.StoreLockerConfig.LeaseDuration). Defaults to 5 seconds; a
+	// negative value leaves the session's own setting alone.
+	IdleInTransactionTimeout time.Duration
 }
+
+// DefaultIdleInTransactionTimeout is Options.IdleInTransactionTimeout's
+// default: a sixth of the job Runner's default 30-second lease, and far
+// beyond the gap between two statements of a healthy process.
+const DefaultIdleInTransactionTimeout = 5 * time.Second
 
 // Store is a storage.Store in PostgreSQL. Safe for concurrent use by many
 // goroutines and many processes sharing the database.
@@ -52,6 +75,9 @@ type Store struct {
 	prefix  string
 	log     logr.Logger
 	closeDB bool
+	// setIdleTimeout is the SET LOCAL that starts each transaction ("" when
+	// Options.IdleInTransactionTimeout is negative).
+	setIdleTimeout string
 	// commits groups this process's concurrent writes into shared
 	// transactions (see commit.go).
 	commits *groupcommit.Committer[writeFn]
@@ -86,6 +112,12 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	}
 	if s.log.GetSink() == nil {
 		s.log = logr.Discard()
+	}
+	switch idle := opts.IdleInTransactionTimeout; {
+	case idle == 0:
+		s.setIdleTimeout = setIdleTimeout(DefaultIdleInTransactionTimeout)
+	case idle > 0:
+		s.setIdleTimeout = setIdleTimeout(idle)
 	}
 	if err := s.migrate(ctx); err != nil {
 		return nil, fmt.Errorf("sqlstore: migrate schema %s: %w", s.schema, err)
@@ -387,7 +419,7 @@ func (s *Store) Changes(ctx context.Context, prefix string, since int64, limit i
 // Compact implements storage.Compactor by deleting tombstones with a
 // revision up to and including revision.
 func (s *Store) Compact(ctx context.Context, revision int64) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.beginTx(ctx)
 	if err != nil {
 		return fail(ctx, "compact", "", err)
 	}

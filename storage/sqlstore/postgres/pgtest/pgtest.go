@@ -12,9 +12,13 @@ package pgtest
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
+	"fmt"
+	"net/url"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -56,4 +60,40 @@ func Schema(t testing.TB, dsn string) string {
 		}
 	})
 	return schema
+}
+
+// WithAppName returns dsn (a URL or key=value DSN) with application_name set
+// to name, so that a test can find that process's sessions in
+// pg_stat_activity (see IdleInTransaction).
+func WithAppName(dsn, name string) string {
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		q := u.Query()
+		q.Set("application_name", name)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return dsn + " application_name=" + name
+}
+
+// IdleInWriteTransaction reports how many sessions with application_name
+// app (WithAppName) are idle inside a transaction that has written
+// something (it has a transaction ID), and so holds the row locks of what it
+// wrote until it ends: for a process the test has just stopped (SIGSTOP),
+// whether it was stopped in the middle of a writing transaction. It first
+// waits, for up to within, until none of app's sessions is still executing
+// a statement (a stopped client's statement runs to its end on the server).
+func IdleInWriteTransaction(ctx context.Context, db *sql.DB, app string, within time.Duration) (int, error) {
+	deadline := time.Now().Add(within)
+	for {
+		var active, idleInTx int
+		err := db.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE state = 'active'),
+			count(*) FILTER (WHERE state = 'idle in transaction' AND backend_xid IS NOT NULL)
+			FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&active, &idleInTx)
+		if err != nil {
+			return 0, fmt.Errorf("pgtest: sessions of %q: %w", app, err)
+		}
+		if active == 0 || time.Now().After(deadline) {
+			return idleInTx, nil
+		}
+	}
 }
