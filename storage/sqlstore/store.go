@@ -57,8 +57,11 @@ type Options struct {
 	// resumes. A healthy process issues its statements back to back, so
 	// this never fires on it. Keep it well below the shortest lease that
 	// replicas hold through this store (job.Config.LeaseDuration,
-	// syslock.StoreLockerConfig.LeaseDuration). Defaults to 5 seconds; a
-	// negative value leaves the session's own setting alone.
+	// syslock.StoreLockerConfig.LeaseDuration). It costs one statement per
+	// shared transaction (docs/benchmarks.md). Defaults to 5 seconds; a
+	// negative value leaves the session's own setting alone (for a host
+	// that sets it for its role: ALTER ROLE ... SET
+	// idle_in_transaction_session_timeout).
 	IdleInTransactionTimeout time.Duration
 }
 
