@@ -119,6 +119,8 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	switch idle := opts.IdleInTransactionTimeout; {
 	case idle == 0:
 		s.setIdleTimeout = setIdleTimeout(DefaultIdleInTransactionTimeout)
+	case idle > 0 && idle < time.Millisecond:
+		return nil, fmt.Errorf("sqlstore: Options.IdleInTransactionTimeout %v: want at least 1ms (PostgreSQL counts milliseconds), 0 for the default or negative to leave the session's setting", idle)
 	case idle > 0:
 		s.setIdleTimeout = setIdleTimeout(idle)
 	}

@@ -31,6 +31,6 @@ func (s *Store) beginTx(ctx context.Context) (*sql.Tx, error) {
 // to the pool, or to a PgBouncer in transaction mode, unchanged). SET takes
 // no parameters; the value is an integer this function formats.
 func setIdleTimeout(d time.Duration) string {
-	ms := min(max(d.Milliseconds(), 1), math.MaxInt32) // the setting is an int of milliseconds
+	ms := min(d.Milliseconds(), math.MaxInt32) // the setting is an int of milliseconds; New refused under 1 ms
 	return fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", ms)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -87,7 +88,7 @@ func TestBadOptionsAndSecrets(t *testing.T) {
 	}
 	db := stdlib.OpenDB(pgx.ConnConfig{}) // never connected: options fail first
 	defer db.Close()
-	for _, opts := range []sqlstore.Options{{Schema: "Bad-Schema"}, {TablePrefix: "x; DROP TABLE y"}} {
+	for _, opts := range []sqlstore.Options{{Schema: "Bad-Schema"}, {TablePrefix: "x; DROP TABLE y"}, {IdleInTransactionTimeout: time.Microsecond}} {
 		_, err := sqlstore.New(ctx, db, opts)
 		if err == nil || !strings.Contains(err.Error(), "Options.") {
 			t.Fatalf("New(%+v) = %v, want an error naming the option", opts, err)
