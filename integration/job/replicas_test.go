@@ -525,9 +525,7 @@ func (h *replicaHarness) sigstop(name string, stopFor time.Duration) disturbance
 				d = stop()
 				break
 			}
-			var writing int
-			err := h.probe.DB().QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND backend_xid IS NOT NULL",
-				replicaAppName(name)).Scan(&writing)
+			writing, err := pgtest.WriteTransactions(ctx, h.probe.DB(), replicaAppName(name))
 			if err != nil {
 				h.t.Fatal(err)
 			}

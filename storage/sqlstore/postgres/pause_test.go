@@ -120,6 +120,24 @@ func TestPausedWriterDoesNotStallOthers(t *testing.T) {
 
 	acked := map[string]int64{}
 	var unknownLanded, unknownAbsent int
+	// take records one of the child's lines: it reports whether the line
+	// was an ack, and false in known when it is none of the child's lines.
+	take := func(l string) (ack, known bool) {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 3 && f[0] == "ack":
+			rev, _ := strconv.ParseInt(f[2], 10, 64)
+			acked[f[1]] = rev
+			return true, true
+		case len(f) == 3 && f[0] == "unknown" && f[2] == "landed":
+			unknownLanded++
+		case len(f) == 3 && f[0] == "unknown" && f[2] == "absent":
+			unknownAbsent++
+		default:
+			return false, false
+		}
+		return false, true
+	}
 	// next reads the child's lines until an ack.
 	next := func(what string) {
 		t.Helper()
@@ -130,18 +148,12 @@ func TestPausedWriterDoesNotStallOthers(t *testing.T) {
 				if !ok {
 					t.Fatalf("%s: the child exited", what)
 				}
-				f := strings.Fields(l)
-				switch {
-				case len(f) == 3 && f[0] == "ack":
-					rev, _ := strconv.ParseInt(f[2], 10, 64)
-					acked[f[1]] = rev
-					return
-				case len(f) == 3 && f[0] == "unknown" && f[2] == "landed":
-					unknownLanded++
-				case len(f) == 3 && f[0] == "unknown" && f[2] == "absent":
-					unknownAbsent++
-				default:
+				ack, known := take(l)
+				if !known {
 					t.Fatalf("%s: child: %s", what, l)
+				}
+				if ack {
+					return
 				}
 			case <-deadline:
 				t.Fatalf("%s: no write acknowledged by the child in 2 minutes", what)
@@ -203,16 +215,7 @@ func TestPausedWriterDoesNotStallOthers(t *testing.T) {
 		t.Fatalf("child: %v, last lines %q", err, rest)
 	}
 	for _, l := range rest[:len(rest)-1] {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "ack" {
-			rev, _ := strconv.ParseInt(f[2], 10, 64)
-			acked[f[1]] = rev
-		} else if len(f) == 3 && f[0] == "unknown" {
-			if f[2] == "landed" {
-				unknownLanded++
-			} else {
-				unknownAbsent++
-			}
-		} else {
+		if _, known := take(l); !known {
 			t.Errorf("child: %s", l)
 		}
 	}

@@ -75,6 +75,20 @@ func WithAppName(dsn, name string) string {
 	return dsn + " application_name=" + name
 }
 
+// WriteTransactions reports how many sessions with application_name app
+// (WithAppName) are inside a transaction that has written (it has a
+// transaction ID), executing a statement or idle: a moment to stop that
+// process at, if the test wants it stopped holding row locks (confirm with
+// IdleInWriteTransaction once it is stopped).
+func WriteTransactions(ctx context.Context, db *sql.DB, app string) (int, error) {
+	var n int
+	err := db.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND backend_xid IS NOT NULL", app).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("pgtest: sessions of %q: %w", app, err)
+	}
+	return n, nil
+}
+
 // IdleInWriteTransaction reports how many sessions with application_name
 // app (WithAppName) are idle inside a transaction that has written
 // something (it has a transaction ID), and so holds the row locks of what it
