@@ -177,6 +177,10 @@ func (r *stepRun) restore(ctx context.Context, i int, final bool) error {
 	if errors.Is(err, bmc.ErrFenced) {
 		return err
 	}
+	var ce errConfirm
+	if errors.As(err, &ce) {
+		return ce.err // the store refused this copy: nothing was sent, nothing to record
+	}
 	if base.Err() != nil {
 		return base.Err()
 	}
@@ -219,6 +223,9 @@ func (r *stepRun) putBack(ctx context.Context, prev bmc.BootOverride) (string, e
 	if overrideMatches(prev, cur) {
 		return "the BMC holds " + describeOverride(cur) + " as found; nothing to put back", nil
 	}
+	if err := r.confirm(ctx); err != nil { // a state change: prove the copy current first
+		return "", errConfirm{err}
+	}
 	if rb, ok := drv.(bootReadBackSetter); ok {
 		_, err = rb.SetBootOverrideReadBack(ctx, prev)
 	} else {
@@ -236,3 +243,10 @@ func (r *stepRun) putBack(ctx context.Context, prev bmc.BootOverride) (string, e
 	}
 	return "put back " + describeOverride(got), nil
 }
+
+// errConfirm carries the store's refusal of the step's copy (confirm) out
+// of putBack: it is no outcome of the restore, which is not recorded.
+type errConfirm struct{ err error }
+
+func (e errConfirm) Error() string { return e.err.Error() }
+func (e errConfirm) Unwrap() error { return e.err }

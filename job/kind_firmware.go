@@ -209,6 +209,9 @@ func (k firmwareKind) notYet(ctx context.Context, r *stepRun, i int, observed st
 		return r.failTask(ctx, i, conditions.ReasonResetRequired,
 			fmt.Sprintf("the BMC asks for a reset of the %s before the firmware takes effect, and reset is none: add a reset task and another firmwareUpdate task", fs.ResetTarget))
 	}
+	if err := r.confirm(ctx); err != nil { // the reset changes state: prove the copy current first
+		return StepResult{}, err
+	}
 	drv, err := r.driver(ctx)
 	if err != nil {
 		return r.handleErr(ctx, i, err, true)

@@ -238,6 +238,9 @@ func (k waitForBootKind) notYet(ctx context.Context, r *stepRun, i int, _ string
 		return k.notYet(ctx, r, i, "")
 	case task.BootTrySettingBootOverride:
 		bk := kindOf(&r.j.Spec.Tasks[overrideTask(r.j, i)]) // the override is that task's action, sent again
+		if err := r.confirm(ctx); err != nil { // a resumed or retried try: prove the copy current first
+			return StepResult{}, err
+		}
 		drv, err := r.driver(ctx)
 		if err != nil {
 			return r.handleErr(ctx, i, err, true)
@@ -272,6 +275,9 @@ func (k waitForBootKind) notYet(ctx context.Context, r *stepRun, i int, _ string
 			return r.handleErr(ctx, i, err, false)
 		}
 		defer release(ctx) // after the request's call, whichever way this step ends
+		if err := r.confirm(ctx); err != nil {
+			return StepResult{}, err
+		}
 		drv, err := r.driver(ctx)
 		if err != nil {
 			return r.handleErr(ctx, i, err, true)

@@ -46,6 +46,12 @@ type StepResult struct {
 	// Waiting is true when another job holds the job's system (see
 	// StepperConfig.Locks): the step touched neither the BMC nor the job.
 	Waiting bool
+	// Busy, when Waiting, is the locker's answer: which job holds the
+	// system (it may be this job, held by another process: Busy.Holder is
+	// then the job's own name), which process acts for it and, where the
+	// locker knows, when its lock runs out. A host shows it (the Kubernetes
+	// kit's Waiting condition and event).
+	Busy *syslock.BusyError
 }
 
 // StepperConfig configures a Stepper. The zero value of every field but
@@ -284,7 +290,14 @@ func BootAttemptID(j *Job, taskIndex int) string {
 func (s *Stepper) Step(ctx context.Context, j *Job, persist PersistFunc) (StepResult, error) {
 	defer s.observeStepEnd(j)
 	persist = s.observePersist(j, persist)
-	st := &stepRun{s: s, j: j, persist: persist, now: s.cfg.Clock.Now(), log: logr.FromContextOrDiscard(ctx)}
+	st := &stepRun{s: s, j: j, now: s.cfg.Clock.Now(), log: logr.FromContextOrDiscard(ctx)}
+	st.persist = func(ctx context.Context, j *Job) error {
+		err := persist(ctx, j)
+		if err == nil {
+			st.confirmed = true
+		}
+		return err
+	}
 	if st.log.GetSink() == nil || isDiscard(st.log) {
 		st.log = s.cfg.Logger
 	}
@@ -318,6 +331,26 @@ type stepRun struct {
 	// resetMarked is 1 + the task whose LastResetBefore this step read
 	// (kind_waitforboot.go), or 0.
 	resetMarked int
+	// confirmed is set once a persist of this step succeeded: the copy of
+	// the job the step works on has proven itself current (the host's
+	// compare-and-swap took it). No state-changing request goes out before
+	// (confirm).
+	confirmed bool
+}
+
+// confirm makes sure the step's copy of the job has proven itself current
+// before a state-changing request: if no write of this step succeeded yet,
+// it stores the job as it is (a compare-and-swap against the stored
+// object). A stale copy — an informer cache that lags after an API-server
+// restart, a replica that lost its lock, a retry scheduled by a write that
+// was overtaken — fails here, with nothing sent. Every state-changing
+// request of every kind is preceded by it (TestNoStateChangeBeforeAWrite);
+// reads are not, so a polling step costs no write.
+func (r *stepRun) confirm(ctx context.Context) error {
+	if r.confirmed {
+		return nil
+	}
+	return r.persist(ctx, r.j)
 }
 
 func (r *stepRun) run(ctx context.Context) (StepResult, error) {
@@ -354,7 +387,9 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 		}
 		if errors.Is(err, syslock.ErrBusy) {
 			r.log.V(1).Info("system held by another job or process; waiting", "error", err.Error())
-			return StepResult{RequeueAfter: r.s.cfg.LockRetryInterval, Waiting: true}, nil
+			res := StepResult{RequeueAfter: r.s.cfg.LockRetryInterval, Waiting: true}
+			errors.As(err, &res.Busy)
+			return res, nil
 		}
 		if err != nil {
 			return StepResult{}, fmt.Errorf("locking system %s for job %q: %w", ep.SystemKey(), j.Name, err)
@@ -417,13 +452,13 @@ func (r *stepRun) advance() (StepResult, error) {
 	}
 	if to := j.Spec.Timeout.Duration; to > 0 && r.now.Sub(j.Status.StartTime.Time) >= to {
 		i := j.Status.CurrentTask
-		return r.failTask(ctx, i, conditions.ReasonTimedOut, fmt.Sprintf("job timed out after %s%s", to, lastErrSuffix(&j.Status.Tasks[i])))
+		return r.timedOut(ctx, i, fmt.Sprintf("job timed out after %s%s", to, lastErrSuffix(&j.Status.Tasks[i])))
 	}
 	i := j.Status.CurrentTask
 	ts := &j.Status.Tasks[i]
 	limit := r.taskTimeout(i) + kindOf(&j.Spec.Tasks[i]).grace(&r.s.cfg)
 	if ts.StartTime != nil && r.now.Sub(ts.StartTime.Time) >= limit {
-		return r.failTask(ctx, i, conditions.ReasonTimedOut, fmt.Sprintf("timed out after %s%s", r.taskTimeout(i), lastErrSuffix(ts)))
+		return r.timedOut(ctx, i, fmt.Sprintf("timed out after %s%s", r.taskTimeout(i), lastErrSuffix(ts)))
 	}
 	if ts.NextAttemptTime != nil && r.now.Before(ts.NextAttemptTime.Time) {
 		return StepResult{RequeueAfter: ts.NextAttemptTime.Sub(r.now)}, nil
@@ -456,20 +491,57 @@ func (r *stepRun) advance() (StepResult, error) {
 		// Resumed after a crash, or retrying after a transient error: the
 		// action may or may not have reached the BMC, so look first. A
 		// retry was counted when it was scheduled (NextAttemptTime set); a
-		// resume after a crash is counted here.
+		// resume after a crash is counted here. Either way the attempt is
+		// stored before the BMC is touched, even a scheduled retry's: the
+		// write proves this copy of the job current (a stale cached copy
+		// whose retry time came fails here, opening no connection).
 		if ts.NextAttemptTime == nil {
 			ts.Attempts++
-			if err := r.persist(ctx, j); err != nil { // the new attempt before the BMC
-				return StepResult{}, err
-			}
 		}
 		ts.NextAttemptTime = nil
+		if err := r.persist(ctx, j); err != nil { // the attempt before the BMC
+			return StepResult{}, err
+		}
 		return r.act(ctx, i, true)
 	case task.PhaseRequested:
 		return r.verify(ctx, i)
 	}
 	return r.failTask(ctx, i, conditions.ReasonFailed, fmt.Sprintf("unknown task phase %q in stored status", ts.Phase))
 }
+
+// timedOut ends task i, whose time (or the job's) ran out: first it reads
+// the BMC back, once, where the task may have sent its action (phase
+// Requested, or Started for a kind whose effect can be taken as done): an
+// effect that landed is the task's success, whatever the clock says — a
+// replica that took a job over after its holder died, or a step delayed by
+// an outage, must not report a power-on the BMC carried out as Failed.
+// Otherwise (not there, or the read failed) the task fails TimedOut.
+func (r *stepRun) timedOut(ctx context.Context, i int, msg string) (StepResult, error) {
+	k := kindOf(&r.j.Spec.Tasks[i])
+	ts := &r.j.Status.Tasks[i]
+	sent := ts.Phase == task.PhaseRequested
+	if k.usesBMC() && (sent || ts.Phase == task.PhaseStarted && k.recheckable()) {
+		if drv, err := r.driverFor(ctx, k); err == nil {
+			rctx, cancel := boundBy(ctx, timeoutReadBack)
+			ok, observed, err := k.check(r.callCtx(rctx, i), r, drv, sent)
+			cancel()
+			r.recordWire()
+			switch {
+			case errors.Is(err, bmc.ErrFenced):
+				return StepResult{}, err // read again under a valid lock
+			case err == nil && ok:
+				r.log.Info("task's time ran out but its effect is there", "task", i+1, "observed", observed)
+				return r.succeedTask(ctx, i, observed+" (read back when its time ran out)")
+			case err != nil:
+				msg += "; reading the BMC back failed: " + err.Error()
+			}
+		}
+	}
+	return r.failTask(ctx, i, conditions.ReasonTimedOut, msg)
+}
+
+// timeoutReadBack bounds the read-back of a task whose time ran out.
+const timeoutReadBack = 30 * time.Second
 
 // taskStartedMessage is the message of a task's conditions from its start
 // until it completes.
@@ -621,6 +693,9 @@ func (r *stepRun) act(ctx context.Context, i int, recheck bool) (StepResult, err
 		if ok {
 			return r.succeedTask(ctx, i, "effect already present")
 		}
+	}
+	if err := r.confirm(ctx); err != nil {
+		return StepResult{}, err
 	}
 	if pc, ok := k.(powerChanger); ok {
 		pc.beforeSend(cctx, r, i)
