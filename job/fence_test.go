@@ -353,4 +353,9 @@ func TestStaleCopyOfACompletedJobDoesNotAct(t *testing.T) {
 	require.Error(t, err, "a stale copy must fail at the confirming write")
 	assert.Contains(t, err.Error(), "conflict")
 	assert.Equal(t, calls, len(b.Calls()), "no BMC call for a completed job")
+	// ...and gives it back: a completed job holds no lock (issue 33: 4-15
+	// of 20 systems stayed locked by completed jobs after an outage).
+	info, err = syslock.Read(ctx, store, sysA)
+	require.NoError(t, err)
+	assert.Empty(t, info.Holder, "the lock taken for the stale copy was given back")
 }

@@ -295,6 +295,8 @@ func (s *Stepper) Step(ctx context.Context, j *Job, persist PersistFunc) (StepRe
 		err := persist(ctx, j)
 		if err == nil {
 			st.confirmed = true
+		} else if st.takenAnew && !st.confirmed {
+			st.unlockTaken(ctx)
 		}
 		return err
 	}
@@ -336,6 +338,24 @@ type stepRun struct {
 	// compare-and-swap took it). No state-changing request goes out before
 	// (confirm).
 	confirmed bool
+	// takenAnew is set when this step took the job's system lock anew
+	// (syslock.Taker) rather than renewing this process's live lock.
+	takenAnew bool
+}
+
+// unlockTaken gives back the lock this step took anew when the step's
+// first write failed: the copy of the job was stale (another replica
+// completed the job, or it was deleted) or the store is out, and nothing
+// was sent. Without it a stale copy left its system locked for a whole
+// lease after the job had completed (issue 33). Bounded, best effort: the
+// lease expires anyway.
+func (r *stepRun) unlockTaken(ctx context.Context) {
+	r.takenAnew = false
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+	defer cancel()
+	if err := r.s.cfg.Locks.Unlock(uctx, r.ep.SystemKey(), r.j.Name); err != nil {
+		r.log.Info("giving back a lock taken for a copy of the job the store refused failed; it runs out with its lease", "error", err.Error())
+	}
 }
 
 // confirm makes sure the step's copy of the job has proven itself current
@@ -404,6 +424,7 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 		var cancel context.CancelFunc
 		ctx, cancel = syslock.FencedContext(ctx, f)
 		defer cancel()
+		r.takenAnew = taken
 		if taken && !fresh {
 			// The system was taken anew for a job that has started: store
 			// the job first, so a stale copy (completed and unlocked by
