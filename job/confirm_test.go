@@ -15,6 +15,9 @@ import (
 	"github.com/bmckit/bmckit/bmc/fake"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/retry"
+	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/syslock"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -166,4 +169,21 @@ func TestTimedOutTaskReadsBack(t *testing.T) {
 	failed, _ := e2.reconcile(t, newJob(powerOn), 200)
 	assertCompleted(t, failed, conditions.ResultFailed)
 	assert.Equal(t, conditions.ReasonTimedOut, failed.Status.Reason)
+}
+
+// On the controller path only a step renews the job's lock: a job that
+// waits longer than its lock lasts (here a retry backoff of 10 minutes
+// under a 1-minute lease) is still stepped within the lock's validity, so
+// no other job can take its system meanwhile.
+func TestStepWithinTheLocksValidity(t *testing.T) {
+	store := memstore.New()
+	e := newStepEnv(t, fake.Options{Power: bmc.PowerOn, Hooks: map[fake.Method]fake.Hook{
+		fake.MethodSetPower: func(context.Context, fake.Call) error { return bmc.Transient(errors.New("503")) }}},
+		job.StepperConfig{Retry: retry.Policy{Initial: 10 * time.Minute, Max: 10 * time.Minute},
+			Locks: syslock.NewStoreLocker(store, syslock.StoreLockerConfig{LeaseDuration: time.Minute, Owner: "r1"})})
+	res, err := e.stepper.Step(context.Background(), newJob(powerOff), e.crd.persist)
+	require.NoError(t, err)
+	require.NotNil(t, e.crd.load(t).Status.Tasks[0].NextAttemptTime, "a retry in 10 minutes")
+	assert.Positive(t, res.RequeueAfter)
+	assert.LessOrEqual(t, res.RequeueAfter, 30*time.Second, "stepped again within half the lock's validity, not after the 10-minute backoff")
 }

@@ -55,7 +55,7 @@ func TestStoreLockerOneJobTwoProcesses(t *testing.T) {
 	require.ErrorAs(t, err, &busy, "the same job, another process")
 	assert.Equal(t, "netboot", busy.Holder)
 	assert.Equal(t, "replica-a", busy.Owner)
-	require.NoError(t, b.Unlock(ctx, sysA, "netboot"), "another process's unlock does nothing")
+	require.NoError(t, b.Unlock(ctx, sysA, "other-job"), "another job's unlock does nothing")
 	info, err := syslock.Read(ctx, store, sysA)
 	require.NoError(t, err)
 	assert.Equal(t, "replica-a", info.Owner)

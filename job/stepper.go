@@ -341,6 +341,9 @@ type stepRun struct {
 	// takenAnew is set when this step took the job's system lock anew
 	// (syslock.Taker) rather than renewing this process's live lock.
 	takenAnew bool
+	// lockValidFor is how long the job's lock was valid when this step
+	// took or renewed it (0 without Locks).
+	lockValidFor time.Duration
 }
 
 // unlockTaken gives back the lock this step took anew when the step's
@@ -421,6 +424,7 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 		if err := f.Admit(); err != nil {
 			return StepResult{}, err // Lock took longer than the lock lasts
 		}
+		r.lockValidFor = validFor
 		var cancel context.CancelFunc
 		ctx, cancel = syslock.FencedContext(ctx, f)
 		defer cancel()
@@ -444,7 +448,14 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 		return r.finish(ctx, conditions.ResultCanceled, conditions.ReasonCanceled, "canceled on request", conditions.ReasonCanceled)
 	}
 	r.base = ctx
-	return r.advanceAll()
+	res, err := r.advanceAll()
+	if r.lockValidFor > 0 && !res.Done && res.RequeueAfter > r.lockValidFor/2 {
+		// Only a step renews the lock on this path: a job that waits longer
+		// (a boot try's backoff, a power gate, a long retry) is stepped
+		// within its lock's validity, or another job could take its system.
+		res.RequeueAfter = r.lockValidFor / 2
+	}
+	return res, err
 }
 
 // advanceAll runs advance until the job must wait: again after each task

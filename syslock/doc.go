@@ -3,7 +3,8 @@
 // same time.
 //
 // A lock is held by a job (its holder) and by the process acting for it
-// (its owner), for a lease. [Locker] is the contract the job package's
+// (its owner), for a lease; it is released by job, by whichever process
+// ended the job ([Locker.Unlock]). [Locker] is the contract the job package's
 // Stepper takes (job.StepperConfig.Locks); [StoreLocker] implements it over
 // any storage.Store with the same records the job package's Runner writes,
 // so Runners and controllers sharing a Store exclude each other on a system

@@ -2,6 +2,7 @@ package syslock
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -15,9 +16,16 @@ import (
 // StoreLockerConfig configures [NewStoreLocker]. Zero values mean defaults.
 type StoreLockerConfig struct {
 	// LeaseDuration is how long a lock lasts without a Step renewing it. A
-	// controller's job renews it on every Step, so it only bounds how long a
-	// job whose controller stopped calling Step (an object deleted without
-	// Stepper.Release) keeps its system. Defaults to 5 minutes.
+	// controller's job renews it on a Step once a third of it has passed
+	// (one store write per job every LeaseDuration/3 while it is stepped:
+	// 0.1 writes/s per active job at the default), so it bounds how long a
+	// job whose controller stopped calling Step keeps its system, and how
+	// long another process (a new leader) waits before it continues the
+	// jobs of a process that died. The holder stops acting a sixth of it
+	// before its own lease may end, at the request (docs/jobs.md, "The
+	// fence"). Defaults to 30 seconds, as job.Config.LeaseDuration; keep
+	// it longer than the longest wait between two Steps of a job that
+	// holds the system.
 	LeaseDuration time.Duration
 	// KeyPrefix names the namespace of the holders (the Runner's
 	// Config.KeyPrefix when Runners and controllers share a Store). Lock
@@ -28,12 +36,26 @@ type StoreLockerConfig struct {
 	// controller replicas) stepping the same job never both pass Lock, and
 	// one takes a system over from the other only after the other's lease
 	// was seen unchanged for LeaseDuration. It must be unique among live
-	// processes; a process restarted with the same Owner (a pod name) takes
-	// its own locks back at once. Defaults to host-pid-random.
+	// processes: two live processes with the same Owner both pass Lock for
+	// one job. A process restarted with the same Owner (the same pod)
+	// takes its own locks back at once. Defaults to [DefaultOwner] ($POD_NAME,
+	// stable across restarts of a pod, else host-pid-random): give every
+	// locker its own Owner when a process runs two. Nor may it equal the Owner of a job Runner sharing the
+	// Store (a Runner takes the locks of its own Owner at once, whatever
+	// their holder); the Runner's default, host-pid-random, never does.
 	Owner string
 	// Clock defaults to the wall clock.
 	Clock clock.Clock
 }
+
+// DefaultOwner is the Owner of a StoreLocker (and of the Kubernetes kit's
+// Lease locker) whose config names none: $POD_NAME if set (the downward
+// API's metadata.name), with no pid or random part, so that a restarted
+// replica takes its own locks back at once instead of waiting a lease for
+// itself; else host-pid-random, unique per process (two processes on one
+// host must never share an Owner). The job Runner's default Owner is always
+// host-pid-random.
+func DefaultOwner() string { return owner.Stable() }
 
 // StoreLocker is a [Locker] over any storage.Store, with the Runner's
 // lock records (so a Runner and controllers sharing a Store exclude each
@@ -41,7 +63,10 @@ type StoreLockerConfig struct {
 // (StoreLockerConfig.Owner). Another process continues the same job, and
 // another job takes the system, only after the lock was seen unchanged for
 // a whole LeaseDuration by the taker's own clock; by then the previous
-// owner's fence has lapsed (a sixth of a lease earlier, by its clock).
+// owner's fence has lapsed (a sixth of a lease earlier, by its clock). A
+// process with the lock's own Owner continues its holder at once (the
+// same replica, restarted). Unlock releases by job, whichever process
+// holds the lock (see [Locker]).
 type StoreLocker struct {
 	t     *Table
 	lease time.Duration
@@ -65,13 +90,13 @@ var (
 // NewStoreLocker returns a StoreLocker over s.
 func NewStoreLocker(s storage.Store, cfg StoreLockerConfig) *StoreLocker {
 	if cfg.LeaseDuration <= 0 {
-		cfg.LeaseDuration = 5 * time.Minute
+		cfg.LeaseDuration = 30 * time.Second
 	}
 	if cfg.KeyPrefix == "" {
 		cfg.KeyPrefix = DefaultNamespace
 	}
 	if cfg.Owner == "" {
-		cfg.Owner = owner.Default()
+		cfg.Owner = DefaultOwner()
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -87,8 +112,9 @@ func (l *StoreLocker) Lock(ctx context.Context, system, holder string) (time.Dur
 }
 
 // TakeLock implements [Taker]: Lock, reporting whether this call took
-// the system anew (it was free, released, or another process's) rather
-// than renewing this process's live lock for holder.
+// the system anew (it was free, released, another process's, or this
+// Owner's from a previous process) rather than renewing this process's
+// live lock for holder.
 func (l *StoreLocker) TakeLock(ctx context.Context, system, holder string) (time.Duration, bool, error) {
 	now := l.t.clk.Now()
 	l.mu.Lock()
@@ -104,10 +130,13 @@ func (l *StoreLocker) TakeLock(ctx context.Context, system, holder string) (time
 	if busy := l.busy(system, cur, rev, holder); busy != nil {
 		return 0, false, busy
 	}
-	renewal := cur.Holder == holder && cur.Owner == l.owner && l.t.Ours(cur)
+	// A renewal of this process's own live lock: the record is still the
+	// one this process wrote last. The same holder and Owner at another
+	// revision is this Owner's previous process (a restart): taken anew.
+	renewal := ok && h.holder == holder && h.rev == rev && cur.Holder == holder && cur.Owner == l.owner && l.t.Ours(cur)
 	n, err := l.t.Write(ctx, system, Record{Holder: holder, Owner: l.owner}, rev, l.lease)
 	if LostRace(err) {
-		return 0, false, &BusyError{System: system, Holder: "(changed meanwhile)"}
+		return 0, false, l.raced(ctx, system, holder)
 	}
 	if err != nil {
 		return 0, false, err
@@ -121,11 +150,11 @@ func (l *StoreLocker) TakeLock(ctx context.Context, system, holder string) (time
 
 // busy says why holder may not take system's lock cur (at revision rev)
 // for this process, or nil if it may: the lock is free, released (no
-// owner) by a holder of this namespace, already this process's for holder,
-// or its lease was seen unchanged for a whole lease. A released lock of
-// another namespace, whose holder only its own writers resume, must expire
-// too.
-func (l *StoreLocker) busy(system string, cur Record, rev int64, holder string) error {
+// owner) by a holder of this namespace, already this Owner's for holder
+// (this process's, or its previous process's), or its lease was seen
+// unchanged for a whole lease. A released lock of another namespace, whose
+// holder only its own writers resume, must expire too.
+func (l *StoreLocker) busy(system string, cur Record, rev int64, holder string) *BusyError {
 	switch {
 	case cur.Holder == "":
 		return nil
@@ -133,20 +162,39 @@ func (l *StoreLocker) busy(system string, cur Record, rev int64, holder string) 
 		return nil
 	case cur.Owner == "" && l.t.Ours(cur) && cur.Holder == holder:
 		return nil
-	case cur.Owner == "" && l.t.Ours(cur):
-		// Released with another job unfinished: that job goes first, as
-		// on the Runner's path; it is stepped by its own controller.
-		if !l.t.Expired(system, cur, rev) {
-			return &BusyError{System: system, Holder: cur.Holder}
-		}
-		return nil
 	case l.t.Expired(system, cur, rev):
+		// Released with another job unfinished (that job goes first, as on
+		// the Runner's path; it is stepped by its own controller), or
+		// another process's live lease: either waits a whole lease.
 		return nil
 	}
-	return &BusyError{System: system, Holder: cur.Holder, Owner: cur.Owner}
+	return l.busyError(system, cur, rev, holder)
 }
 
-// Unlock implements Locker.
+// busyError describes cur, at revision rev, to holder; the Table has
+// observed rev (Expired was called), so Until is known.
+func (l *StoreLocker) busyError(system string, cur Record, rev int64, holder string) *BusyError {
+	return &BusyError{System: system, Holder: cur.Holder, Owner: cur.Owner,
+		SameJob: cur.Holder == holder && l.t.Ours(cur),
+		Until:   l.t.Until(system, cur, rev)}
+}
+
+// raced is the error of a take that lost its compare-and-swap: it reads the
+// record again to name the winner (and starts counting its lease).
+func (l *StoreLocker) raced(ctx context.Context, system, holder string) error {
+	cur, rev, err := l.t.Read(ctx, system)
+	if err != nil || cur.Holder == "" {
+		return &BusyError{System: system}
+	}
+	l.t.Expired(system, cur, rev) // first sight of rev starts the count
+	return l.busyError(system, cur, rev, holder)
+}
+
+// Unlock implements Locker: it frees system when its lock's holder is
+// holder, a job of this locker's namespace, whoever its Owner is (a
+// compare-and-swap on the record's revision, re-read when it changed
+// meanwhile), and leaves a lock of another job, or of another namespace,
+// alone.
 func (l *StoreLocker) Unlock(ctx context.Context, system, holder string) error {
 	l.mu.Lock()
 	if h, ok := l.valid[system]; ok && h.holder == holder {
@@ -158,12 +206,13 @@ func (l *StoreLocker) Unlock(ctx context.Context, system, holder string) error {
 			return nil, storage.ErrNoChange
 		}
 		var rec Record
-		if gojson.Unmarshal(cur.Value, &rec) == nil && (rec.Holder != holder || !l.t.Ours(rec) || rec.Owner != l.owner && rec.Owner != "") {
-			// Another job's, another namespace's, or the same job's
-			// under another process (which is acting for it now).
-			return nil, storage.ErrNoChange
+		if gojson.Unmarshal(cur.Value, &rec) == nil && (rec.Holder != holder || !l.t.Ours(rec)) {
+			return nil, storage.ErrNoChange // another job's, or another namespace's
 		}
 		return gojson.Marshal(Record{})
 	})
-	return err
+	if err != nil {
+		return fmt.Errorf("unlocking system %s for job %q: %w", system, holder, err)
+	}
+	return nil
 }

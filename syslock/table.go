@@ -119,6 +119,19 @@ func (t *Table) Expired(system string, l Record, rev int64) bool {
 	return now.Sub(o.at) >= time.Duration(l.LeaseMillis)*time.Millisecond
 }
 
+// Until is when the lease at revision rev runs out for this process: when
+// it first observed rev (Expired) plus the lease's length, by its clock.
+// Zero when it has not observed rev.
+func (t *Table) Until(system string, l Record, rev int64) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o, ok := t.seen[system]
+	if !ok || o.rev != rev {
+		return time.Time{}
+	}
+	return o.at.Add(time.Duration(l.LeaseMillis) * time.Millisecond)
+}
+
 // Observed reports whether this process has seen system's lock held by
 // someone (its expiry count is running).
 func (t *Table) Observed(system string) bool {
