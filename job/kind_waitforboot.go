@@ -238,7 +238,8 @@ func (k waitForBootKind) notYet(ctx context.Context, r *stepRun, i int, _ string
 		return k.notYet(ctx, r, i, "")
 	case task.BootTrySettingBootOverride:
 		bk := kindOf(&r.j.Spec.Tasks[overrideTask(r.j, i)]) // the override is that task's action, sent again
-		if err := r.confirm(ctx); err != nil {              // a resumed or retried try: prove the copy current first
+		// A resumed or retried try: prove the copy current first.
+		if err := r.confirm(ctx); err != nil {
 			return StepResult{}, err
 		}
 		drv, err := r.driver(ctx)
