@@ -9,7 +9,9 @@
 #      contrib/kubernetes/api/v1alpha1 (BMCJob, embedding job.Spec and
 #      job.Status), its output matches what is committed
 #      (api/v1alpha1/zz_generated.deepcopy.go and config/crd/*.yaml), and the
-#      contrib/kubernetes and examples/controller modules build and vet.
+#      contrib/kubernetes and examples/controller modules build and vet;
+#  (c) the kit's RBAC, config/rbac/role.yaml, is what `controller-gen rbac`
+#      generates from the +kubebuilder:rbac markers in contrib/kubernetes.
 #
 # It writes nothing into the repository: controller-gen's output goes to a
 # temporary directory and is compared with the committed files. To update
@@ -87,6 +89,19 @@ for f in config/crd/*.yaml; do
     fail=1
   fi
 done
+
+# (c) The kit's RBAC: config/rbac/role.yaml is what controller-gen generates
+# from the +kubebuilder:rbac markers in the kit's packages (the other files
+# in config/rbac are written by hand).
+echo "== controller-gen rbac: contrib/kubernetes"
+mkdir -p "$tmp/ex/rbac"
+"$cg" rbac:roleName=bmckit-controller paths=./... output:rbac:dir="$tmp/ex/rbac"
+if [ ! -f "$tmp/ex/rbac/role.yaml" ]; then
+  echo "!! controller-gen generated no role.yaml for contrib/kubernetes (markers removed?)" >&2
+  fail=1
+else
+  compare "$tmp/ex/rbac/role.yaml" config/rbac/role.yaml
+fi
 
 for m in contrib/kubernetes examples/controller; do
   echo "== $m: go build ./... && go vet ./..."

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bmckit/bmckit/bmc"
@@ -27,7 +28,7 @@ import (
 // embeds job.Spec and job.Status and has JobSpec() and JobStatus() methods.
 type MyJobReconciler struct {
 	client.Client
-	Jobs *controller.Reconciler[*v1alpha1.BMCJob] // built by controller.Setup
+	Jobs *controller.Reconciler[*v1alpha1.BMCJob] // built by controller.New
 }
 
 func (r *MyJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -42,11 +43,33 @@ func (r *MyJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	return r.Jobs.Step(ctx, obj)
 }
 
+// SetupWithManager registers your controller for your type: the kit's own
+// status writes do not trigger it (Step requeues by itself), and BMC
+// events a job waits for wake it at once.
+func (r *MyJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.BMCJob{}, builder.WithPredicates(controller.IgnoreStatusOnlyUpdates())).
+		WatchesRawSource(r.Jobs.WakeSource()).
+		Complete(r)
+}
+
+// setupMyJobs is the wiring in main. controller.New builds the Stepper, the
+// system locks, the credentials, the metrics and the Runnables, and
+// registers no controller: yours is the only one for the type.
+func setupMyJobs(mgr ctrl.Manager, opts controller.Options[*v1alpha1.BMCJob]) error {
+	ctl, err := controller.New(mgr, opts) // NewObject, Dialer, Namespace of the Leases
+	if err != nil {
+		return err
+	}
+	return (&MyJobReconciler{Client: mgr.GetClient(), Jobs: ctl.Reconciler}).SetupWithManager(mgr)
+}
+
 // README:end
 
 // The README's embedding snippet is this file's, verbatim; its Reconcile is
 // at most 25 lines; and it runs a netboot job to the end (finalizer added
-// and removed, Succeeded).
+// and removed, Succeeded). TestREADMEHostControllerOnRealAPIServer runs the
+// snippet's SetupWithManager and setupMyJobs in a manager.
 func TestREADMESnippet(t *testing.T) {
 	src, err := os.ReadFile("readme_test.go")
 	require.NoError(t, err)
@@ -57,6 +80,7 @@ func TestREADMESnippet(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(readme), snippet, "README.md's embedding snippet must be contrib/kubernetes/controller/readme_test.go's, verbatim")
 	fn := snippet[strings.Index(snippet, "func (r *MyJobReconciler) Reconcile"):]
+	fn = fn[:strings.Index(fn, "\n}\n")+2]
 	assert.LessOrEqual(t, strings.Count(strings.TrimSpace(fn), "\n")+1, 25, "Reconcile in 25 lines or fewer")
 
 	fleet := fake.NewFleet()

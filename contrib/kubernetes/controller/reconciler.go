@@ -27,22 +27,26 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/syslock"
 )
 
 // Object is a custom resource that holds a bmckit job: its spec embeds
@@ -109,10 +113,32 @@ type Reconciler[O Object] struct {
 	APIReader client.Reader
 	// Wakes, if set, carries the jobs the Stepper wants stepped again now
 	// (its StepperConfig.Wake is WakeFunc on this channel); SetupWithManager
-	// watches it.
+	// watches it (WakeSource).
 	Wakes chan event.GenericEvent
+	// Name names the controller SetupWithManager registers (logs, metrics).
+	// Defaults to the lower-case kind of O ("bmcjob"); New sets it from
+	// Options.Name.
+	Name string
 
 	conflicts atomic.Int64
+	lagReads  atomic.Int64
+
+	mu   sync.Mutex
+	objs map[types.UID]*objState // what this process knows of the objects it steps
+}
+
+// objState is what the Reconciler remembers of one object between steps.
+type objState struct {
+	// rv is the resourceVersion of this process's last successful write
+	// of the object; "" after a conflict (the next step reads the object
+	// from the API server).
+	rv string
+	// conflicts counts conflicts in a row, for the backoff.
+	conflicts int
+	// waitedFor is the replica whose lease on the job's system this
+	// process last reported waiting for (one event per replica).
+	waitedFor string
+	touched   time.Time
 }
 
 // Conflicts is how many times a patch of this Reconciler was refused with
@@ -120,6 +146,12 @@ type Reconciler[O Object] struct {
 // requeued, or the status patch sent again (see APIReader). Each is also
 // logged at V(1).
 func (r *Reconciler[O]) Conflicts() int64 { return r.conflicts.Load() }
+
+// LagReads is how many steps read their object from the API server
+// (APIReader) instead of stepping the cached copy, because that copy was
+// older than this Reconciler's own last write of the object or its last
+// step lost a conflict.
+func (r *Reconciler[O]) LagReads() int64 { return r.lagReads.Load() }
 
 // JobFor builds the job of obj. Its Name is "namespace/name", which is also
 // its identity in system locks; its CredentialsRef is qualified with the
@@ -169,12 +201,19 @@ func (r *Reconciler[O]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 //   - step with StepPatch, each change stored with a merge patch of the
 //     status from before to after, carrying obj's resourceVersion
 //     (optimistic lock);
-//   - a job waiting for its system: status reason [ReasonWaiting];
+//   - a job waiting for another job's lock: status reason [ReasonWaiting]
+//     and an event naming the holder and when its lease runs out; for its
+//     own lock held by another replica, the event only;
 //   - a completed job: remove the finalizer (the Stepper released
 //     everything already).
 //
-// A conflict (409) requeues at once and is counted ([Reconciler.Conflicts]).
-// Other API errors are returned (controller-runtime's backoff retries).
+// A copy older than this process's own last write of the object, or one
+// whose last step lost a conflict, is first replaced by the object read from
+// the API server (APIReader). A conflict (409) requeues after a short
+// jittered backoff and is counted ([Reconciler.Conflicts]); nothing was sent
+// to the BMC by the step that lost it (the Stepper stores every
+// state-changing request's intent before it sends it). Other API errors are
+// returned (controller-runtime's backoff retries).
 func (r *Reconciler[O]) Step(ctx context.Context, obj O) (ctrl.Result, error) {
 	j := JobFor(obj)
 	fin, err := r.finalizer(obj)
@@ -194,7 +233,22 @@ func (r *Reconciler[O]) Step(ctx context.Context, obj O) (ctrl.Result, error) {
 		if err := r.Client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return r.conflictRequeue(ctx, obj, err)
 		}
+		r.wrote(obj)
 		j = JobFor(obj)
+	}
+	// A copy older than this process's own last write (the cache lags, as
+	// it does for tens of seconds after an API-server restart) or one that
+	// lost a conflict is replaced by the object as the API server has it,
+	// before anything is stepped: a step on it would only lose its
+	// compare-and-swap.
+	if cur, read, err := r.current(ctx, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	} else if read {
+		obj = cur
+		j = JobFor(obj)
+		if !obj.GetDeletionTimestamp().IsZero() {
+			return ctrl.Result{}, r.release(ctx, obj, j, fin)
+		}
 	}
 	// The object's status as stored: the base of the first patch, so that a
 	// Waiting reason this Reconciler wrote is cleared by the job's first
@@ -216,6 +270,7 @@ func (r *Reconciler[O]) Step(ctx context.Context, obj O) (ctrl.Result, error) {
 		if err := r.patchStatus(ctx, base, obj); err != nil {
 			return err
 		}
+		r.wrote(obj)
 		first = false
 		r.recordChange(obj, before, after)
 		return nil
@@ -223,8 +278,8 @@ func (r *Reconciler[O]) Step(ctx context.Context, obj O) (ctrl.Result, error) {
 	if err != nil {
 		return r.conflictRequeue(ctx, obj, err)
 	}
-	if res.Waiting && !waitingShown && !j.Completed() && j.Status.StartTime == nil {
-		if err := r.showWaiting(ctx, obj); err != nil {
+	if res.Waiting && !j.Completed() {
+		if err := r.waiting(ctx, obj, res.Busy, waitingShown || j.Status.StartTime != nil); err != nil {
 			return r.conflictRequeue(ctx, obj, err)
 		}
 	}
@@ -235,7 +290,98 @@ func (r *Reconciler[O]) Step(ctx context.Context, obj O) (ctrl.Result, error) {
 			return r.conflictRequeue(ctx, obj, err)
 		}
 	}
+	if res.Done {
+		r.forget(obj)
+	}
 	return Requeue(res), nil
+}
+
+// current returns the object as the API server has it (read true) when
+// this process wrote the object since obj was read (obj's resourceVersion
+// is not the one its last write returned) or its last step lost a
+// conflict; otherwise obj is current as far as this process knows (read
+// false). Without an APIReader obj is stepped as it is, and the Stepper's
+// compare-and-swap before every state-changing request keeps that safe. A
+// NotFound error means the object is gone.
+func (r *Reconciler[O]) current(ctx context.Context, obj O) (cur O, read bool, err error) {
+	r.mu.Lock()
+	st := r.objs[obj.GetUID()]
+	lags := st != nil && st.rv != obj.GetResourceVersion()
+	r.mu.Unlock()
+	if !lags || r.APIReader == nil {
+		return obj, false, nil
+	}
+	r.lagReads.Add(1)
+	fresh := r.NewObject()
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(obj)
+			return cur, false, err
+		}
+		return cur, false, fmt.Errorf("reading %s from the API server (the cached copy lags): %w", client.ObjectKeyFromObject(obj), err)
+	}
+	if fresh.GetUID() != obj.GetUID() {
+		r.forget(obj) // deleted and created again under the same name
+	}
+	return fresh, true, nil
+}
+
+// state returns obj's entry, creating it; the caller holds r.mu.
+func (r *Reconciler[O]) state(obj O, now time.Time) *objState {
+	if r.objs == nil {
+		r.objs = map[types.UID]*objState{}
+	}
+	st := r.objs[obj.GetUID()]
+	if st == nil {
+		if len(r.objs) >= maxTracked {
+			for uid, o := range r.objs { // objects deleted while another replica had them
+				if now.Sub(o.touched) > trackedIdle {
+					delete(r.objs, uid)
+				}
+			}
+		}
+		st = &objState{}
+		r.objs[obj.GetUID()] = st
+	}
+	st.touched = now
+	return st
+}
+
+// Bounds of the Reconciler's memory of objects: entries untouched for
+// trackedIdle are dropped once maxTracked are kept (an object completed or
+// deleted under another replica is never forgotten otherwise).
+const (
+	maxTracked  = 4096
+	trackedIdle = 10 * time.Minute
+)
+
+// wrote records a successful write of obj (its new resourceVersion).
+func (r *Reconciler[O]) wrote(obj O) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.state(obj, time.Now())
+	st.rv, st.conflicts = obj.GetResourceVersion(), 0
+}
+
+func (r *Reconciler[O]) forget(obj O) {
+	r.mu.Lock()
+	delete(r.objs, obj.GetUID())
+	r.mu.Unlock()
+}
+
+// Conflict backoff: the n-th conflict in a row of one object requeues it
+// after conflictBackoffBase·2^(n-1), at most conflictBackoffMax, ±20%.
+const (
+	conflictBackoffBase = 100 * time.Millisecond
+	conflictBackoffMax  = 5 * time.Second
+)
+
+func conflictBackoff(n int) time.Duration {
+	d := conflictBackoffMax
+	if n < 7 {
+		d = min(conflictBackoffBase<<max(n-1, 0), conflictBackoffMax)
+	}
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
 // maxRebases bounds how often one status patch is sent again on a fresh
@@ -281,18 +427,62 @@ func (r *Reconciler[O]) countConflict(ctx context.Context, obj O, what string) {
 		"object", client.ObjectKeyFromObject(obj).String(), "resourceVersion", obj.GetResourceVersion(), "conflicts", n)
 }
 
-// showWaiting stores ReasonWaiting on a job that has not started because
-// its system is held, once.
-func (r *Reconciler[O]) showWaiting(ctx context.Context, obj O) error {
+// waiting shows a job whose system is held. Another job's hold on a job
+// that has not started is stored, once, as ReasonWaiting with a message
+// naming the holder and when its lease runs out, with an event. The job's
+// own lock held by another replica (two replicas without leader election,
+// or a leader that died holding it) is an event only, once per replica:
+// writing the status would conflict with the live replica's own writes.
+func (r *Reconciler[O]) waiting(ctx context.Context, obj O, busy *syslock.BusyError, shown bool) error {
+	msg := waitingMessage(obj.JobSpec().BMC, busy)
+	if busy != nil && busy.SameJob {
+		r.mu.Lock()
+		st := r.state(obj, time.Now())
+		again := st.waitedFor == busy.Owner
+		st.waitedFor = busy.Owner
+		r.mu.Unlock()
+		if !again {
+			r.event(obj, corev1.EventTypeNormal, ReasonWaiting, "Wait", msg)
+		}
+		return nil
+	}
+	if shown {
+		return nil
+	}
 	base := obj.DeepCopyObject().(O)
 	st := obj.JobStatus()
 	st.Reason = ReasonWaiting
-	st.Message = fmt.Sprintf("waiting for BMC %s: another job holds its system", obj.JobSpec().BMC)
+	st.Message = msg
 	if err := r.Client.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return err
 	}
+	r.wrote(obj)
 	r.event(obj, corev1.EventTypeNormal, ReasonWaiting, "Wait", st.Message)
 	return nil
+}
+
+// waitingMessage says what a job waits for: the BMC (its URL redacted),
+// the holder and its replica, and when the lease runs out as this replica
+// sees it.
+func waitingMessage(bmcURL string, busy *syslock.BusyError) string {
+	where := "waiting for BMC " + bmc.RedactURL(bmcURL)
+	if busy == nil || busy.Holder == "" {
+		return where + ": another job holds its system"
+	}
+	var b strings.Builder
+	b.WriteString(where)
+	if busy.SameJob {
+		fmt.Fprintf(&b, ": another replica, %q, holds this job's system", busy.Owner)
+	} else {
+		fmt.Fprintf(&b, ": job %q holds its system", busy.Holder)
+		if busy.Owner != "" {
+			fmt.Fprintf(&b, " (replica %q)", busy.Owner)
+		}
+	}
+	if !busy.Until.IsZero() {
+		fmt.Fprintf(&b, "; its lease runs out at %s unless renewed", busy.Until.UTC().Format(time.RFC3339))
+	}
+	return b.String()
 }
 
 // recordChange records Started and Completed events for a stored change.
@@ -300,8 +490,8 @@ func (r *Reconciler[O]) recordChange(obj O, before, after job.Status) {
 	if r.Events == nil {
 		return
 	}
-	if before.StartTime == nil && after.StartTime != nil {
-		r.event(obj, corev1.EventTypeNormal, EventStarted, "Step", fmt.Sprintf("started on BMC %s", obj.JobSpec().BMC))
+	if !taskStarted(&before) && taskStarted(&after) {
+		r.event(obj, corev1.EventTypeNormal, EventStarted, "Step", "started on BMC "+bmc.RedactURL(obj.JobSpec().BMC))
 	}
 	if !(&job.Job{Status: before}).Completed() && (&job.Job{Status: after}).Completed() {
 		typ := corev1.EventTypeNormal
@@ -314,6 +504,18 @@ func (r *Reconciler[O]) recordChange(obj O, before, after job.Status) {
 		}
 		r.event(obj, typ, EventCompleted, "Step", note)
 	}
+}
+
+// taskStarted says whether a task of the job started: a job refused at its
+// start (InvalidSpec, NotSupported) or canceled before it started has no
+// Started event.
+func taskStarted(st *job.Status) bool {
+	for i := range st.Tasks {
+		if st.Tasks[i].StartTime != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Reconciler[O]) event(obj O, typ, reason, action, note string) {
@@ -346,6 +548,7 @@ func (r *Reconciler[O]) release(ctx context.Context, obj O, j *job.Job, fin stri
 	if err := r.Stepper.Release(ctx, j.Name, j.Spec.BMC); err != nil {
 		return fmt.Errorf("releasing the BMC session of %s: %w", j.Name, err)
 	}
+	r.forget(obj)
 	if !j.Completed() {
 		r.event(obj, corev1.EventTypeNormal, EventReleased, "Release", "deleted before completion: BMC session closed and system unlocked")
 	}
@@ -354,16 +557,25 @@ func (r *Reconciler[O]) release(ctx context.Context, obj O, j *job.Job, fin stri
 	return client.IgnoreNotFound(r.Client.Patch(ctx, obj, client.MergeFrom(base)))
 }
 
-// conflictRequeue turns a conflict into a requeue at once: the object
-// changed since the cache gave it to us (our own last patch not seen yet, a
-// spec edit, another writer), and the next reconcile works on the new one.
-// Every patch carries the base's resourceVersion, so a step on a stale object
-// never writes an older status over a newer one. Conflicts are counted and
-// logged at V(1); other errors are returned.
+// conflictRequeue turns a conflict into a requeue after a short, jittered
+// backoff that grows with the object's conflicts in a row (100 ms doubling
+// to 5 s, ±20%): the object changed since the cache gave it to us (our own
+// last patch not seen yet, a spec edit, another writer), and the next step
+// reads it from the API server (see current) and works on the new one.
+// Every patch carries the base's resourceVersion, and the Stepper stores
+// each state-changing request's intent before it sends it, so a step on a
+// stale object never writes an older status over a newer one nor acts.
+// Conflicts are counted and logged at V(1); other errors are returned.
 func (r *Reconciler[O]) conflictRequeue(ctx context.Context, obj O, err error) (ctrl.Result, error) {
 	if apierrors.IsConflict(err) {
-		r.countConflict(ctx, obj, "requeued")
-		return ctrl.Result{RequeueAfter: RequeueAtOnce}, nil
+		r.mu.Lock()
+		st := r.state(obj, time.Now())
+		st.rv = "" // read it from the API server next time
+		st.conflicts++
+		n := st.conflicts
+		r.mu.Unlock()
+		r.countConflict(ctx, obj, "requeued after a backoff")
+		return ctrl.Result{RequeueAfter: conflictBackoff(n)}, nil
 	}
 	return ctrl.Result{}, err
 }
@@ -388,11 +600,39 @@ func WakeFunc[O Object](newObject func() O, ch chan<- event.GenericEvent) func(j
 	}
 }
 
-// SetupWithManager registers the reconciler for O with mgr, named name.
-func (r *Reconciler[O]) SetupWithManager(mgr ctrl.Manager, name string) error {
-	b := ctrl.NewControllerManagedBy(mgr).For(r.NewObject()).Named(name)
-	if r.Wakes != nil {
-		b = b.WatchesRawSource(source.Channel(r.Wakes, &handler.EnqueueRequestForObject{}))
+// +kubebuilder:rbac:groups=bmckit.io,resources=bmcjobs,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=bmckit.io,resources=bmcjobs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=bmckit.io,resources=bmcjobs/finalizers,verbs=update
+
+// SetupWithManager registers r as the controller of O's objects with mgr,
+// named r.Name: it watches O's objects without the updates that only change
+// their status ([IgnoreStatusOnlyUpdates]) and the Stepper's wakes
+// ([Reconciler.WakeSource]). A host with its own Reconcile around
+// [Reconciler.Step] registers its own controller the same way, instead of
+// this one (one controller per type: controller-runtime refuses a second
+// controller named after the kind):
+//
+//	func (r *MyJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
+//		return ctrl.NewControllerManagedBy(mgr).
+//			For(&v1.MyJob{}, builder.WithPredicates(controller.IgnoreStatusOnlyUpdates())).
+//			WatchesRawSource(r.Jobs.WakeSource()). // r.Jobs from controller.New
+//			Complete(r)
+//	}
+//
+// The markers above are the permissions of the controller of the kit's
+// BMCJob (api/v1alpha1); a host's own type needs the same on its group and
+// resource. config/rbac/role.yaml is generated from them and New's.
+func (r *Reconciler[O]) SetupWithManager(mgr ctrl.Manager) error {
+	name := r.Name
+	if name == "" {
+		var err error
+		if name, err = kindName(mgr, r.NewObject()); err != nil {
+			return err
+		}
 	}
-	return b.Complete(r)
+	return ctrl.NewControllerManagedBy(mgr).
+		For(r.NewObject(), builder.WithPredicates(IgnoreStatusOnlyUpdates())).
+		Named(name).
+		WatchesRawSource(r.WakeSource()).
+		Complete(r)
 }

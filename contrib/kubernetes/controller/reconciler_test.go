@@ -3,8 +3,10 @@ package controller_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -267,7 +269,7 @@ func TestDeleteMidJobReleasesSession(t *testing.T) {
 	res := reconcileOnce(t, r, "first")
 	assert.Positive(t, res.RequeueAfter)
 	o := get(t, c, "first")
-	require.Contains(t, o.Finalizers, "bmckit.example.com/release-bmc")
+	require.Contains(t, o.Finalizers, v1alpha1.GroupVersion.Group+"/release-bmc")
 	require.Equal(t, task.PhaseRequested, o.Status.Tasks[0].Phase, "the power on was sent and waits")
 	require.Equal(t, 1, b.Sessions().Open)
 	l := lease(t, c, sys)
@@ -309,19 +311,33 @@ func TestRequeueMapping(t *testing.T) {
 }
 
 // A reconcile that reads a stale object (the cache has not seen our last
-// status patch yet) steps on the old status, but its patch carries the old
-// resourceVersion: it conflicts, nothing is written over the newer status,
-// and the Reconciler asks to be called again at once.
+// status patch yet: here, a copy whose power-off had a retry scheduled after
+// a 503, as in issue 33) steps on the old status, but its first write carries
+// the old resourceVersion: it conflicts, nothing is written over the newer
+// status, nothing is sent to the BMC, and the Reconciler asks to be called
+// again after a short backoff. Its next step reads the object from the API
+// server (APIReader) instead of the cache, and goes on without a conflict.
 func TestStaleObjectNeverOverwritesNewerStatus(t *testing.T) {
 	bmcClock := clock.NewFake(time.Now())
 	fleet := fake.NewFleet()
-	_, err := fleet.AddNew(system1, fake.Options{Power: bmc.PowerOn, PowerTransition: time.Minute, Clock: bmcClock})
+	var fails atomic.Int32
+	fails.Store(1)
+	b, err := fleet.AddNew(system1, fake.Options{Power: bmc.PowerOn, PowerTransition: time.Minute, Clock: bmcClock,
+		Hooks: map[fake.Method]fake.Hook{fake.MethodSetPower: func(context.Context, fake.Call) error {
+			if fails.Add(-1) >= 0 {
+				return bmc.Transient(errors.New("503 Service Unavailable"))
+			}
+			return nil
+		}}})
 	require.NoError(t, err)
 	c := newClient(t, bmcJob("stale", netbootSpec(system1, "")))
-	r := &controller.Reconciler[*v1alpha1.BMCJob]{NewObject: newBMCJob, Client: c, Stepper: newStepper(t, job.StepperConfig{Dialer: fleet})}
+	r := &controller.Reconciler[*v1alpha1.BMCJob]{NewObject: newBMCJob, Client: c, Stepper: newStepper(t, job.StepperConfig{Dialer: fleet, Clock: bmcClock})}
 
-	reconcileOnce(t, r, "stale") // power off sent, waiting
+	reconcileOnce(t, r, "stale") // power off answered 503: a retry scheduled
 	stale := get(t, c, "stale")
+	require.NotNil(t, stale.Status.Tasks[0].NextAttemptTime, "status: %+v", stale.Status)
+	bmcClock.Advance(time.Minute)
+	reconcileOnce(t, r, "stale") // the retry: power off sent
 	bmcClock.Advance(time.Minute)
 	reconcileOnce(t, r, "stale") // power off landed, boot device set, power on sent
 	current := get(t, c, "stale")
@@ -339,13 +355,31 @@ func TestStaleObjectNeverOverwritesNewerStatus(t *testing.T) {
 		},
 	})
 	rs := &controller.Reconciler[*v1alpha1.BMCJob]{NewObject: newBMCJob, Client: staleReads, Stepper: r.Stepper}
-	res, err := rs.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "stale"}})
+	sent := len(b.CallsTo(fake.MethodSetPower)) + len(b.CallsTo(fake.MethodSetBootOverride))
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "stale"}}
+	res, err := rs.Reconcile(context.Background(), req)
 	require.NoError(t, err)
-	assert.Equal(t, controller.RequeueAtOnce, res.RequeueAfter)
+	assert.GreaterOrEqual(t, res.RequeueAfter, 80*time.Millisecond, "a backoff, not at once")
+	assert.LessOrEqual(t, res.RequeueAfter, 120*time.Millisecond, "the first conflict's backoff: 100 ms ±20%%")
+	assert.EqualValues(t, 1, rs.Conflicts())
+	assert.Equal(t, sent, len(b.CallsTo(fake.MethodSetPower))+len(b.CallsTo(fake.MethodSetBootOverride)), "the stale step sent nothing")
+	assert.Len(t, b.CallsTo(fake.MethodSetPower), 3, "the power off answered 503, its retry, the power on: no second power off")
 
 	after := get(t, c, "stale")
 	assert.Equal(t, current.ResourceVersion, after.ResourceVersion, "nothing was written")
 	assert.Equal(t, current.Status, after.Status)
+
+	// A second conflict in a row waits longer.
+	res, err = rs.Reconcile(context.Background(), req)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, res.RequeueAfter, 160*time.Millisecond, "200 ms ±20%%")
+
+	// With an APIReader, the step after a conflict reads the object from
+	// the API server, not the lagging cache: no conflict.
+	rs.APIReader = c
+	_, err = rs.Reconcile(context.Background(), req)
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, rs.Conflicts(), "no new conflict")
 
 	// With the cache caught up, the job goes on to the end.
 	o, err := driveErr(r, c, "stale", func() { bmcClock.Advance(time.Minute) })

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -22,13 +23,14 @@ import (
 	"github.com/bmckit/bmckit/syslock"
 )
 
-// Options configures [Setup]. NewObject and Dialer are required.
+// Options configures [New] and [Setup]. NewObject and Dialer are required.
 type Options[O Object] struct {
 	// NewObject returns an empty O: the kind the controller reconciles.
 	// Required.
 	NewObject func() O
-	// Name names the controller (logs, metrics). Defaults to the lower-case
-	// kind of O.
+	// Name names the controller (logs, metrics, the event recorder
+	// "bmckit-<name>"): Reconciler.Name. Defaults to the lower-case kind of
+	// O.
 	Name string
 	// Dialer opens BMC connections (a bmc.Registry with the drivers you
 	// import, or a fake.Fleet in tests). Required.
@@ -62,7 +64,7 @@ type Options[O Object] struct {
 	Runner job.Config
 }
 
-// Controller is what [Setup] built and added to the manager.
+// Controller is what [New] built and added to the manager.
 type Controller[O Object] struct {
 	Reconciler *Reconciler[O]
 	Stepper    *job.Stepper
@@ -71,12 +73,45 @@ type Controller[O Object] struct {
 	Metrics *bmcprom.Metrics
 }
 
-// Setup builds the controller of O's objects and adds it to mgr: the Reconciler
-// (woken by BMC power events through [WakeFunc]), the Stepper's
-// idle-connection sweeper, the Runner (when Options.Store is
-// set) as a Runnable with the healthz check "bmckit-runner", and the
-// Prometheus adapter's metrics on the manager's /metrics.
+// Setup builds the controller of O's objects and adds it to mgr: [New],
+// then the Reconciler registered as O's controller
+// ([Reconciler.SetupWithManager]). A host with its own Reconcile around
+// [Reconciler.Step] calls New instead, and registers its own controller.
 func Setup[O Object](mgr ctrl.Manager, opts Options[O]) (*Controller[O], error) {
+	c, err := New(mgr, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Reconciler.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=bmckit-system,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// New builds everything the controller of O's objects needs and adds it to
+// mgr, but registers no controller: the Reconciler (with its Stepper, woken
+// by BMC power events through [WakeFunc]), the system locks, the
+// credentials resolver, the Stepper's idle-connection sweeper, the Runner
+// (when Options.Store is set) as a Runnable with the healthz check
+// "bmckit-runner", and the Prometheus adapter's metrics on the manager's
+// /metrics. [Setup] registers the Reconciler as O's controller; a host
+// with its own Reconcile registers its own (see [Reconciler.SetupWithManager])
+// and calls c.Reconciler.Step.
+//
+// The markers above are the permissions New's defaults need
+// (config/rbac/role.yaml is generated from them and those of
+// Reconciler.SetupWithManager): the Leases of the lease locker in
+// Options.Namespace (a Role: its namespace bmckit-system stands for
+// yours), the Secrets the credentials resolver reads through the manager's
+// cache, which lists and watches them (cluster-wide, unless the manager's
+// cache is restricted to some namespaces: then bind the ClusterRole with a
+// RoleBinding in each), and the events of the manager's GetEventRecorder
+// (events.k8s.io/v1).
+func New[O Object](mgr ctrl.Manager, opts Options[O]) (*Controller[O], error) {
 	if opts.NewObject == nil {
 		return nil, errors.New("controller: Options.NewObject is required")
 	}
@@ -85,11 +120,10 @@ func Setup[O Object](mgr ctrl.Manager, opts Options[O]) (*Controller[O], error) 
 	}
 	name := opts.Name
 	if name == "" {
-		gvk, err := mgr.GetClient().GroupVersionKindFor(opts.NewObject())
-		if err != nil {
-			return nil, fmt.Errorf("controller: the manager's scheme does not know %T: %w", opts.NewObject(), err)
+		var err error
+		if name, err = kindName(mgr, opts.NewObject()); err != nil {
+			return nil, err
 		}
-		name = strings.ToLower(gvk.Kind)
 	}
 	log := mgr.GetLogger().WithName("bmckit")
 	metrics := bmcprom.New(bmcprom.Options{})
@@ -127,7 +161,7 @@ func Setup[O Object](mgr ctrl.Manager, opts Options[O]) (*Controller[O], error) 
 	}
 	c := &Controller[O]{Stepper: stepper, Metrics: metrics, Reconciler: &Reconciler[O]{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Stepper: stepper, NewObject: opts.NewObject, Wakes: wakes,
-		Events: mgr.GetEventRecorder("bmckit-" + name),
+		Events: mgr.GetEventRecorder("bmckit-" + name), Name: name,
 	}}
 	if err := mgr.Add(&poolSweeper{stepper: stepper, every: sweepInterval(sc.IdleTimeout)}); err != nil {
 		return nil, err
@@ -152,10 +186,17 @@ func Setup[O Object](mgr ctrl.Manager, opts Options[O]) (*Controller[O], error) 
 		}
 		c.Runner = runner
 	}
-	if err := c.Reconciler.SetupWithManager(mgr, name); err != nil {
-		return nil, err
-	}
 	return c, nil
+}
+
+// kindName is the default name of the controller of obj's type: its kind
+// in lower case, as the manager's scheme knows it.
+func kindName(mgr ctrl.Manager, obj client.Object) (string, error) {
+	gvk, err := mgr.GetClient().GroupVersionKindFor(obj)
+	if err != nil {
+		return "", fmt.Errorf("controller: the manager's scheme does not know %T: %w", obj, err)
+	}
+	return strings.ToLower(gvk.Kind), nil
 }
 
 // poolSweeper closes the Stepper's idle BMC connections and closes all of

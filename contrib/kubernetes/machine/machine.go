@@ -98,11 +98,11 @@ var (
 	_ manager.LeaderElectionRunnable = (*Reconciler)(nil)
 )
 
-// Reconcile implements reconcile.Reconciler.
-//
-// +kubebuilder:rbac:groups=bmckit.example.com,resources=machines,verbs=get;list;watch
-// +kubebuilder:rbac:groups=bmckit.example.com,resources=machines/status,verbs=get;patch
+// +kubebuilder:rbac:groups=bmckit.io,resources=machines,verbs=get;list;watch
+// +kubebuilder:rbac:groups=bmckit.io,resources=machines/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+
+// Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &v1alpha1.Machine{}
 	err := r.Client.Get(ctx, req.NamespacedName, obj)

@@ -39,7 +39,7 @@ import (
 // it.
 func loadCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "config", "crd", "bmckit.example.com_bmcjobs.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "crd", "bmckit.io_bmcjobs.yaml"))
 	require.NoError(t, err)
 	var crd apiextensionsv1.CustomResourceDefinition
 	require.NoError(t, yaml.UnmarshalStrict(data, &crd))
@@ -82,6 +82,18 @@ func TestCRDSchemaCarriesTheMarkers(t *testing.T) {
 	assert.Contains(t, spec.Required, "bmc")
 	assert.Contains(t, spec.Required, "tasks")
 	assert.Contains(t, status.Properties, "result")
+
+	// BMCJobSpec's admission rules sit on spec (an object: the API server
+	// then leaves the value out of the error) and name their field.
+	var paths []string
+	for _, r := range spec.XValidations {
+		paths = append(paths, r.FieldPath)
+		assert.Empty(t, r.MessageExpression, "fixed messages: never the value")
+	}
+	assert.Contains(t, paths, ".bmc")
+	assert.Contains(t, paths, ".tasks")
+	require.NotNil(t, spec.Properties["bmc"].MaxLength, "maxLength bounds the bmc rules' cost")
+	assert.Empty(t, spec.Properties["bmc"].XValidations, "a rule on the string itself would repeat the value in its error")
 
 	tasks := spec.Properties["tasks"]
 	require.NotNil(t, tasks.MaxItems)

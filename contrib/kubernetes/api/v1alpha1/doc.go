@@ -1,9 +1,12 @@
 // +kubebuilder:object:generate=true
-// +groupName=bmckit.example.com
+// +groupName=bmckit.io
 
-// Package v1alpha1 is an example API group for a controller that runs BMC
-// jobs with bmckit: one kind, [BMCJob], whose spec embeds job.Spec and whose
-// status embeds job.Status, both inline.
+// Package v1alpha1 is the Kubernetes kit's API group bmckit.io, version
+// v1alpha1, for a controller that runs BMC jobs with bmckit: [BMCJob], whose
+// spec embeds job.Spec and whose status embeds job.Status, both inline, and
+// [Machine], a BMC the monitor reads. BMCJob's CEL rules refuse at admission
+// what the runtime would refuse (docs/kubernetes.md, "Admission: spec.bmc
+// and the tasks").
 //
 // It is what `kubebuilder create api` would lay out, and
 // scripts/crdcheck.sh runs controller-gen v0.23.0 on it (object and crd) and

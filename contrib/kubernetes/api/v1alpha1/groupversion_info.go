@@ -7,7 +7,7 @@ import (
 
 var (
 	// GroupVersion is the group and version of this package's kinds.
-	GroupVersion = schema.GroupVersion{Group: "bmckit.example.com", Version: "v1alpha1"}
+	GroupVersion = schema.GroupVersion{Group: "bmckit.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers this package's kinds with a runtime.Scheme.
 	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
