@@ -21,14 +21,21 @@
 package kubetest
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -62,6 +69,10 @@ type Env struct {
 
 	env *envtest.Environment
 	dir string
+
+	restartMu sync.Mutex // one kill or start at a time
+	certDir   string     // the API server's directory, kept across restarts (removed by Stop)
+	killedAt  time.Time  // when KillAPIServer killed it; zero while it runs
 }
 
 // Available reports whether the binaries are there, and why not.
@@ -149,6 +160,12 @@ func (e *Env) Stop() {
 	if e.env != nil {
 		_ = e.env.Stop()
 		e.env = nil
+	}
+	if e.certDir != "" {
+		// A restarted API server's directory is no longer envtest's to
+		// remove (see StartAPIServer).
+		_ = os.RemoveAll(e.certDir)
+		e.certDir = ""
 	}
 	if e.dir != "" {
 		_ = os.RemoveAll(e.dir)
@@ -290,4 +307,183 @@ func Format(counts map[string]int) string {
 		fmt.Fprintf(&b, "%s=%d", k, counts[k])
 	}
 	return b.String()
+}
+
+// Killing and restarting the API server.
+//
+// envtest's APIServer.Stop is graceful (SIGTERM, then the API server waits
+// up to 60 s for open watches) and removes the API server's directory, so a
+// Start after it serves a new CA that no existing client trusts. An API
+// server that crashes, is OOM-killed or loses its node does neither: its
+// connections are cut at once, and it comes back on the same address with
+// the same certificates. KillAPIServer and StartAPIServer do that: SIGKILL
+// (the process found as this process's child kube-apiserver serving the
+// Env's port), then envtest's Start on the same directory, which keeps the
+// serving certificate, the client CA, the service-account keys and the
+// port. etcd keeps running, so every object survives. Clients (the admin
+// client, a controller's manager, a kubeconfig in another process)
+// reconnect by themselves.
+
+// RestartTimeout bounds how long StartAPIServer waits for the restarted API
+// server to be ready (/readyz).
+const RestartTimeout = 2 * time.Minute
+
+// KillAPIServer kills kube-apiserver with SIGKILL (etcd keeps running) and
+// returns once its port refuses connections. Every request and watch in
+// flight fails with a broken connection, and new ones are refused until
+// StartAPIServer.
+func (e *Env) KillAPIServer() error {
+	e.restartMu.Lock()
+	defer e.restartMu.Unlock()
+	if e.env == nil {
+		return errors.New("kubetest: the API server is stopped")
+	}
+	if !e.killedAt.IsZero() {
+		return errors.New("kubetest: the API server is already killed")
+	}
+	as := e.env.ControlPlane.GetAPIServer()
+	port := as.SecureServing.Port
+	pid, err := childProcess("kube-apiserver", "--secure-port="+port)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kubetest: killing kube-apiserver (pid %d): %w", pid, err)
+	}
+	e.killedAt = time.Now()
+	if e.certDir == "" {
+		e.certDir = as.CertDir
+	}
+	// The kernel closes the listener when the process dies; envtest's
+	// goroutine reaps it.
+	addr := net.JoinHostPort(as.SecureServing.Address, port)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return nil
+		}
+		_ = c.Close()
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kubetest: %s still accepts connections 30s after SIGKILL of pid %d", addr, pid)
+		}
+		<-time.After(20 * time.Millisecond)
+	}
+}
+
+// StartAPIServer starts kube-apiserver again after KillAPIServer, on the
+// same etcd, address, port and certificates, and returns once it answers
+// /readyz (its CRDs are served again). It returns how long the API server
+// was down: from the kill until ready.
+func (e *Env) StartAPIServer() (time.Duration, error) {
+	e.restartMu.Lock()
+	defer e.restartMu.Unlock()
+	if e.env == nil {
+		return 0, errors.New("kubetest: the API server is stopped")
+	}
+	if e.killedAt.IsZero() {
+		return 0, errors.New("kubetest: the API server is running (KillAPIServer first)")
+	}
+	as := e.env.ControlPlane.GetAPIServer()
+	// envtest's Start reuses CertDir (and the certificates in it) and the
+	// port; the process state is new, and no longer removes the directory
+	// at Stop (Env.Stop does).
+	as.StartTimeout = RestartTimeout
+	if err := as.Start(); err != nil {
+		return 0, fmt.Errorf("kubetest: restarting kube-apiserver: %w", err)
+	}
+	if err := e.waitReady(RestartTimeout); err != nil {
+		return 0, err
+	}
+	down := time.Since(e.killedAt)
+	e.killedAt = time.Time{}
+	return down, nil
+}
+
+// RestartAPIServer kills kube-apiserver (KillAPIServer), keeps it down for
+// down, and starts it again (StartAPIServer). It returns how long the API
+// server was unreachable: down plus its start until ready.
+func (e *Env) RestartAPIServer(down time.Duration) (time.Duration, error) {
+	if err := e.KillAPIServer(); err != nil {
+		return 0, err
+	}
+	<-time.After(down) // the outage itself: nothing to wait for
+	return e.StartAPIServer()
+}
+
+// waitReady polls /readyz until it answers 200 ok.
+func (e *Env) waitReady(timeout time.Duration) error {
+	cfg := rest.CopyConfig(e.Config)
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	defer hc.CloseIdleConnections()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/readyz", nil)
+		resp, err := hc.Do(req)
+		if err == nil {
+			var b bytes.Buffer
+			_, _ = b.ReadFrom(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				cancel()
+				return nil
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(b.String()))
+		} else {
+			last = err.Error()
+		}
+		cancel()
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kubetest: the restarted kube-apiserver is not ready after %s: %s", timeout, last)
+		}
+		<-time.After(100 * time.Millisecond)
+	}
+}
+
+// childProcess is the pid of this process's child whose executable is
+// named name and whose arguments include arg (Linux: /proc).
+func childProcess(name, arg string) (int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, fmt.Errorf("kubetest: finding %s: %w", name, err)
+	}
+	self := os.Getpid()
+	for _, de := range ents {
+		pid, err := strconv.Atoi(de.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", de.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after ")".
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(self) {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", de.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		if len(args) == 0 || filepath.Base(args[0]) != name {
+			continue
+		}
+		for _, a := range args[1:] {
+			if a == arg {
+				return pid, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("kubetest: no child %s of pid %d with %s", name, self, arg)
 }
