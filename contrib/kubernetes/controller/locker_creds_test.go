@@ -264,5 +264,5 @@ func TestLeaseLockerConfig(t *testing.T) {
 	assert.InDelta(t, float64(leaselock.DefaultLeaseDuration*5/6), float64(valid), float64(time.Second))
 	ls := mustLease(t, c, sys)
 	assert.Equal(t, "metal/netboot@ctl-5c6d-abcde", *ls.Spec.HolderIdentity)
-	assert.Equal(t, int32(20), *ls.Spec.LeaseDurationSeconds)
+	assert.Equal(t, int32(leaselock.DefaultLeaseDuration/time.Second), *ls.Spec.LeaseDurationSeconds)
 }

@@ -41,6 +41,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -83,6 +84,10 @@ const (
 // limiter, whose delays grow with every requeue of the object.
 const RequeueAtOnce = time.Millisecond
 
+// DefaultMaxConcurrentReconciles is Reconciler.MaxConcurrentReconciles'
+// default.
+const DefaultMaxConcurrentReconciles = 16
+
 // Reconciler drives objects of the host's type O with a job.Stepper. Its
 // Reconcile is complete; a host with its own Reconcile calls [Reconciler.Step]
 // with the object it read.
@@ -119,6 +124,12 @@ type Reconciler[O Object] struct {
 	// Defaults to the lower-case kind of O ("bmcjob"); New sets it from
 	// Options.Name.
 	Name string
+	// MaxConcurrentReconciles is how many objects SetupWithManager's
+	// controller steps at once (never one object twice). Defaults to
+	// DefaultMaxConcurrentReconciles: a step waits for its BMC, up to a
+	// request's timeout, so controller-runtime's default of 1 lets one slow
+	// BMC hold every other job back.
+	MaxConcurrentReconciles int
 
 	conflicts atomic.Int64
 	lagReads  atomic.Int64
@@ -630,9 +641,14 @@ func (r *Reconciler[O]) SetupWithManager(mgr ctrl.Manager) error {
 			return err
 		}
 	}
+	workers := r.MaxConcurrentReconciles
+	if workers <= 0 {
+		workers = DefaultMaxConcurrentReconciles
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(r.NewObject(), builder.WithPredicates(IgnoreStatusOnlyUpdates())).
 		Named(name).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: workers}).
 		WatchesRawSource(r.WakeSource()).
 		Complete(r)
 }

@@ -32,6 +32,10 @@ type Options[O Object] struct {
 	// "bmckit-<name>"): Reconciler.Name. Defaults to the lower-case kind of
 	// O.
 	Name string
+	// MaxConcurrentReconciles is the controller's number of workers
+	// (Reconciler.MaxConcurrentReconciles). Defaults to
+	// DefaultMaxConcurrentReconciles.
+	MaxConcurrentReconciles int
 	// Dialer opens BMC connections (a bmc.Registry with the drivers you
 	// import, or a fake.Fleet in tests). Required.
 	Dialer bmc.Dialer
@@ -161,7 +165,7 @@ func New[O Object](mgr ctrl.Manager, opts Options[O]) (*Controller[O], error) {
 	}
 	c := &Controller[O]{Stepper: stepper, Metrics: metrics, Reconciler: &Reconciler[O]{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Stepper: stepper, NewObject: opts.NewObject, Wakes: wakes,
-		Events: mgr.GetEventRecorder("bmckit-" + name), Name: name,
+		Events: mgr.GetEventRecorder("bmckit-" + name), Name: name, MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 	}}
 	if err := mgr.Add(&poolSweeper{stepper: stepper, every: sweepInterval(sc.IdleTimeout)}); err != nil {
 		return nil, err

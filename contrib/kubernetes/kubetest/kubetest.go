@@ -1,8 +1,15 @@
 // Package kubetest starts a real kube-apiserver and etcd for tests, as
 // controller-runtime's envtest does (it uses envtest): certificates, an admin
 // client, ready checks, CRDs installed, and a clean stop. The binaries come
-// from KUBEBUILDER_ASSETS; scripts/kube-binaries.sh builds them from the Go
-// module proxy and prints the directory.
+// from KUBEBUILDER_ASSETS. Get them the way kubebuilder projects do, with
+// setup-envtest, where the machine reaches the internet:
+//
+//	go install sigs.k8s.io/controller-runtime/tools/setup-envtest@release-0.25
+//	export KUBEBUILDER_ASSETS="$(setup-envtest use 1.37.x -p path)"
+//
+// Offline (only a Go module proxy, as in this repository's CI),
+// scripts/kube-binaries.sh builds both from their published Go modules
+// (about 20-30 minutes once, then cached) and prints the directory.
 //
 // Without KUBEBUILDER_ASSETS a test skips, or fails when CI=true (CI must run
 // the real-API-server tests, not skip them).
@@ -18,6 +25,12 @@
 //
 // Stop controllers (managers) before the API server: it waits up to 60 s for
 // open watches when it stops.
+//
+// [Env.RestartAPIServer] kills kube-apiserver with SIGKILL and starts it again
+// on the same etcd, address, port and certificates, so that clients
+// reconnect by themselves (an API server that crashed or lost its node):
+//
+//	outage, err := env.RestartAPIServer(30 * time.Second) // down 30 s, then until ready
 package kubetest
 
 import (

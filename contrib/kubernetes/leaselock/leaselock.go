@@ -30,13 +30,13 @@ type Config struct {
 	Namespace string
 	// LeaseDuration is how long a system's Lease lasts without renewal.
 	// Every Step of the holding job renews it, at most once per third of it
-	// (one Lease update per active job every LeaseDuration/3: every 6.7 s,
-	// 0.15 writes/s per active job, at the default), so it bounds how long
+	// (one Lease update per active job every LeaseDuration/3: every 5 s,
+	// 0.2 writes/s per active job, at the default), so it bounds how long
 	// a job that is no longer stepped (its controller stopped, its object
 	// deleted without the finalizer) keeps its system, and how long a new
 	// leader waits before it continues the jobs of a leader that was killed.
 	// The holder stops acting a sixth of it before its own lease may end,
-	// at the request (docs/jobs.md, "The fence"). Defaults to 20 seconds;
+	// at the request (docs/jobs.md, "The fence"). Defaults to 15 seconds;
 	// at least 6 s. Keep it longer than the longest wait between two Steps
 	// of a job that holds the system.
 	LeaseDuration time.Duration
@@ -73,7 +73,7 @@ const (
 )
 
 // DefaultLeaseDuration is Config.LeaseDuration's default.
-const DefaultLeaseDuration = 20 * time.Second
+const DefaultLeaseDuration = 15 * time.Second
 
 // Locker is a syslock.Locker on Kubernetes Leases
 // (coordination.k8s.io/v1): one Lease per system, in one namespace, named
