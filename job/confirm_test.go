@@ -187,3 +187,49 @@ func TestStepWithinTheLocksValidity(t *testing.T) {
 	assert.Positive(t, res.RequeueAfter)
 	assert.LessOrEqual(t, res.RequeueAfter, 30*time.Second, "stepped again within half the lock's validity, not after the 10-minute backoff")
 }
+
+// A job whose own lock another process holds (a dead leader's) is looked at
+// again when that lock runs out, not every LockRetryInterval: one read per
+// job while it waits, and the takeover as soon as the lock has run out.
+// Another job's lock is polled every LockRetryInterval (it may be released
+// at any moment).
+func TestWaitingForItsOwnLockRequeuesAtItsEnd(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	e := newStepEnv(t, fake.Options{Power: bmc.PowerOn}, job.StepperConfig{})
+	lockerA := syslock.NewStoreLocker(store, syslock.StoreLockerConfig{LeaseDuration: time.Minute, Clock: e.clk, Owner: "replica-a"})
+	b, err := job.NewStepper(job.StepperConfig{Dialer: e.bmc, Clock: e.clk, LockRetryInterval: 2 * time.Second,
+		Locks: syslock.NewStoreLocker(store, syslock.StoreLockerConfig{LeaseDuration: time.Minute, Clock: e.clk, Owner: "replica-b"})})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close(ctx) })
+	j := newJob(powerOff)
+	ep, err := bmc.ParseEndpoint(j.Spec.BMC)
+	require.NoError(t, err)
+	_, err = lockerA.Lock(ctx, ep.SystemKey(), j.Name)
+	require.NoError(t, err)
+
+	res, err := b.Step(ctx, j, e.crd.persist)
+	require.NoError(t, err)
+	require.True(t, res.Waiting)
+	require.NotNil(t, res.Busy)
+	assert.True(t, res.Busy.SameJob)
+	assert.Equal(t, "replica-a", res.Busy.Owner)
+	assert.Equal(t, time.Minute+500*time.Millisecond, res.RequeueAfter, "when the lock runs out, plus a quarter of LockRetryInterval")
+
+	e.clk.Advance(res.RequeueAfter)
+	res, err = b.Step(ctx, j, e.crd.persist)
+	require.NoError(t, err)
+	assert.False(t, res.Waiting, "taken over at its first look after the lock ran out")
+
+	other := newJob(powerOn)
+	other.Name, other.Spec.BMC = "j2", "redfish://10.1.0.2/redfish/v1/Systems/1"
+	ep2, err := bmc.ParseEndpoint(other.Spec.BMC)
+	require.NoError(t, err)
+	_, err = lockerA.Lock(ctx, ep2.SystemKey(), "j9")
+	require.NoError(t, err)
+	res, err = b.Step(ctx, other, func(context.Context, *job.Job) error { return nil })
+	require.NoError(t, err)
+	require.True(t, res.Waiting)
+	assert.False(t, res.Busy.SameJob)
+	assert.Equal(t, 2*time.Second, res.RequeueAfter, "another job's lock: polled")
+}

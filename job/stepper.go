@@ -411,7 +411,18 @@ func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 		if errors.Is(err, syslock.ErrBusy) {
 			r.log.V(1).Info("system held by another job or process; waiting", "error", err.Error())
 			res := StepResult{RequeueAfter: r.s.cfg.LockRetryInterval, Waiting: true}
-			errors.As(err, &res.Busy)
+			if errors.As(err, &res.Busy) && res.Busy.SameJob && !res.Busy.Until.IsZero() {
+				// This job's own lock, held by another process: nothing
+				// changes before it runs out (or is renewed, which moves
+				// Until), so look again just after that, not every
+				// LockRetryInterval: a new leader waiting for a dead
+				// one's locks costs one read per job, and takes each job
+				// over as soon as its lock has run out. Another job's
+				// lock may be released at any moment: polled as before.
+				if d := res.Busy.Until.Sub(r.s.cfg.Clock.Now()) + r.s.cfg.LockRetryInterval/4; d > res.RequeueAfter {
+					res.RequeueAfter = d
+				}
+			}
 			return res, nil
 		}
 		if err != nil {
