@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,26 +21,6 @@ import (
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/contrib/kubernetes/api/v1alpha1"
 )
-
-// capturedLogs is a logr sink's output, every verbosity, safe for concurrent use.
-type capturedLogs struct {
-	mu  sync.Mutex
-	all []string
-}
-
-func (l *capturedLogs) logger() logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		l.mu.Lock()
-		l.all = append(l.all, prefix+" "+args)
-		l.mu.Unlock()
-	}, funcr.Options{Verbosity: 10})
-}
-
-func (l *capturedLogs) text() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.all, "\n")
-}
 
 // No secret is shown anywhere on the Kubernetes path: a job with a password
 // in spec.bmc is refused at admission (422) without echoing it; jobs that
@@ -62,8 +40,8 @@ func TestNoSecretShownOnRealAPIServer(t *testing.T) {
 	require.NoError(t, c.Create(ctx, simSecret(ns, "bmc", bmc.Credentials{Username: sim.Credentials().Username, Password: good})))
 	require.NoError(t, c.Create(ctx, simSecret(ns, "stale-bmc", bmc.Credentials{Username: sim.Credentials().Username, Password: wrong})))
 
-	var logs capturedLogs
-	startController(t, env, nil, ctlOpts{ns: ns, replica: "r1", log: logs.logger()})
+	var logs lines
+	startController(t, env, nil, ctlOpts{ns: ns, replica: "r1", log: funcr.New(logs.add, funcr.Options{Verbosity: 10})})
 
 	// A password in the URL: refused at admission, the error not echoing it.
 	withPW := strings.Replace(sim.Address("1"), "://", "://admin:"+good+"@", 1)

@@ -382,6 +382,12 @@ func (l *lines) add(prefix, args string) {
 	l.mu.Unlock()
 }
 
+func (l *lines) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.all, "\n")
+}
+
 func (l *lines) matching(sub string) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
