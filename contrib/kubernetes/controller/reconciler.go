@@ -645,7 +645,7 @@ func (r *Reconciler[O]) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(r.NewObject(), builder.WithPredicates(IgnoreStatusOnlyUpdates())).
 		Named(name).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: workers, RateLimiter: ErrorBackoff()}).
 		WatchesRawSource(r.WakeSource()).
 		Complete(r)
 }
