@@ -361,21 +361,6 @@ func (r *stepRun) unlockTaken(ctx context.Context) {
 	}
 }
 
-// confirm makes sure the step's copy of the job has proven itself current
-// before a state-changing request: if no write of this step succeeded yet,
-// it stores the job as it is (a compare-and-swap against the stored
-// object). A stale copy — an informer cache that lags after an API-server
-// restart, a replica that lost its lock, a retry scheduled by a write that
-// was overtaken — fails here, with nothing sent. Every state-changing
-// request of every kind is preceded by it (TestNoStateChangeBeforeAWrite);
-// reads are not, so a polling step costs no write.
-func (r *stepRun) confirm(ctx context.Context) error {
-	if r.confirmed {
-		return nil
-	}
-	return r.persist(ctx, r.j)
-}
-
 func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 	j := r.j
 	ep, epErr := r.s.eps.parse(j.Spec.BMC)
@@ -551,40 +536,6 @@ func (r *stepRun) advance() (StepResult, error) {
 	}
 	return r.failTask(ctx, i, conditions.ReasonFailed, fmt.Sprintf("unknown task phase %q in stored status", ts.Phase))
 }
-
-// timedOut ends task i, whose time (or the job's) ran out: first it reads
-// the BMC back, once, where the task may have sent its action (phase
-// Requested, or Started for a kind whose effect can be taken as done): an
-// effect that landed is the task's success, whatever the clock says — a
-// replica that took a job over after its holder died, or a step delayed by
-// an outage, must not report a power-on the BMC carried out as Failed.
-// Otherwise (not there, or the read failed) the task fails TimedOut.
-func (r *stepRun) timedOut(ctx context.Context, i int, msg string) (StepResult, error) {
-	k := kindOf(&r.j.Spec.Tasks[i])
-	ts := &r.j.Status.Tasks[i]
-	sent := ts.Phase == task.PhaseRequested
-	if k.usesBMC() && (sent || ts.Phase == task.PhaseStarted && k.recheckable()) {
-		if drv, err := r.driverFor(ctx, k); err == nil {
-			rctx, cancel := boundBy(ctx, timeoutReadBack)
-			ok, observed, err := k.check(r.callCtx(rctx, i), r, drv, sent)
-			cancel()
-			r.recordWire()
-			switch {
-			case errors.Is(err, bmc.ErrFenced):
-				return StepResult{}, err // read again under a valid lock
-			case err == nil && ok:
-				r.log.Info("task's time ran out but its effect is there", "task", i+1, "observed", observed)
-				return r.succeedTask(ctx, i, observed+" (read back when its time ran out)")
-			case err != nil:
-				msg += "; reading the BMC back failed: " + err.Error()
-			}
-		}
-	}
-	return r.failTask(ctx, i, conditions.ReasonTimedOut, msg)
-}
-
-// timeoutReadBack bounds the read-back of a task whose time ran out.
-const timeoutReadBack = 30 * time.Second
 
 // taskStartedMessage is the message of a task's conditions from its start
 // until it completes.
