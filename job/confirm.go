@@ -16,6 +16,20 @@ import (
 // state change from a copy that has not proven itself current" and "A task
 // whose time ran out reads the BMC back first".
 
+// persist stores the job through the host's PersistFunc and notes what the
+// write proved: a success confirms the step's copy (confirm); a failure
+// before any success gives back a lock this step took anew (unlockTaken).
+// A method, not a closure made per step: the Runner steps on its hot path.
+func (r *stepRun) persist(ctx context.Context, j *Job) error {
+	err := r.store(ctx, j)
+	if err == nil {
+		r.confirmed = true
+	} else if r.takenAnew && !r.confirmed {
+		r.unlockTaken(ctx)
+	}
+	return err
+}
+
 // confirm makes sure the step's copy of the job has proven itself current
 // before a state-changing request: if no write of this step succeeded yet,
 // it stores the job as it is (a compare-and-swap against the stored

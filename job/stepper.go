@@ -290,16 +290,7 @@ func BootAttemptID(j *Job, taskIndex int) string {
 func (s *Stepper) Step(ctx context.Context, j *Job, persist PersistFunc) (StepResult, error) {
 	defer s.observeStepEnd(j)
 	persist = s.observePersist(j, persist)
-	st := &stepRun{s: s, j: j, now: s.cfg.Clock.Now(), log: logr.FromContextOrDiscard(ctx)}
-	st.persist = func(ctx context.Context, j *Job) error {
-		err := persist(ctx, j)
-		if err == nil {
-			st.confirmed = true
-		} else if st.takenAnew && !st.confirmed {
-			st.unlockTaken(ctx)
-		}
-		return err
-	}
+	st := &stepRun{s: s, j: j, store: persist, now: s.cfg.Clock.Now(), log: logr.FromContextOrDiscard(ctx)}
 	if st.log.GetSink() == nil || isDiscard(st.log) {
 		st.log = s.cfg.Logger
 	}
@@ -316,16 +307,16 @@ func (s *Stepper) Step(ctx context.Context, j *Job, persist PersistFunc) (StepRe
 func isDiscard(l logr.Logger) bool { return l.GetSink() == logr.Discard().GetSink() }
 
 type stepRun struct {
-	s       *Stepper
-	j       *Job
-	persist PersistFunc
-	now     time.Time // when the step began, moved on by tick
-	log     logr.Logger
-	ep      bmc.Endpoint
-	base    context.Context // the step's ctx, bounded by the lock
-	drv     bmc.Driver      // the connection this step used, if any
-	intent  int             // 1 + the task whose intent this step stored, or 0
-	next    bool            // a task succeeded and the next one starts in this step (advanceAll)
+	s      *Stepper
+	j      *Job
+	store  PersistFunc // the host's, through the observer (use persist)
+	now    time.Time   // when the step began, moved on by tick
+	log    logr.Logger
+	ep     bmc.Endpoint
+	base   context.Context // the step's ctx, bounded by the lock
+	drv    bmc.Driver      // the connection this step used, if any
+	intent int             // 1 + the task whose intent this step stored, or 0
+	next   bool            // a task succeeded and the next one starts in this step (advanceAll)
 	// prevRead is what readBeforeIntent found when it recorded nothing
 	// (bootrestore.go).
 	prevRead previousRead
