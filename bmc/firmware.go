@@ -193,3 +193,17 @@ type FirmwareUpdater interface {
 	// and may be retried.
 	FirmwareVersion(ctx context.Context, component string) (string, error)
 }
+
+// FirmwareTaskLister is implemented by drivers that can tell whether the
+// BMC records every update it starts as a task it lists (Redfish: a
+// TaskService, on a service that answers SimpleUpdate with a task; HPE
+// iLO runs updates outside it). On such a BMC, FindFirmwareUpdate finding
+// nothing shows that a start whose answer was lost (a 5xx, a timeout, a
+// reset connection) started nothing, so it may be sent again. Where a
+// driver lacks it or answers false, nothing can show that, and the job
+// package's firmwareUpdate task never sends a second start: it fails with
+// reason FirmwareStartUnknown (docs/firmware.md) unless the component
+// already reports the wanted version.
+type FirmwareTaskLister interface {
+	ListsFirmwareTasks(ctx context.Context) (bool, error)
+}

@@ -340,7 +340,7 @@ func (t *streamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		req.Header.Set(header, value)
 	}
-	req = fenceAtConn(req)
+	req = w.atConn(req)
 	w.sent(req.Context())
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {

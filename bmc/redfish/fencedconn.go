@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bmckit/bmckit/bmc"
 )
@@ -27,8 +28,19 @@ import (
 // request's fence before every write.
 type fencedConn struct {
 	net.Conn
-	mu  sync.Mutex
-	ctx context.Context // the request being written, if it has a fence
+	w       *wire       // whose Stats count the connection (wire.claim)
+	claimed atomic.Bool // counted toward a Driver (wire.claim)
+	mu      sync.Mutex
+	ctx     context.Context // the request being written, if it has a fence
+}
+
+// Close closes the connection; one no request used is counted toward the
+// session's owner (wire.claim).
+func (c *fencedConn) Close() error {
+	if c.w != nil && c.w.claim(c) {
+		c.w.owner.connections.Add(1)
+	}
+	return c.Conn.Close()
 }
 
 func (c *fencedConn) Write(p []byte) (int, error) {
@@ -59,16 +71,16 @@ func fencedConnOf(c net.Conn) *fencedConn {
 	return fc
 }
 
-// fenceAtConn returns req with a trace that arms the connection net/http
-// gets for it with req's fence; req itself when its ctx has no fence. The
+// atConn returns req with a trace that arms the connection net/http gets
+// for it with req's fence (a request without a fence disarms it), and
+// counts a connection no request used before toward req's Driver. The
 // connection stays armed until the next request on it arms it again: its
 // bytes are flushed after net/http's WroteRequest, so it cannot be disarmed
 // there, and a client writes nothing on an HTTP/1.1 connection between
 // requests (a TLS close_notify under a lapsed fence is not sent: harmless).
 // The session's transports speak HTTP/1.1 only (no ForceAttemptHTTP2 with
 // a custom dialer), so one request at a time is written on a connection.
-// A request without a fence disarms the connection it gets.
-func fenceAtConn(req *http.Request) *http.Request {
+func (w *wire) atConn(req *http.Request) *http.Request {
 	ctx := req.Context()
 	armed := ctx
 	if bmc.FenceFrom(ctx) == nil {
@@ -78,6 +90,9 @@ func fenceAtConn(req *http.Request) *http.Request {
 		GotConn: func(info httptrace.GotConnInfo) {
 			if fc := fencedConnOf(info.Conn); fc != nil {
 				fc.arm(armed)
+				if w.claim(fc) {
+					w.countsFor(ctx).connections.Add(1)
+				}
 			}
 		},
 	}

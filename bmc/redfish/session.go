@@ -290,6 +290,7 @@ func (s *session) close(ctx context.Context, log logr.Logger) {
 	if uri != "" {
 		s.logout(ctx, log, uri)
 	}
+	s.wire.countUnused(ctx)
 	s.wire.CloseIdleConnections()
 	s.release()
 }

@@ -41,6 +41,9 @@ type wire struct {
 	value    string
 	noAuth   string // POST to this path goes without auth (session creation)
 	rootBody []byte
+
+	unusedMu sync.Mutex
+	unused   map[*fencedConn]struct{} // dialed, not yet counted (claim)
 }
 
 // counts is what one Driver's calls cost on the wire. A request counts
@@ -110,10 +113,14 @@ func newWire(tlsCfg *tls.Config, connectTimeout time.Duration, maxConns int, bg 
 			if err != nil {
 				return nil, err
 			}
-			// The request that needed the connection: net/http dials with
-			// its ctx's values.
-			w.countsFor(ctx).connections.Add(1)
-			return &fencedConn{Conn: c}, nil // fencedconn.go
+			fc := &fencedConn{Conn: c, w: w} // fencedconn.go
+			w.unusedMu.Lock()
+			if w.unused == nil {
+				w.unused = map[*fencedConn]struct{}{}
+			}
+			w.unused[fc] = struct{}{}
+			w.unusedMu.Unlock()
+			return fc, nil
 		},
 		TLSClientConfig:     tlsCfg.Clone(),
 		TLSHandshakeTimeout: connectTimeout,
@@ -155,6 +162,42 @@ func (w *wire) serviceRoot() []byte {
 	return w.rootBody
 }
 
+// A connection is counted when a request first gets it (atConn), toward
+// that request's Driver, and not when it is dialed: net/http dials for a
+// request that may meanwhile get a connection another request freed, and
+// the dial then completes after the request (and its job, which read its
+// Driver's Stats) finished, so the count came too late to be seen (CI,
+// TestWirePerJobOnSharedSession: 3 connections counted, 4 opened). One no
+// request ever used is counted toward whoever closes the session
+// (countUnused), or toward the owner when it is closed before.
+
+// claim marks c counted and reports whether this call did.
+func (w *wire) claim(c *fencedConn) bool {
+	if c.claimed.Load() || !c.claimed.CompareAndSwap(false, true) {
+		return false
+	}
+	w.unusedMu.Lock()
+	delete(w.unused, c)
+	w.unusedMu.Unlock()
+	return true
+}
+
+// countUnused counts the connections no request has used toward the
+// Driver ctx names (the one closing the session), before they are closed.
+func (w *wire) countUnused(ctx context.Context) {
+	w.unusedMu.Lock()
+	conns := make([]*fencedConn, 0, len(w.unused))
+	for c := range w.unused {
+		conns = append(conns, c)
+	}
+	w.unusedMu.Unlock()
+	for _, c := range conns {
+		if w.claim(c) {
+			w.countsFor(ctx).connections.Add(1)
+		}
+	}
+}
+
 // CloseIdleConnections closes the kept-alive connections. It is called on
 // the wire itself, not through the http.Client, whose transport may be
 // wrapped (Options.WrapTransport) by one that does not pass it on.
@@ -178,7 +221,7 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		req.Header.Set(header, value)
 	}
-	req = fenceAtConn(req) // the fence again at the socket (fencedconn.go)
+	req = w.atConn(req) // the fence again at the socket, and the count (fencedconn.go)
 	w.sent(req.Context())
 	resp, err := w.base.RoundTrip(req)
 	if err != nil || req.Method != http.MethodGet || resp.StatusCode != http.StatusOK {
