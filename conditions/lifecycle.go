@@ -59,6 +59,10 @@ const (
 	// ReasonResetRequired: a firmware update needs a reset to take effect
 	// and its task was told not to do it (task.FirmwareResetNone).
 	ReasonResetRequired = "ResetRequired"
+	// ReasonFirmwareStartUnknown: a firmware update's start got no answer
+	// and the BMC cannot show whether it started (it lists no update
+	// tasks), so it was not sent again.
+	ReasonFirmwareStartUnknown = "FirmwareStartUnknown"
 )
 
 // MessagePending is the message MarkPending sets.

@@ -46,6 +46,12 @@ type Spec struct {
 	// Timeout bounds the whole job. Zero means no job-level limit (each task
 	// still has its own).
 	Timeout task.Duration `json:"timeout,omitzero"`
+	// SkipPreflight turns off the check that the BMC advertises what every
+	// task needs before the job's first action (docs/preflight.md): for a
+	// BMC that advertises a lack it does not have.
+	//
+	// +optional
+	SkipPreflight bool `json:"skipPreflight,omitempty"`
 }
 
 // Status is what happened. Completed (a condition) says whether the job

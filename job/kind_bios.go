@@ -44,6 +44,31 @@ func (k biosKind) usesBMC() bool                                   { return true
 // read is re-made.
 func (k biosKind) recheckable() bool { return len(k.a.Attributes) > 0 }
 
+// preflight: the BMC has a BIOS (a Bios resource with attributes) and
+// knows every attribute the task names, with a value it takes (an unknown
+// one fails with reason InvalidSpec).
+func (k biosKind) preflight(ctx context.Context, r *stepRun, drv bmc.Driver, _ int) error {
+	bc, err := k.configurer(r, drv)
+	if err != nil {
+		return err
+	}
+	if len(k.a.Attributes) == 0 {
+		_, err := bc.BIOSSettings(ctx)
+		return err
+	}
+	reg, err := bc.BIOSRegistry(ctx)
+	if err != nil {
+		return err
+	}
+	if err := bmc.ValidateBIOSAttributes(reg, bmc.BIOSAttributes(k.a.Attributes)); err != nil {
+		if errors.Is(err, bmc.ErrInvalidBIOSAttribute) {
+			return &taskFailure{conditions.ReasonInvalidSpec, err.Error()}
+		}
+		return err
+	}
+	return nil
+}
+
 func (k biosKind) configurer(r *stepRun, drv bmc.Driver) (bmc.BIOSConfigurer, error) {
 	if bc, ok := drv.(bmc.BIOSConfigurer); ok {
 		return bc, nil

@@ -51,6 +51,14 @@ func (k bmcResetKind) grace(*StepperConfig) time.Duration { return 0 }
 func (k bmcResetKind) usesBMC() bool                      { return true }
 func (k bmcResetKind) recheckable() bool                  { return false }
 
+// preflight: the BMC's manager offers the reset type.
+func (k bmcResetKind) preflight(ctx context.Context, r *stepRun, drv bmc.Driver, _ int) error {
+	if _, ok := drv.(bmc.BMCResetter); !ok {
+		return notSupported(r.ep, "reset the BMC")
+	}
+	return checkNeed(ctx, drv, bmc.Need{BMCReset: k.resetType()})
+}
+
 func (k bmcResetKind) resetType() bmc.BMCResetType {
 	if k.a.Type == task.BMCResetCold {
 		return bmc.BMCResetCold

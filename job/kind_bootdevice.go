@@ -42,6 +42,19 @@ func (k bootDeviceKind) grace(*StepperConfig) time.Duration { return 0 }
 func (k bootDeviceKind) usesBMC() bool                      { return true }
 func (k bootDeviceKind) recheckable() bool                  { return true }
 
+// preflight: the system's Boot takes the override this task will set (the
+// persistent one where it emulates a one-time override).
+func (k bootDeviceKind) preflight(ctx context.Context, r *stepRun, drv bmc.Driver, _ int) error {
+	if _, ok := drv.(bmc.BootOverrideSetter); !ok {
+		return notSupported(r.ep, "set the boot device")
+	}
+	o := k.override()
+	if k.emulates(drv) {
+		o.Persistent = true
+	}
+	return checkNeed(ctx, drv, bmc.Need{Boot: &o})
+}
+
 func (k bootDeviceKind) override() bmc.BootOverride {
 	o := bmc.BootOverride{Persistent: k.a.Persistent}
 	switch k.a.Device {

@@ -62,6 +62,17 @@ type KindTask struct {
 // a CamelCase reason of the kind's own) and message msg.
 func Fail(reason, msg string) error { return &taskFailure{reason, msg} }
 
+// Prechecker is implemented by a [Kind] that can tell, with reads only,
+// whether a task of it can run on the BMC. The Stepper calls Precheck for
+// every task of a job before the job's first action (docs/preflight.md):
+// an error wrapping [bmc.ErrNotSupported], or [Fail], ends the job there,
+// naming the task, before anything was sent; nil lets it start (return nil
+// where the BMC shows nothing either way); other errors are classified as
+// Send's. t.Task is the task's index; t.Sent is false.
+type Prechecker interface {
+	Precheck(ctx context.Context, t *KindTask) error
+}
+
 func init() {
 	registerKind("custom", func(s *task.Spec) kind { return customKind{s.Custom} })
 }
@@ -114,6 +125,19 @@ func (k customKind) defaultTimeout(cfg *StepperConfig) time.Duration {
 func (customKind) grace(*StepperConfig) time.Duration { return 0 }
 func (customKind) usesBMC() bool                      { return true }
 func (customKind) recheckable() bool                  { return true }
+
+// preflight asks the program's kind, where it implements Prechecker.
+func (k customKind) preflight(ctx context.Context, r *stepRun, drv bmc.Driver, i int) error {
+	impl := r.s.cfg.Kinds[k.a.Kind]
+	if impl == nil {
+		return &taskFailure{conditions.ReasonInvalidSpec, fmt.Sprintf("custom kind %q is not registered", k.a.Kind)}
+	}
+	p, ok := impl.(Prechecker)
+	if !ok {
+		return nil
+	}
+	return p.Precheck(ctx, &KindTask{Params: json.RawMessage(k.a.Params), BMC: drv, Job: r.j.Name, Task: i})
+}
 
 func (k customKind) task(r *stepRun, drv bmc.Driver, sent bool) (Kind, *KindTask, error) {
 	impl := r.s.cfg.Kinds[k.a.Kind]

@@ -21,16 +21,17 @@ func init() {
 // (bmc.FirmwareUpdater) and succeeds once the component reports the wanted
 // version. Its steps (docs/firmware.md, "The firmwareUpdate task"):
 //
-//   - check first: a component already at the version succeeds without an
-//     update (recheckable);
-//   - send starts the update, once: StartFirmwareUpdate is never retried by
-//     the driver. When an earlier attempt may have reached the BMC (the
-//     runner resumed after a crash between the request and storing its
-//     answer, or the request ended in a transient error), it first looks
-//     for that update among the BMC's tasks (FindFirmwareUpdate) and
-//     follows it instead of starting a second one; not found, it reads the
-//     version once more (an update that ended meanwhile may match no
-//     image) and starts only if it is still not the wanted one;
+//   - check first, always: before any start the version is read, and a
+//     component already at it succeeds with no update sent;
+//   - send starts the update at most once per job: StartFirmwareUpdate is
+//     never retried by the driver, and the task stores StartSent just
+//     before the request. A later attempt that finds StartSent but no task
+//     reference (the answer was a 5xx, a timeout, a reset connection, or
+//     the runner crashed before storing it) looks for the update among the
+//     BMC's tasks (FindFirmwareUpdate) and follows it; not found, it starts
+//     again only on a BMC that lists every update it starts as a task
+//     (bmc.FirmwareTaskLister), and elsewhere fails with reason
+//     FirmwareStartUnknown rather than risk a second flash;
 //   - the BMC task's reference is stored (Status.Firmware) with the result of
 //     sending, before the task waits on it; afterwards every step reads the
 //     task once (state, percent) and never sends the update again;
@@ -63,6 +64,17 @@ func (k firmwareKind) defaultTimeout(cfg *StepperConfig) time.Duration {
 func (k firmwareKind) grace(*StepperConfig) time.Duration { return 0 }
 func (k firmwareKind) usesBMC() bool                      { return true }
 func (k firmwareKind) recheckable() bool                  { return true }
+
+// preflight: the BMC takes firmware updates and lists the component (its
+// version is read; the task reads it again before it starts an update).
+func (k firmwareKind) preflight(ctx context.Context, r *stepRun, drv bmc.Driver, _ int) error {
+	fu, err := k.updater(r, drv)
+	if err != nil || k.a.Component == "" {
+		return err
+	}
+	_, err = fu.FirmwareVersion(ctx, k.a.Component)
+	return err
+}
 
 func (k firmwareKind) image() bmc.FirmwareImage {
 	return bmc.FirmwareImage{URI: k.a.ImageURI, Component: k.a.Component}
@@ -97,37 +109,77 @@ func (k firmwareKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) erro
 	if !firmwareRef(fs).IsZero() {
 		return nil // started (or found) earlier: follow that update
 	}
-	set := func(ref bmc.FirmwareTaskRef) {
-		fs.TaskURI, fs.MonitorURI, fs.TaskID = ref.TaskURI, ref.MonitorURI, ref.TaskID
-		fs.State, fs.Percent = string(bmc.FirmwareTaskRunning), -1
+	i := r.j.Status.CurrentTask
+	// Check first, always: a component already at the version gets no
+	// update (issue 34: a fresh task re-flashed Gigabyte, DL325, EX235a and
+	// the DMTF mockup at their current version). The check that follows
+	// sees the version and succeeds.
+	if k.a.Component != "" {
+		v, err := fu.FirmwareVersion(ctx, k.a.Component)
+		if err != nil {
+			return err
+		}
+		fs.Version = v
+		if v == k.a.Version {
+			r.log.Info("the component is at the version already; no update sent", "task", i+1, "version", v)
+			return nil
+		}
 	}
-	if r.j.Status.Tasks[r.j.Status.CurrentTask].Attempts > 1 {
-		// An earlier attempt may have reached the BMC: look before
-		// starting again.
+	if fs.StartSent {
+		// A start may have reached the BMC and its answer was lost (a
+		// 5xx, a timeout, a reset connection, a crash before the answer
+		// was stored): look for its update before anything else.
 		ref, found, err := fu.FindFirmwareUpdate(ctx, k.image())
 		if err != nil {
 			return err
 		}
 		if found {
-			r.log.Info("found the firmware update an earlier attempt started; following it", "task", r.j.Status.CurrentTask+1, "bmcTask", ref.String())
-			set(ref)
+			r.log.Info("found the firmware update an earlier attempt started; following it", "task", i+1, "bmcTask", ref.String())
+			k.follow(fs, ref)
 			return nil
 		}
-		// Not found: the earlier attempt's update may have ended since
-		// the version was read (a finished multipart push matches no
-		// image). Read the version again before starting a second one;
-		// the check that follows sees it.
+		// Not found: an update that ended meanwhile may match no image (a
+		// finished multipart push): read the version once more.
 		if v, err := fu.FirmwareVersion(ctx, k.a.Component); err == nil && v == k.a.Version {
-			r.log.Info("the component reached the version while the task looked for the update; not starting another", "task", r.j.Status.CurrentTask+1)
+			fs.Version = v
+			r.log.Info("the component reached the version while the task looked for the update; not starting another", "task", i+1)
 			return nil
 		}
+		// Not found proves nothing started only on a BMC that lists every
+		// update it starts as a task; elsewhere (iLO, BMCs without a
+		// TaskService) a second start could flash twice.
+		lists := false
+		if l, ok := fu.(bmc.FirmwareTaskLister); ok {
+			if lists, err = l.ListsFirmwareTasks(ctx); err != nil {
+				return err
+			}
+		}
+		if !lists {
+			return &taskFailure{conditions.ReasonFirmwareStartUnknown, fmt.Sprintf(
+				"an earlier start of the update got no answer (last error: %s), and this BMC lists no update tasks, so whether it started cannot be told; not sent again (a second start could flash twice): check the BMC, then run a new job",
+				truncate(r.j.Status.Tasks[i].LastError, 200))}
+		}
+		r.log.Info("the BMC lists no update from the earlier start; starting it again", "task", i+1)
+	}
+	// Stored before the request, so that a later attempt knows the start
+	// may have reached the BMC (and this write proves the copy current).
+	fs.StartSent = true
+	if err := r.persist(ctx, r.j); err != nil {
+		return err
 	}
 	ref, err := fu.StartFirmwareUpdate(ctx, k.image())
 	if err != nil {
 		return err
 	}
-	set(ref)
+	k.follow(fs, ref)
 	return nil
+}
+
+// follow records the BMC task carrying out the update (a zero ref where
+// the BMC names none: the version is then polled).
+func (k firmwareKind) follow(fs *task.FirmwareStatus, ref bmc.FirmwareTaskRef) {
+	fs.TaskURI, fs.MonitorURI, fs.TaskID = ref.TaskURI, ref.MonitorURI, ref.TaskID
+	fs.State, fs.Percent = string(bmc.FirmwareTaskRunning), -1
 }
 
 func (k firmwareKind) check(ctx context.Context, r *stepRun, drv bmc.Driver, _ bool) (bool, string, error) {

@@ -94,6 +94,59 @@ func TestFirmwareUpdateAlreadyAtTheVersionSendsNothing(t *testing.T) {
 	assert.Contains(t, got.Status.Tasks[0].Message, "effect already present")
 }
 
+// A fresh task (not a resume) reads the version before it starts anything:
+// a component already at it gets no update (issue 34: re-flashed at the
+// current version on Gigabyte, DL325, EX235a and the DMTF mockup).
+func TestFirmwareUpdateFreshAtTheVersionSendsNothing(t *testing.T) {
+	fo := fake.FirmwareOptions{Components: map[string]string{"BIOS": "2.1"}}
+	e := newStepEnv(t, fwOptions(fo), job.StepperConfig{})
+	got, _ := e.reconcile(t, newJob(fwTask("")), 10)
+	assertCompleted(t, got, conditions.ResultSucceeded)
+	assert.Empty(t, e.bmc.CallsTo(fake.MethodStartFirmwareUpdate), "no update sent")
+	assert.Equal(t, "2.1", got.Status.Tasks[0].Firmware.Version)
+	assert.False(t, got.Status.Tasks[0].Firmware.StartSent)
+}
+
+// A start whose answer was lost after the BMC took it, on a BMC that lists
+// no update tasks (iLO style): nothing can show whether it started, so it
+// is not sent again; the task fails FirmwareStartUnknown, and the BMC saw
+// one start.
+func TestFirmwareLostStartNotSentAgainWhereTheBMCListsNoTasks(t *testing.T) {
+	e := newStepEnv(t, fwOptions(fake.FirmwareOptions{NoTasks: true, Duration: 10 * time.Minute}), job.StepperConfig{})
+	took := false
+	e.bmc.SetHook(fake.MethodStartFirmwareUpdate, func(ctx context.Context, _ fake.Call) error {
+		if took {
+			return nil
+		}
+		took = true // the BMC starts the update; its answer is lost
+		drv, err := e.bmc.Dial(ctx, bmc.Endpoint{}, bmc.Credentials{})
+		if err != nil {
+			return err
+		}
+		if _, err := drv.(bmc.FirmwareUpdater).StartFirmwareUpdate(ctx, bmc.FirmwareImage{URI: fwImage, Component: "BIOS"}); err != nil {
+			return err
+		}
+		return bmc.Transient(errors.New("503 Service Unavailable"))
+	})
+	j, _ := e.reconcile(t, newJob(fwTask("")), 1000)
+	assertCompleted(t, j, conditions.ResultFailed)
+	assert.Equal(t, conditions.ReasonFirmwareStartUnknown, j.Status.Reason)
+	assert.Contains(t, j.Status.Message, "not sent again")
+	assert.Len(t, e.bmc.FirmwareTasks(), 1, "one update on the BMC")
+	assert.Len(t, e.bmc.CallsTo(fake.MethodStartFirmwareUpdate), 2, "the lost start, and the hook's own (the BMC taking it); none from a retry")
+}
+
+// The same lost start on a BMC that lists every update as a task, when the
+// BMC did not take it: the task finds no update, and starts it again, once.
+func TestFirmwareLostStartSentAgainWhereTheBMCShowsItAbsent(t *testing.T) {
+	e := newStepEnv(t, fwOptions(fake.FirmwareOptions{}), job.StepperConfig{})
+	e.bmc.FailNext(fake.MethodStartFirmwareUpdate, 1, bmc.Transient(errors.New("503 Service Unavailable")))
+	j, _ := e.reconcile(t, newJob(fwTask("")), 1000)
+	assertCompleted(t, j, conditions.ResultSucceeded)
+	assert.Len(t, e.bmc.FirmwareTasks(), 1, "one update on the BMC")
+	assert.Len(t, e.bmc.CallsTo(fake.MethodFindFirmwareUpdate), 1, "looked before starting again")
+}
+
 func TestFirmwareUpdateFailedTaskFailsTheJob(t *testing.T) {
 	e := newStepEnv(t, fwOptions(fake.FirmwareOptions{Fail: true}), job.StepperConfig{})
 	j, _ := e.reconcile(t, newJob(fwTask("")), 100)
@@ -113,7 +166,7 @@ func TestFirmwareUpdateResumedFindsTheUpdateItStarted(t *testing.T) {
 	writes := 0
 	_, err := e.stepper.Step(context.Background(), e.crd.load(t), func(ctx context.Context, j *job.Job) error {
 		writes++
-		if writes > 1 { // the intent is stored; the write after the request is lost
+		if writes > 2 { // the intent and StartSent are stored; the write after the request is lost
 			return died
 		}
 		return e.crd.persist(ctx, j)
@@ -122,7 +175,7 @@ func TestFirmwareUpdateResumedFindsTheUpdateItStarted(t *testing.T) {
 	require.Len(t, e.bmc.FirmwareTasks(), 1, "the BMC took the update")
 	stored := e.crd.load(t)
 	require.Equal(t, task.PhaseStarted, stored.Status.Tasks[0].Phase)
-	require.True(t, stored.Status.Tasks[0].Firmware == nil || stored.Status.Tasks[0].Firmware.TaskURI == "", "its task was not stored")
+	require.True(t, stored.Status.Tasks[0].Firmware.StartSent && stored.Status.Tasks[0].Firmware.TaskURI == "", "StartSent stored before the request, its task not stored")
 
 	j, _ := e.reconcile(t, stored, 1000)
 	assertCompleted(t, j, conditions.ResultSucceeded)

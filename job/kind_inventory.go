@@ -23,6 +23,14 @@ func (inventoryKind) defaultTimeout(cfg *StepperConfig) time.Duration { return c
 func (inventoryKind) grace(*StepperConfig) time.Duration              { return 0 }
 func (inventoryKind) usesBMC() bool                                   { return true }
 func (inventoryKind) recheckable() bool                               { return false }
+
+// preflight: the driver reads inventories.
+func (inventoryKind) preflight(_ context.Context, r *stepRun, drv bmc.Driver, _ int) error {
+	if _, ok := drv.(bmc.InventoryReader); !ok {
+		return notSupported(r.ep, "read the inventory")
+	}
+	return nil
+}
 func (inventoryKind) send(context.Context, *stepRun, bmc.Driver) error {
 	return nil
 }

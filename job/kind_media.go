@@ -23,6 +23,14 @@ func (k mediaKind) grace(*StepperConfig) time.Duration              { return 0 }
 func (k mediaKind) usesBMC() bool                                   { return true }
 func (k mediaKind) recheckable() bool                               { return true }
 
+// preflight: the BMC has a virtual media device of the task's kind.
+func (k mediaKind) preflight(ctx context.Context, r *stepRun, drv bmc.Driver, _ int) error {
+	if _, ok := drv.(bmc.VirtualMedia); !ok {
+		return notSupported(r.ep, "attach virtual media")
+	}
+	return checkNeed(ctx, drv, bmc.Need{Media: k.kind()})
+}
+
 func (k mediaKind) kind() bmc.MediaKind {
 	if k.a.Kind == task.MediaUSB {
 		return bmc.MediaUSB

@@ -24,6 +24,11 @@ func (k powerKind) defaultTimeout(cfg *StepperConfig) time.Duration { return cfg
 func (k powerKind) grace(*StepperConfig) time.Duration              { return 0 }
 func (k powerKind) usesBMC() bool                                   { return true }
 
+// preflight: the BMC offers a reset type for the action (preflight.go).
+func (k powerKind) preflight(ctx context.Context, _ *stepRun, drv bmc.Driver, _ int) error {
+	return checkNeed(ctx, drv, bmc.Need{Power: k.action()})
+}
+
 // A cycle or reset ends where it started (On), so reading the state cannot
 // tell whether it happened.
 func (k powerKind) recheckable() bool {

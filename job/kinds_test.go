@@ -146,10 +146,21 @@ func TestStepHTTPBootNotSupported(t *testing.T) {
 	assertCompleted(t, j, conditions.ResultFailed)
 	assert.Equal(t, conditions.ReasonNotSupported, j.Status.Reason)
 	assert.Contains(t, j.Status.Message, "task 1 (boot http (once) from https://boot.example/ipxe.efi) failed:")
-	assert.Contains(t, j.Status.Message, "UEFI HTTP boot: not supported by this BMC")
-	assert.Len(t, e.bmc.CallsTo(fake.MethodSetBootOverride), 1, "not retried")
+	assert.Contains(t, j.Status.Message, "the BMC lacks boot-http: not supported by this BMC")
+	assert.Empty(t, e.bmc.CallsTo(fake.MethodSetBootOverride), "refused by the preflight: nothing sent")
 	assert.Empty(t, e.bmc.CallsTo(fake.MethodSetPower), "the job stopped there")
 	assert.Equal(t, conditions.ReasonSkipped, j.Status.Tasks[1].Reason)
+
+	// Without the preflight, the task finds out by trying, once.
+	e = newStepEnv(t, fake.Options{Unsupported: []bmc.Capability{bmc.CapabilityBootHTTP}}, job.StepperConfig{})
+	jb := newJob(httpBoot, powerOn)
+	jb.Spec.SkipPreflight = true
+	j, _ = e.reconcile(t, jb, 5)
+	assertCompleted(t, j, conditions.ResultFailed)
+	assert.Equal(t, conditions.ReasonNotSupported, j.Status.Reason)
+	assert.Contains(t, j.Status.Message, "UEFI HTTP boot: not supported by this BMC")
+	assert.Len(t, e.bmc.CallsTo(fake.MethodSetBootOverride), 1, "not retried")
+	assert.Empty(t, e.bmc.CallsTo(fake.MethodCheckNeed), "SkipPreflight: no check")
 }
 
 // A BMC reset: the pooled session is dropped, the BMC is polled through new
@@ -199,6 +210,7 @@ func TestStepBMCResetNotSupported(t *testing.T) {
 	assert.Equal(t, conditions.ReasonNotSupported, j.Status.Reason)
 	assert.Contains(t, j.Status.Message, "task 1 (reset BMC (warm)) failed:")
 	assert.Equal(t, 0, e.bmc.State().BMCResets)
+	assert.Empty(t, e.bmc.CallsTo(fake.MethodResetBMC), "refused by the preflight")
 }
 
 // A BMC that drops the connection as it resets answers the request with a

@@ -679,6 +679,15 @@ func (r *stepRun) act(ctx context.Context, i int, recheck bool) (StepResult, err
 			return r.succeedTask(ctx, i, "effect already present")
 		}
 	}
+	if r.preflightDue(i) {
+		if err := r.preflight(cctx, drv, i); err != nil {
+			var pf *preflightFailure
+			if errors.As(err, &pf) {
+				return r.refuse(ctx, i, pf)
+			}
+			return r.handleErr(ctx, i, err, false)
+		}
+	}
 	if err := r.confirm(ctx); err != nil {
 		return StepResult{}, err
 	}

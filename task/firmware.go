@@ -83,6 +83,11 @@ type FirmwareStatus struct {
 	ResetTarget string `json:"resetTarget,omitempty"`
 	// Version is the component's version when last read.
 	Version string `json:"version,omitempty"`
+	// StartSent is set, and stored, just before the update's start is
+	// sent: a later attempt that holds no task reference knows the start
+	// may have reached the BMC, and looks for its update instead of
+	// starting another (docs/firmware.md).
+	StartSent bool `json:"startSent,omitempty"`
 }
 
 func (a *FirmwareUpdateAction) describe() string {

@@ -63,6 +63,7 @@ type Target struct {
 //	Inventory/Read
 //	BIOS/{Read,UnknownAttributeRefused,InvalidValueRefused,ReadOnlyRefused,SetCurrentIsNoop,ApplyAfterBoot}
 //	Unsupported/<capability>
+//	Needs/{Advertised,Lacking}
 //	Context/{Canceled,DeadlineExceeded}/<method>
 //	Dial/{WrongPassword,WrongUser,Again}
 //	Concurrency/Reads
@@ -84,6 +85,7 @@ func Run(t *testing.T, opts Options, newTarget func(t *testing.T) Target) {
 	s.group(t, "Inventory", s.inventory)
 	s.group(t, "BIOS", s.bios)
 	s.group(t, "Unsupported", s.unsupported)
+	s.group(t, "Needs", s.needs)
 	s.group(t, "Context", s.context)
 	s.group(t, "Dial", s.dial)
 	s.group(t, "Concurrency", s.concurrency)

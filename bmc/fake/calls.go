@@ -32,6 +32,7 @@ const (
 	MethodBIOSSettings         Method = "BIOSSettings"
 	MethodBIOSRegistry         Method = "BIOSRegistry"
 	MethodSetBIOSAttributes    Method = "SetBIOSAttributes"
+	MethodCheckNeed            Method = "CheckNeed"
 	MethodAny                  Method = "*"
 )
 
@@ -40,7 +41,7 @@ func (m Method) valid() bool {
 	case MethodDial, MethodClose, MethodPowerState, MethodSetPower, MethodSetBootOverride,
 		MethodBootOverride, MethodInsertMedia, MethodEjectMedia, MethodMediaStatus, MethodResetBMC, MethodOpenSystem, MethodLastResetTime, MethodAny,
 		MethodStartFirmwareUpdate, MethodFindFirmwareUpdate, MethodFirmwareUpdateStatus, MethodFirmwareVersion,
-		MethodInventory, MethodBIOSSettings, MethodBIOSRegistry, MethodSetBIOSAttributes:
+		MethodInventory, MethodBIOSSettings, MethodBIOSRegistry, MethodSetBIOSAttributes, MethodCheckNeed:
 		return true
 	}
 	return false

@@ -133,6 +133,8 @@ func opName(m Method) string {
 		return "read BIOS attribute registry"
 	case MethodSetBIOSAttributes:
 		return "set BIOS attributes"
+	case MethodCheckNeed:
+		return "check need"
 	}
 	return string(m)
 }

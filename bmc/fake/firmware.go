@@ -32,6 +32,12 @@ type FirmwareOptions struct {
 	// (NeedsReset): the version changes at the server's next boot, or for
 	// component BMC at the next ResetBMC.
 	ActivateOnReset bool
+	// NoTasks makes the BMC name no task for an update and list none, as
+	// HPE iLO runs updates outside its TaskService: StartFirmwareUpdate
+	// returns a zero ref, FindFirmwareUpdate finds nothing, and
+	// ListsFirmwareTasks answers false. The update still runs (the version
+	// changes when it ends).
+	NoTasks bool
 }
 
 // FirmwareImageInfo is what an image installs.
@@ -193,7 +199,9 @@ func (d *Driver) StartFirmwareUpdate(ctx context.Context, img bmc.FirmwareImage)
 		}
 		t := &fwTask{id: len(b.fw.tasks) + 1, image: img, info: info, known: known, start: b.clock.Now()}
 		b.fw.tasks = append(b.fw.tasks, t)
-		ref = refOf(t)
+		if !b.opts.Firmware.NoTasks {
+			ref = refOf(t)
+		}
 		return nil
 	})
 	return ref, err
@@ -214,6 +222,9 @@ func (d *Driver) FindFirmwareUpdate(ctx context.Context, img bmc.FirmwareImage) 
 		}
 		b.settleFirmware()
 		for _, t := range slices.Backward(b.fw.tasks) {
+			if b.opts.Firmware.NoTasks {
+				break // it lists none
+			}
 			if t.image.URI != img.URI {
 				continue
 			}
@@ -270,3 +281,16 @@ func (d *Driver) FirmwareVersion(ctx context.Context, component string) (string,
 	})
 	return v, err
 }
+
+var _ bmc.FirmwareTaskLister = (*Driver)(nil)
+
+// ListsFirmwareTasks implements [bmc.FirmwareTaskLister]: true unless
+// FirmwareOptions.NoTasks. It makes no call of its own (it is what the
+// fake's configuration says, not something read from a BMC).
+func (d *Driver) ListsFirmwareTasks(context.Context) (bool, error) {
+	if err := d.bmc.lacksFirmware(); err != nil {
+		return false, err
+	}
+	return !d.bmc.opts.Firmware.NoTasks, nil
+}
+

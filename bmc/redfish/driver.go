@@ -50,6 +50,7 @@ type Driver struct {
 	mgr        *managerDoc       // the system's manager, once picked (managers.go)
 	upd        *updateService    // the UpdateService, once read (firmware.go)
 	bios       biosCache         // bios.go
+	needs      map[string]error  // CheckNeed's answers (needs.go)
 }
 
 var (

@@ -213,34 +213,17 @@ func (d *Driver) MediaStatus(ctx context.Context, kind bmc.MediaKind) (bmc.Media
 // (failing transiently while the BMC restarts), and Close does not log out.
 func (d *Driver) ResetBMC(ctx context.Context, t bmc.BMCResetType) error {
 	op := fmt.Sprintf("reset BMC (%s)", t)
-	var rt string
-	switch t {
-	case bmc.BMCResetWarm:
-		rt = "GracefulRestart"
-	case bmc.BMCResetCold:
-		rt = "ForceRestart"
-	default:
-		return d.opErr(op, bmc.Permanent(fmt.Errorf("BMC reset type %q: want warm or cold", t)))
+	if _, err := resetTypeOf(t); err != nil {
+		return d.opErr(op, err)
 	}
 	done, err := d.begin()
 	if err != nil {
 		return d.opErr(op, err)
 	}
 	defer done()
-	mgr, err := d.manager(ctx)
+	target, rt, err := d.managerReset(ctx, t)
 	if err != nil {
 		return d.opErr(op, err)
-	}
-	target := mgr.Actions.Reset.Target
-	if target == "" {
-		return d.opErr(op, fmt.Errorf("manager %s offers no Manager.Reset: %w", mgr.uri, bmc.ErrNotSupported))
-	}
-	allowed, err := d.allowedValues(ctx, mgr.Actions.Reset.Allowed, mgr.Actions.Reset.ActionInfoTarget, "ResetType")
-	if err != nil {
-		return d.opErr(op, err)
-	}
-	if allowed != nil && !slices.Contains(allowed, rt) {
-		return d.opErr(op, fmt.Errorf("manager %s does not offer ResetType %s (advertised: %s): %w", mgr.uri, rt, list(allowed), bmc.ErrNotSupported))
 	}
 	err = d.do(ctx, false, func(c *gofish.APIClient) error {
 		resp, err := c.Post(target, map[string]string{"ResetType": rt})
@@ -252,4 +235,39 @@ func (d *Driver) ResetBMC(ctx context.Context, t bmc.BMCResetType) error {
 	}
 	d.s.forget()
 	return nil
+}
+
+// resetTypeOf is the Manager.Reset ResetType of a BMC reset type.
+func resetTypeOf(t bmc.BMCResetType) (string, error) {
+	switch t {
+	case bmc.BMCResetWarm:
+		return "GracefulRestart", nil
+	case bmc.BMCResetCold:
+		return "ForceRestart", nil
+	}
+	return "", bmc.Permanent(fmt.Errorf("BMC reset type %q: want warm or cold", t))
+}
+
+// managerReset is the Manager.Reset target and ResetType for t, once the
+// system's manager shows it offers them (reads only).
+func (d *Driver) managerReset(ctx context.Context, t bmc.BMCResetType) (target, rt string, err error) {
+	if rt, err = resetTypeOf(t); err != nil {
+		return "", "", err
+	}
+	mgr, err := d.manager(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	target = mgr.Actions.Reset.Target
+	if target == "" {
+		return "", "", fmt.Errorf("manager %s offers no Manager.Reset: %w", mgr.uri, bmc.ErrNotSupported)
+	}
+	allowed, err := d.allowedValues(ctx, mgr.Actions.Reset.Allowed, mgr.Actions.Reset.ActionInfoTarget, "ResetType")
+	if err != nil {
+		return "", "", err
+	}
+	if allowed != nil && !slices.Contains(allowed, rt) {
+		return "", "", fmt.Errorf("manager %s does not offer ResetType %s (advertised: %s): %w", mgr.uri, rt, list(allowed), bmc.ErrNotSupported)
+	}
+	return target, rt, nil
 }
