@@ -48,7 +48,8 @@ import (
 //   - lost-answer: the BMC started the task and dropped the answer
 //     (FaultLostAnswer); the child is killed 0-400 ms later, before or
 //     after it looked for the task;
-//   - polling: 0-80 ms after a read of an update task (TaskService);
+//   - polling: 0-80 ms after a read of an update task (TaskService), or
+//     of the component's version where the BMC names no task;
 //   - before-reset, reset-in-flight, after-reset (modes whose update needs
 //     a reset): the reset's POST held in the child; the reset applied and
 //     its answer held; 0-60 ms after the reset was answered;
@@ -148,7 +149,24 @@ type fwKillMode struct {
 	// (multipart push, docs/firmware.md): second updates in that window are
 	// the documented limitation, counted, not failed.
 	unmatchable bool
+	// untracked: the BMC answers an update with no task and lists none
+	// (iLO style): a start that may have reached it is never sent again,
+	// so a job whose start was cut off by a kill, or whose answer was
+	// lost, either sees the version (Succeeded) or fails
+	// FirmwareStartUnknown; never a second update.
+	untracked bool
+	// lost are the faults a lost-answer kill point answers the start
+	// with, in turn: the BMC took it and the answer was a reset
+	// connection, a 503, or never came (a timeout). Defaults to the reset.
+	lost []redfishtest.Fault
 }
+
+// fwLostTurn picks which of a mode's lost faults answers the next lost
+// start (all BMCs of a run take turns).
+var fwLostTurn atomic.Int64
+
+// allLost is every way a start's answer is lost after the BMC took it.
+var allLost = []redfishtest.Fault{redfishtest.FaultLostAnswer, redfishtest.FaultLostAnswer503, redfishtest.FaultLostAnswerSlow}
 
 var fwKillModes = []fwKillMode{
 	{name: "SimpleUpdateActivateOnReset", fw: redfishtest.FirmwareConfig{Push: redfishtest.FirmwareSimpleUpdate, ActivateOnReset: true}, reset: true},
@@ -156,6 +174,10 @@ var fwKillModes = []fwKillMode{
 	{name: "MultipartPush", fw: redfishtest.FirmwareConfig{Push: redfishtest.FirmwareMultipartPush}},
 	{name: "MultipartPushActivateOnReset", fw: redfishtest.FirmwareConfig{Push: redfishtest.FirmwareMultipartPush, ActivateOnReset: true}, reset: true, unmatchable: true},
 	{name: "SimpleUpdateFails", fw: redfishtest.FirmwareConfig{Push: redfishtest.FirmwareSimpleUpdate, Fail: true}, fails: true},
+	// Issue 34: lost answers of every kind, on a BMC that lists its tasks
+	// and on one that names none (HPE iLO 5).
+	{name: "SimpleUpdateLostAnswers", fw: redfishtest.FirmwareConfig{Push: redfishtest.FirmwareSimpleUpdate}, lost: allLost},
+	{name: "UntrackedILO", fw: redfishtest.FirmwareConfig{Push: redfishtest.FirmwareSimpleUpdate, UntrackedUpdates: true, OemHpe: true}, untracked: true, lost: allLost},
 }
 
 // Kill point kinds.
@@ -424,6 +446,7 @@ func fwKillRun(t *testing.T, m fwKillMode, seed int64, wantKills int, imageURI s
 	// The BMCs' side.
 	var (
 		tasksStarted, secondUpdates, unmatchedSecond, ended int
+		startUnknowns                                       int
 		repeated                                            []string
 		resetHist                                           = map[int]int{}
 		problems                                            []string
@@ -438,7 +461,12 @@ func fwKillRun(t *testing.T, m fwKillMode, seed int64, wantKills int, imageURI s
 		if len(tasks) != len(starts) {
 			problem("%s: the BMC holds %d update tasks but reported %d starts", b.job, len(tasks), len(starts))
 		}
+		j, stored := byName[b.job]
+		startUnknown := stored && j.Status.Reason == conditions.ReasonFirmwareStartUnknown
 		switch {
+		case len(tasks) == 0 && m.untracked && startUnknown:
+			// Killed holding the start (StartSent stored, nothing sent):
+			// on a BMC that lists no tasks nothing can show it absent.
 		case len(tasks) == 0:
 			problem("%s: no update task started", b.job)
 		case len(tasks) > 1:
@@ -470,12 +498,16 @@ func fwKillRun(t *testing.T, m fwKillMode, seed int64, wantKills int, imageURI s
 				problem("%s: reset %d sent again in the same runner incarnation %d, with no kill since the first", b.job, i+1, resets[i].incarnation)
 			}
 		}
-		j, ok := byName[b.job]
 		switch {
-		case !ok:
+		case !stored:
 			problem("%s: not in the store", b.job)
 		case !j.Completed():
 			problem("%s: not completed: %s", b.job, j.Status.Message)
+		case m.untracked && startUnknown:
+			startUnknowns++
+			if !strings.Contains(j.Status.Message, "not sent again") {
+				problem("%s: FirmwareStartUnknown without saying the start was not sent again: %q", b.job, j.Status.Message)
+			}
 		case m.fails:
 			if j.Status.Result == conditions.ResultFailed && j.Status.Reason == conditions.ReasonBMCError && strings.Contains(j.Status.Message, "ApplyFailed") {
 				ended++
@@ -511,6 +543,9 @@ func fwKillRun(t *testing.T, m fwKillMode, seed int64, wantKills int, imageURI s
 	if m.fails {
 		end = "Failed (BMCError, ApplyFailed)"
 	}
+	if m.untracked {
+		end += fmt.Sprintf(" (and %d Failed FirmwareStartUnknown: a start cut off by a kill or a lost answer, never sent again)", startUnknowns)
+	}
 	summary := fmt.Sprintf("firmware SIGKILL %s: %d kills (%s), %d jobs on %d BMCs in %d waves, %d ended %s; update tasks started %d (second updates %d, of them in the documented push window %d); resets per job %s (jobs reset more than once: %d, each repeat after a kill since the last reset); %s",
 		m.name, kills, strings.Join(kinds, ", "), len(jobs), len(bmcs), waves, ended, end, tasksStarted, secondUpdates, unmatchedSecond,
 		strings.Join(hist, " "), len(repeated), time.Since(began).Round(time.Second))
@@ -536,17 +571,23 @@ func newFWBMC(m fwKillMode, b *fwBMC, tr *fwTrigger, incarnation *atomic.Int64) 
 	srv := redfishtest.NewServer(redfishtest.Config{
 		Username: killUser, Password: killPassword,
 		Firmware: fw,
-		Faults: redfishtest.Faults{Func: func(method, path string) redfishtest.Fault {
+		Faults: redfishtest.Faults{SlowDelay: 3 * time.Second, Func: func(method, path string) redfishtest.Fault {
 			if !isStart(method, path) {
 				return redfishtest.FaultNone
 			}
 			if _, ok := tr.fire(fwLostAnswer, b.job+" "+path); ok {
-				return redfishtest.FaultLostAnswer
+				if len(m.lost) == 0 {
+					return redfishtest.FaultLostAnswer
+				}
+				return m.lost[int(fwLostTurn.Add(1)-1)%len(m.lost)]
 			}
 			return redfishtest.FaultNone
 		}},
 		OnRequest: func(r *http.Request) {
-			if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/TaskService/Tasks/") && r.Header.Get(redfishtest.CallerHeader) != "" {
+			// Polling: a read of the update's task, or, where the BMC
+			// names none, of the component's version.
+			polled := strings.Contains(r.URL.Path, "/TaskService/Tasks/") || m.untracked && strings.Contains(r.URL.Path, "/FirmwareInventory/")
+			if r.Method == http.MethodGet && polled && r.Header.Get(redfishtest.CallerHeader) != "" {
 				tr.fire(fwPolling, b.job+" GET "+r.URL.Path)
 			}
 		},
