@@ -293,4 +293,3 @@ func (d *Driver) ListsFirmwareTasks(context.Context) (bool, error) {
 	}
 	return !d.bmc.opts.Firmware.NoTasks, nil
 }
-
