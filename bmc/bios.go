@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -38,6 +40,14 @@ type BIOSConfigurer interface {
 // enumeration value names as they are, integers in decimal without leading
 // zeros or "+", booleans "true" or "false". Drivers send each with the JSON
 // type the registry gives it.
+//
+// A BMC may report an attribute's value as a JSON object or array (HPE
+// Cray EX reports every value as an object such as
+// {"AllowableValues": [...], "current_value": "UEFI"}). Drivers read such
+// an object's scalar current_value as the value; any other structured value
+// is kept as its compact JSON text (e.g. ["Pxe","Hdd"]), and such an
+// attribute can be set only where the registry gives it a type (see
+// [BIOSAttributeDef.Type]). See docs/inventory-bios.md.
 type BIOSAttributes map[string]string
 
 // Differing returns, sorted, the names of the attributes of a whose value
@@ -103,7 +113,11 @@ type BIOSRegistry struct {
 
 // BIOSAttributeDef is one attribute of a [BIOSRegistry].
 type BIOSAttributeDef struct {
-	Name     string
+	Name string
+	// Type is empty when no type is known: a driver that reads a
+	// structured value (an object without a scalar current_value, an
+	// array) and has no registry entry for it. [ValidateBIOSAttributes]
+	// refuses to set such an attribute.
 	Type     BIOSAttributeType
 	ReadOnly bool
 	// Values are the allowed value names of an Enumeration.
@@ -141,11 +155,13 @@ type BIOSAttributeError struct {
 	Reason string
 }
 
+// Error is one line: the attribute's name (quoted when it is not
+// printable) and the value (quoted), each cut at about 200 bytes.
 func (e *BIOSAttributeError) Error() string {
 	if e.Value == "" {
-		return fmt.Sprintf("BIOS attribute %s: %s", e.Attribute, e.Reason)
+		return fmt.Sprintf("BIOS attribute %s: %s", nameText(e.Attribute), e.Reason)
 	}
-	return fmt.Sprintf("BIOS attribute %s=%q: %s", e.Attribute, e.Value, e.Reason)
+	return fmt.Sprintf("BIOS attribute %s=%s: %s", nameText(e.Attribute), quoteClip(e.Value), e.Reason)
 }
 
 // Unwrap returns ErrInvalidBIOSAttribute.
@@ -155,10 +171,13 @@ func (e *BIOSAttributeError) Unwrap() error { return ErrInvalidBIOSAttribute }
 // refuses an empty set, unknown and read-only attributes, password
 // attributes (their value would be stored in a job), an Enumeration value
 // not among the allowed ones, a value of the wrong type (integers in
-// canonical decimal, booleans "true"/"false"), an Integer outside its bounds
-// and a String outside its lengths. The error joins one
-// [*BIOSAttributeError] per problem, sorted by attribute name, and is
-// permanent ([IsTransient] is false).
+// canonical decimal, booleans "true"/"false"), an Integer outside its bounds,
+// a String outside its lengths, and an attribute whose type is unknown (an
+// empty Type). The error joins one [*BIOSAttributeError] per problem, sorted
+// by attribute name (errors.As finds the first, errors.Is
+// [ErrInvalidBIOSAttribute] matches), and is permanent ([IsTransient] is
+// false). Its message is one line: the problems separated by "; ", at most
+// the first 5 of them spelt out.
 func ValidateBIOSAttributes(reg BIOSRegistry, attrs BIOSAttributes) error {
 	if len(attrs) == 0 {
 		return Permanent(fmt.Errorf("%w: no attributes to set", ErrInvalidBIOSAttribute))
@@ -172,8 +191,33 @@ func ValidateBIOSAttributes(reg BIOSRegistry, attrs BIOSAttributes) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return Permanent(errors.Join(errs...))
+	return Permanent(biosAttributeErrors(errs))
 }
+
+// maxBIOSErrorsShown bounds the problems a ValidateBIOSAttributes message
+// spells out.
+const maxBIOSErrorsShown = 5
+
+// biosAttributeErrors joins the problems of one ValidateBIOSAttributes
+// call on one line (errors.Join would put each on its own line).
+type biosAttributeErrors []error
+
+func (e biosAttributeErrors) Error() string {
+	var b strings.Builder
+	for i, err := range e {
+		if i == maxBIOSErrorsShown {
+			fmt.Fprintf(&b, "; and %d more", len(e)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+func (e biosAttributeErrors) Unwrap() []error { return e }
 
 func validateAttr(reg BIOSRegistry, name, v string) error {
 	bad := func(reason string, args ...any) error {
@@ -185,6 +229,9 @@ func validateAttr(reg BIOSRegistry, name, v string) error {
 	}
 	if def.Type == BIOSPassword {
 		return &BIOSAttributeError{Attribute: name, Reason: "a password attribute cannot be set through a job (its value would be stored)"}
+	}
+	if def.Type == "" {
+		return bad("no type is known for it (a structured value no attribute registry types, or a registry entry without a Type), so it cannot be set")
 	}
 	if def.ReadOnly {
 		return bad("read-only attribute")
@@ -237,19 +284,60 @@ func regName(r BIOSRegistry) string {
 	if r.ID == "" {
 		return "(unnamed)"
 	}
-	return r.ID
+	return nameText(r.ID)
 }
 
+// maxQuoted bounds, in bytes, one piece of text (a vendor's or a user's)
+// that an error message quotes.
+const maxQuoted = 200
+
+// quoteList quotes vs, separated by commas, in about maxQuoted bytes: the
+// values that fit, then how many more there are.
 func quoteList(vs []string) string {
 	if len(vs) == 0 {
 		return "(none listed)"
 	}
-	s := ""
+	var b strings.Builder
 	for i, v := range vs {
-		if i > 0 {
-			s += ", "
+		q := quoteClip(v)
+		if i > 0 && b.Len()+len(q) > maxQuoted {
+			fmt.Fprintf(&b, " and %d more", len(vs)-i)
+			break
 		}
-		s += strconv.Quote(v)
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(q)
 	}
-	return s
+	return b.String()
+}
+
+// quoteClip quotes s (strconv.Quote: one line, control characters
+// escaped) in at most maxQuoted bytes; a longer s is cut at a rune
+// boundary, with "..." after the closing quote.
+func quoteClip(s string) string {
+	q := strconv.Quote(s)
+	if len(q) <= maxQuoted {
+		return q
+	}
+	n := min(len(s), maxQuoted)
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	for s = s[:n]; ; {
+		if q = strconv.Quote(s); len(q) <= maxQuoted-3 || s == "" {
+			return q + "..."
+		}
+		_, w := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-w]
+	}
+}
+
+// nameText is a name for a message: as it is when it is short and
+// printable, else quoted and cut (quoteClip).
+func nameText(s string) string {
+	if len(s) <= maxQuoted && !strings.ContainsFunc(s, func(r rune) bool { return r == utf8.RuneError || !unicode.IsPrint(r) }) {
+		return s
+	}
+	return quoteClip(s)
 }

@@ -91,3 +91,55 @@ func TestBIOSAttributesDiffering(t *testing.T) {
 		t.Fatalf("Differing = %v, want [B C]", got)
 	}
 }
+
+// A refusal is one line and bounded whatever is asked and whatever the
+// registry holds: several problems (the first 5 spelt out, sorted),
+// long or multi-line values and names, a long list of allowed values.
+func TestValidateBIOSAttributesOneLineBounded(t *testing.T) {
+	var values []string
+	for i := range 500 {
+		values = append(values, strings.Repeat("v", i%40)+"\n")
+	}
+	reg := bmc.BIOSRegistry{ID: "r\nr", Attributes: []bmc.BIOSAttributeDef{
+		{Name: "Many", Type: bmc.BIOSEnumeration, Values: values},
+		{Name: "Tag", Type: bmc.BIOSString, MaxLength: ptr(4)},
+	}}
+	attrs := bmc.BIOSAttributes{
+		"Many": "x", "Tag": strings.Repeat("line\n", 2000),
+		strings.Repeat("Unknown\n", 100): "1", "U1": "1", "U2": "1", "U3": "1", "U4": "1",
+	}
+	var first string
+	for i := range 20 {
+		err := bmc.ValidateBIOSAttributes(reg, attrs)
+		if err == nil {
+			t.Fatal("accepted")
+		}
+		msg := err.Error()
+		if strings.ContainsAny(msg, "\n\r") || len(msg) > 2000 {
+			t.Fatalf("message is not one bounded line (%d bytes): %q", len(msg), msg)
+		}
+		if !strings.HasSuffix(msg, "; and 2 more") {
+			t.Fatalf("message %q: want the first 5 problems and 'and 2 more'", msg)
+		}
+		if i == 0 {
+			first = msg
+		} else if msg != first {
+			t.Fatalf("message changed from run to run:\n%q\n%q", first, msg)
+		}
+		var ae *bmc.BIOSAttributeError
+		if !errors.As(err, &ae) || !errors.Is(err, bmc.ErrInvalidBIOSAttribute) || bmc.IsTransient(err) {
+			t.Fatalf("error %v: want permanent, wrapping ErrInvalidBIOSAttribute and *BIOSAttributeError", err)
+		}
+	}
+}
+
+// An attribute whose type is unknown (a structured value no registry
+// types) is refused, naming it.
+func TestValidateBIOSAttributesUnknownType(t *testing.T) {
+	reg := bmc.BIOSRegistry{Attributes: []bmc.BIOSAttributeDef{{Name: "BootOrder"}}}
+	err := bmc.ValidateBIOSAttributes(reg, bmc.BIOSAttributes{"BootOrder": `["Pxe"]`})
+	var ae *bmc.BIOSAttributeError
+	if !errors.As(err, &ae) || ae.Attribute != "BootOrder" || !strings.Contains(err.Error(), "no type is known") {
+		t.Fatalf("error %v: want a BIOSAttributeError naming BootOrder, type unknown", err)
+	}
+}

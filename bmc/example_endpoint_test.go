@@ -69,6 +69,5 @@ func ExampleValidateBIOSAttributes() {
 	err := bmc.ValidateBIOSAttributes(reg, bmc.BIOSAttributes{"BootMode": "Legacy", "Turbo": "on"})
 	fmt.Println(err)
 	// Output:
-	// BIOS attribute BootMode="Legacy": not an allowed value; want one of "Uefi", "Bios"
-	// BIOS attribute Turbo="on": unknown attribute: not in the attribute registry BiosAttributeRegistry.v1_0_0
+	// BIOS attribute BootMode="Legacy": not an allowed value; want one of "Uefi", "Bios"; BIOS attribute Turbo="on": unknown attribute: not in the attribute registry BiosAttributeRegistry.v1_0_0
 }

@@ -18,7 +18,9 @@ type FirmwareImage struct {
 	URI string `json:"uri"`
 	// Component is the firmware inventory ID of the component the image
 	// updates (Redfish: the Id of a member of
-	// UpdateService/FirmwareInventory, e.g. "BMC" or "BIOS"): drivers name
+	// UpdateService/FirmwareInventory, or of SoftwareInventory where the
+	// BMC has no FirmwareInventory, e.g. "BMC" or "BIOS"; on a multi-node
+	// BMC, one of the system's members): drivers name
 	// it as the update's target where the protocol allows, and
 	// [FirmwareUpdater.FirmwareVersion] reads its version to verify the
 	// update. Optional for the update itself (the BMC picks the component
@@ -61,7 +63,11 @@ type FirmwareTaskRef struct {
 	// TaskURI is the task resource (Redfish /redfish/v1/TaskService/Tasks/ID).
 	TaskURI string `json:"taskURI,omitempty"`
 	// MonitorURI is the task monitor the BMC answered the request with
-	// (the Location header), where it differs from TaskURI.
+	// (the Location header), where it differs from TaskURI. A ref with
+	// only a MonitorURI naming the UpdateService is an update the BMC
+	// accepted without naming a task (HPE iLO, BMCs without a
+	// TaskService): its status is what the UpdateService shows (iLO's
+	// Oem.Hpe.State), else Gone, and the version tells the rest.
 	MonitorURI string `json:"monitorURI,omitempty"`
 	// TaskID is the BMC's ID of the task.
 	TaskID string `json:"taskID,omitempty"`
@@ -189,8 +195,9 @@ type FirmwareUpdater interface {
 
 	// FirmwareVersion reads the version the firmware inventory reports
 	// for component (a firmware inventory ID). An unknown component is an
-	// error naming it and the components there are. It changes nothing
-	// and may be retried.
+	// error naming it and the components there are; on a multi-node BMC
+	// another system's component is unknown, and the components named are
+	// the system's. It changes nothing and may be retried.
 	FirmwareVersion(ctx context.Context, component string) (string, error)
 }
 

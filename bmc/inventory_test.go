@@ -28,6 +28,18 @@ func TestInventoryBound(t *testing.T) {
 		t.Fatalf("invalid UTF-8 kept: %q", inv.Firmware[0].Version)
 	}
 
+	inv = bmc.Inventory{}
+	for i := 0; i < bmc.MaxInventoryEntries+1; i++ {
+		inv.Unreadable = append(inv.Unreadable, bmc.InventoryGap{Section: bmc.InventoryStorage, Path: "/" + strings.Repeat("d", 2*bmc.MaxInventoryString), Reason: "HTTP 404 Not Found"})
+		inv.Accelerators = append(inv.Accelerators, bmc.Accelerator{ID: "GPU", Model: strings.Repeat("m", 2*bmc.MaxInventoryString)})
+	}
+	inv.Bound()
+	if len(inv.Unreadable) != bmc.MaxInventoryEntries || len(inv.Accelerators) != bmc.MaxInventoryEntries ||
+		len(inv.Unreadable[0].Path) != bmc.MaxInventoryString || len(inv.Accelerators[0].Model) != bmc.MaxInventoryString || !inv.Truncated {
+		t.Fatalf("after Bound: %d unreadable (path %d bytes), %d accelerators (model %d bytes), Truncated=%t; want %d, %d, true",
+			len(inv.Unreadable), len(inv.Unreadable[0].Path), len(inv.Accelerators), len(inv.Accelerators[0].Model), inv.Truncated, bmc.MaxInventoryEntries, bmc.MaxInventoryString)
+	}
+
 	small := bmc.Inventory{Processors: []bmc.Processor{{ID: "CPU0", Cores: 8}}}
 	small.Bound()
 	if small.Truncated {
@@ -48,6 +60,8 @@ func TestInventoryWorstCaseSize(t *testing.T) {
 		inv.Drives = append(inv.Drives, bmc.Drive{ID: long, Storage: long, Name: long, Manufacturer: long, Model: long, SerialNumber: long, MediaType: long, Protocol: long, CapacityBytes: 1 << 60})
 		inv.NetworkInterfaces = append(inv.NetworkInterfaces, bmc.NetworkInterface{ID: long, Name: long, MACAddress: long, LinkStatus: long, SpeedMbps: 1 << 30})
 		inv.Firmware = append(inv.Firmware, bmc.FirmwareComponent{ID: long, Name: long, Version: long, Updateable: true})
+		inv.Accelerators = append(inv.Accelerators, bmc.Accelerator{ID: long, Type: long, Manufacturer: long, Model: long, SerialNumber: long, PartNumber: long})
+		inv.Unreadable = append(inv.Unreadable, bmc.InventoryGap{Section: bmc.InventorySection(long), Path: long, Reason: long})
 	}
 	inv.Bound()
 	b, err := json.Marshal(inv)
@@ -58,6 +72,25 @@ func TestInventoryWorstCaseSize(t *testing.T) {
 		t.Fatalf("worst-case inventory is %d bytes of JSON, over the documented 600 KiB", len(b))
 	}
 	t.Logf("worst-case inventory: %d bytes of JSON", len(b))
+}
+
+// TestIsPlaceholder: what BMCs send for "no value" (HPE Cray EX's "Not
+// Available", AMI's "To Be Filled By O.E.M.", all-zero MACs and serials),
+// padded or not, is a placeholder; real values, zeros among them, are not.
+func TestIsPlaceholder(t *testing.T) {
+	for _, s := range []string{"", "   ", "Not Available", "not available", "N/A", " n/a ", "NA", "Unknown", "None",
+		"Not Specified", "To Be Filled By O.E.M.", "Default string", "00:00:00:00:00:00", "000000000000", "0000.0000.0000",
+		"00-00-00-00-00-00", "0", "00000000-0000-0000-0000-000000000000"} {
+		if !bmc.IsPlaceholder(s) {
+			t.Errorf("IsPlaceholder(%q) = false, want true", s)
+		}
+	}
+	for _, s := range []string{"0c:c4:7a:00:00:01", "00:00:00:00:00:01", "AMD EPYC 7763 64-Core Processor    ", "S0001DIMM1",
+		"NAND", "Nano", "10", "-", ":", "N/A2", "AMD Instinct MI200"} {
+		if bmc.IsPlaceholder(s) {
+			t.Errorf("IsPlaceholder(%q) = true, want false", s)
+		}
+	}
 }
 
 func TestNormalizeMAC(t *testing.T) {

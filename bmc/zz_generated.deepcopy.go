@@ -67,6 +67,11 @@ func (in *Inventory) DeepCopyInto(out *Inventory) {
 		*out = make([]Processor, len(*in))
 		copy(*out, *in)
 	}
+	if in.Accelerators != nil {
+		in, out := &in.Accelerators, &out.Accelerators
+		*out = make([]Accelerator, len(*in))
+		copy(*out, *in)
+	}
 	if in.Memory != nil {
 		in, out := &in.Memory, &out.Memory
 		*out = make([]MemoryModule, len(*in))
@@ -95,6 +100,11 @@ func (in *Inventory) DeepCopyInto(out *Inventory) {
 	if in.Unsupported != nil {
 		in, out := &in.Unsupported, &out.Unsupported
 		*out = make([]InventorySection, len(*in))
+		copy(*out, *in)
+	}
+	if in.Unreadable != nil {
+		in, out := &in.Unreadable, &out.Unreadable
+		*out = make([]InventoryGap, len(*in))
 		copy(*out, *in)
 	}
 }

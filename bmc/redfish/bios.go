@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/stmcginnis/gofish/schemas"
 
@@ -23,14 +25,31 @@ type biosCache struct {
 	registry *bmc.BIOSRegistry
 }
 
+// The JSON kinds of attribute values (biosResource.kinds).
+const (
+	kindString = "string"
+	kindNumber = "number"
+	kindBool   = "bool"
+	// kindJSON is a structured value (an array, an object without a
+	// scalar current_value) kept as its compact JSON text: the driver
+	// cannot tell its type from it.
+	kindJSON = "json"
+)
+
 // biosResource is what the driver reads from a Bios resource or its
 // settings object.
 type biosResource struct {
 	registry string
 	// attrs are the values as canonical text, kinds their JSON kind
-	// ("string", "number", "bool"); null values (passwords) are left out.
+	// (kindString, ...); null values (passwords) are left out.
 	attrs bmc.BIOSAttributes
 	kinds map[string]string
+	// allowed are the AllowableValues an object value lists next to its
+	// current_value (HPE Cray EX), for string values.
+	allowed map[string][]string
+	// members counts the members of Attributes, null ones included: 0
+	// when Attributes is absent, null or {}.
+	members int
 	// settings is the @Redfish.Settings SettingsObject, "" when the BMC
 	// has none (it takes a PATCH on the Bios resource and applies it at
 	// once); onReset is set when SupportedApplyTimes lists OnReset.
@@ -38,11 +57,12 @@ type biosResource struct {
 	onReset  bool
 }
 
-// decodeBIOS decodes a Bios resource (or settings object).
+// decodeBIOS decodes a Bios resource (or settings object). No attribute
+// value fails it: whatever its shape, a value is read (biosValue).
 func decodeBIOS(b []byte) (biosResource, error) {
 	var doc struct {
 		AttributeRegistry string
-		Attributes        map[string]json.RawMessage
+		Attributes        json.RawMessage
 		Settings          *struct {
 			SettingsObject      schemas.Link
 			SupportedApplyTimes []string
@@ -51,16 +71,23 @@ func decodeBIOS(b []byte) (biosResource, error) {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return biosResource{}, fmt.Errorf("invalid Bios: %w", err)
 	}
-	r := biosResource{registry: doc.AttributeRegistry, attrs: bmc.BIOSAttributes{}, kinds: map[string]string{}}
-	for k, raw := range doc.Attributes {
-		v, kind, err := biosText(raw)
-		if err != nil {
-			return biosResource{}, fmt.Errorf("invalid Bios attribute %s: %w", k, err)
+	var attrs map[string]json.RawMessage
+	if a := bytes.TrimSpace(doc.Attributes); len(a) > 0 && string(a) != "null" {
+		if a[0] != '{' || json.Unmarshal(a, &attrs) != nil {
+			return biosResource{}, fmt.Errorf("invalid Bios: Attributes is %s, not an object", jsonKindOf(a))
 		}
+	}
+	r := biosResource{registry: doc.AttributeRegistry, attrs: bmc.BIOSAttributes{}, kinds: map[string]string{},
+		allowed: map[string][]string{}, members: len(attrs)}
+	for _, k := range slices.Sorted(maps.Keys(attrs)) {
+		v, kind, allowed := biosValue(attrs[k])
 		if kind == "" {
 			continue // null: a password, or unset
 		}
 		r.attrs[k], r.kinds[k] = v, kind
+		if len(allowed) > 0 {
+			r.allowed[k] = allowed
+		}
 	}
 	if doc.Settings != nil {
 		r.settings = string(doc.Settings.SettingsObject)
@@ -69,53 +96,124 @@ func decodeBIOS(b []byte) (biosResource, error) {
 	return r, nil
 }
 
-// biosText renders a JSON attribute value as canonical text.
-func biosText(raw json.RawMessage) (text, kind string, err error) {
+// biosValue reads one attribute value (valid JSON, from a decoded
+// document) as canonical text and its kind; kind "" for null. An object
+// with a current_value (HPE Cray EX: {"AllowableValues": [...],
+// "current_value": "UEFI"}) is read as its current_value, with the
+// AllowableValues when that is a string; any other object or array, and a
+// structured current_value, is kept as compact JSON (kindJSON).
+func biosValue(raw json.RawMessage) (text, kind string, allowed []string) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '{' {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) == nil {
+			if cv, ok := obj["current_value"]; ok {
+				if text, kind = biosScalar(cv); kind == kindString {
+					var vs []string
+					if json.Unmarshal(obj["AllowableValues"], &vs) == nil {
+						allowed = vs
+					}
+				}
+				return text, kind, allowed
+			}
+		}
+	}
+	text, kind = biosScalar(raw)
+	return text, kind, nil
+}
+
+// biosScalar reads a JSON value as canonical text: a string, number or
+// boolean as such, null as kind "", anything else as compact JSON.
+func biosScalar(raw json.RawMessage) (text, kind string) {
 	raw = bytes.TrimSpace(raw)
 	switch {
 	case len(raw) == 0 || string(raw) == "null":
-		return "", "", nil
+		return "", ""
 	case raw[0] == '"':
 		var s string
-		err = json.Unmarshal(raw, &s)
-		return s, "string", err
+		if json.Unmarshal(raw, &s) == nil {
+			return s, kindString
+		}
 	case string(raw) == "true" || string(raw) == "false":
-		return string(raw), "bool", nil
+		return string(raw), kindBool
+	case raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'):
+		var n json.Number
+		if json.Unmarshal(raw, &n) == nil {
+			if i, err := n.Int64(); err == nil {
+				return strconv.FormatInt(i, 10), kindNumber
+			}
+			return n.String(), kindNumber
+		}
 	}
-	var n json.Number
-	if err := json.Unmarshal(raw, &n); err != nil {
-		return "", "", fmt.Errorf("value %.40s is not a string, number or boolean", raw)
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw), kindJSON
 	}
-	if i, err := n.Int64(); err == nil {
-		return strconv.FormatInt(i, 10), "number", nil
+	return b.String(), kindJSON
+}
+
+// jsonKindOf names the kind of a JSON value, for a message.
+func jsonKindOf(raw []byte) string {
+	switch raw = bytes.TrimSpace(raw); {
+	case len(raw) == 0:
+		return "empty"
+	case raw[0] == '[':
+		return "an array"
+	case raw[0] == '"':
+		return "a string"
+	case raw[0] == 't' || raw[0] == 'f':
+		return "a boolean"
+	case raw[0] == '{':
+		return "an invalid object"
 	}
-	return n.String(), "number", nil
+	return "a number"
+}
+
+// readBIOSResource reads the system's Bios resource: one GET. A system
+// without one, or whose Bios has no attributes (OpenBMC without a BIOS
+// configuration provider), fails with an error wrapping
+// bmc.ErrNotSupported.
+func (d *Driver) readBIOSResource(ctx context.Context) (biosResource, error) {
+	// The link, read when the driver selected the system, does not change.
+	uri, ok := d.sys.Sub[subBios]
+	if !ok {
+		return biosResource{}, fmt.Errorf("the system %s links no Bios resource: %w", d.systemURI, bmc.ErrNotSupported)
+	}
+	if err := checkLink("Bios", uri); err != nil {
+		return biosResource{}, err
+	}
+	var raw json.RawMessage
+	if _, err := d.getJSON(ctx, uri, &raw); err != nil {
+		if isNotFound(err) {
+			return biosResource{}, fmt.Errorf("the system's Bios %s is missing (404): %w", uri, bmc.ErrNotSupported)
+		}
+		return biosResource{}, fmt.Errorf("read Bios: %w", err)
+	}
+	cur, err := decodeBIOS(raw)
+	if err != nil {
+		return biosResource{}, bmc.Permanent(fmt.Errorf("GET %s: %w", uri, err))
+	}
+	if cur.members == 0 {
+		return biosResource{}, fmt.Errorf("the system's Bios %s has no attributes (none to read or set): %w", uri, bmc.ErrNotSupported)
+	}
+	return cur, nil
 }
 
 // readBIOS reads the Bios resource and, when it has one, its settings
 // object: two GETs.
 func (d *Driver) readBIOS(ctx context.Context) (cur, settings biosResource, err error) {
-	// The link, read when the driver selected the system, does not change.
-	uri, ok := d.sys.Sub[subBios]
-	if !ok {
-		return cur, settings, fmt.Errorf("the system %s links no Bios resource: %w", d.systemURI, bmc.ErrNotSupported)
-	}
-	var raw json.RawMessage
-	if _, err := d.getJSON(ctx, uri, &raw); err != nil {
-		if isNotFound(err) {
-			return cur, settings, fmt.Errorf("the system's Bios %s is missing (404): %w", uri, bmc.ErrNotSupported)
-		}
-		return cur, settings, fmt.Errorf("read Bios: %w", err)
-	}
-	if cur, err = decodeBIOS(raw); err != nil {
-		return cur, settings, bmc.Permanent(fmt.Errorf("GET %s: %w", uri, err))
+	if cur, err = d.readBIOSResource(ctx); err != nil {
+		return cur, settings, err
 	}
 	if cur.settings == "" {
 		// No settings object: a PATCH goes to the Bios resource itself and
 		// applies at once; nothing is pending.
 		return cur, biosResource{attrs: bmc.BIOSAttributes{}}, nil
 	}
-	raw = nil
+	if err := checkLink("Bios @Redfish.Settings SettingsObject", cur.settings); err != nil {
+		return cur, settings, err
+	}
+	var raw json.RawMessage
 	if _, err := d.getJSON(ctx, cur.settings, &raw); err != nil {
 		return cur, settings, fmt.Errorf("read the Bios settings object: %w", err)
 	}
@@ -123,6 +221,51 @@ func (d *Driver) readBIOS(ctx context.Context) (cur, settings biosResource, err 
 		return cur, settings, bmc.Permanent(fmt.Errorf("GET %s: %w", cur.settings, err))
 	}
 	return cur, settings, nil
+}
+
+// maxLink bounds, in bytes, a link the BIOS code follows (the Bios, its
+// settings object, a registry file and its Location), so that messages
+// naming it stay bounded.
+const maxLink = 512
+
+// usableLink reports whether uri is at most maxLink bytes of printable
+// text. Another would make messages that name it long or multi-line, and
+// no BMC serves one.
+func usableLink(uri string) bool {
+	return len(uri) <= maxLink && !strings.ContainsFunc(uri, func(r rune) bool { return r == utf8.RuneError || !unicode.IsPrint(r) })
+}
+
+// checkLink refuses a link that is not usableLink, naming it (what) and
+// quoting it cut.
+func checkLink(what, uri string) error {
+	if usableLink(uri) {
+		return nil
+	}
+	return bmc.Permanent(fmt.Errorf("the %s link %s is not a usable URI (longer than %d bytes, or not printable)", what, quoteClip(uri), maxLink))
+}
+
+// maxQuoted bounds, in bytes, a vendor's text that a message quotes.
+const maxQuoted = 200
+
+// quoteClip quotes s (one line, control characters escaped) in at most
+// maxQuoted bytes; a longer s is cut at a rune boundary, with "..." after
+// the closing quote.
+func quoteClip(s string) string {
+	q := strconv.Quote(s)
+	if len(q) <= maxQuoted {
+		return q
+	}
+	n := min(len(s), maxQuoted)
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	for s = s[:n]; ; {
+		if q = strconv.Quote(s); len(q) <= maxQuoted-3 || s == "" {
+			return q + "..."
+		}
+		_, w := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-w]
+	}
 }
 
 // pendingOf is what the settings object holds that differs from the
@@ -140,8 +283,11 @@ func pendingOf(cur, settings biosResource) bmc.BIOSAttributes {
 
 // BIOSSettings implements [bmc.BIOSConfigurer]: the Bios resource's
 // Attributes and the values its @Redfish.Settings object holds that differ
-// from them. Two GETs (one without a settings object). A system without a Bios
-// resource fails with an error wrapping [bmc.ErrNotSupported].
+// from them. Two GETs (one without a settings object). A value that is an
+// object with a scalar current_value (HPE Cray EX) reads as that value; any
+// other object or array as its compact JSON text; no value fails the read.
+// A system without a Bios resource, or whose Bios has no attributes
+// (OpenBMC), fails with an error wrapping [bmc.ErrNotSupported].
 func (d *Driver) BIOSSettings(ctx context.Context) (bmc.BIOSSettings, error) {
 	const op = "read BIOS settings"
 	done, err := d.begin()
@@ -164,10 +310,16 @@ func (d *Driver) BIOSSettings(ctx context.Context) (bmc.BIOSSettings, error) {
 // Bios resource names, found under the service's Registries (the member
 // with that Id, else the one whose Id or Registry matches) and read from
 // its Location. It is read once per connection: three GETs the first time
-// (the Bios, the registry file, the registry), none after. A BMC whose
-// Registries lack it gets a registry made from the current attributes
-// (their names and JSON types, no allowed values), so unknown attributes
-// and wrong types are still refused.
+// (the Bios, the registry file, the registry), none after. A BMC that does
+// not serve it (the Bios names none, the service has no Registries, none
+// of them matches, the file has no Location on the BMC, or the Location
+// answers 404) gets a registry made from the current attributes: their
+// names and JSON types (an Enumeration where the value is an object that
+// lists AllowableValues, as on HPE Cray EX), so unknown attributes and
+// wrong types are still refused; an attribute whose value is structured
+// (kept as JSON text) has no type there and cannot be set. A system without
+// a Bios, or whose Bios has no attributes, fails with an error wrapping
+// [bmc.ErrNotSupported].
 func (d *Driver) BIOSRegistry(ctx context.Context) (bmc.BIOSRegistry, error) {
 	const op = "read BIOS attribute registry"
 	done, err := d.begin()
@@ -186,20 +338,9 @@ func (d *Driver) biosRegistry(ctx context.Context) (*bmc.BIOSRegistry, error) {
 	if d.bios.registry != nil {
 		return d.bios.registry, nil
 	}
-	uri, ok := d.sys.Sub[subBios]
-	if !ok {
-		return nil, fmt.Errorf("the system %s links no Bios resource: %w", d.systemURI, bmc.ErrNotSupported)
-	}
-	var raw json.RawMessage
-	if _, err := d.getJSON(ctx, uri, &raw); err != nil {
-		if isNotFound(err) {
-			return nil, fmt.Errorf("the system's Bios %s is missing (404): %w", uri, bmc.ErrNotSupported)
-		}
-		return nil, fmt.Errorf("read Bios: %w", err)
-	}
-	cur, err := decodeBIOS(raw)
+	cur, err := d.readBIOSResource(ctx)
 	if err != nil {
-		return nil, bmc.Permanent(fmt.Errorf("GET %s: %w", uri, err))
+		return nil, err
 	}
 	reg, err := d.findRegistry(ctx, cur.registry)
 	if err != nil {
@@ -221,6 +362,11 @@ func (d *Driver) findRegistry(ctx context.Context, name string) (*bmc.BIOSRegist
 		return nil, nil
 	}
 	base := strings.TrimRight(string(root.Registries), "/")
+	if !usableLink(base + "/" + name) {
+		// Not a name a BMC serves a file under: as if it served none.
+		d.logger(ctx).V(1).Info("the BIOS attribute registry's name is not usable in a URI", "registry", quoteClip(name))
+		return nil, nil
+	}
 	var file registryFile
 	var raw json.RawMessage
 	_, err := d.getJSON(ctx, base+"/"+name, &raw)
@@ -239,8 +385,14 @@ func (d *Driver) findRegistry(ctx context.Context, name string) (*bmc.BIOSRegist
 		}
 		found := false
 		for _, u := range uris {
+			if !usableLink(u) {
+				continue // not a link the BMC serves: not the one
+			}
 			raw = nil
 			if _, err := d.getJSON(ctx, u, &raw); err != nil {
+				if isNotFound(err) {
+					continue // listed, not served: not the one
+				}
 				return nil, fmt.Errorf("read registry file %s: %w", u, err)
 			}
 			f, err := decodeRegistryFile(raw)
@@ -256,13 +408,22 @@ func (d *Driver) findRegistry(ctx context.Context, name string) (*bmc.BIOSRegist
 			return nil, nil
 		}
 	default:
-		return nil, fmt.Errorf("read registry file %s: %w", name, err)
+		return nil, fmt.Errorf("read registry file %s/%s: %w", base, name, err)
 	}
 	if file.uri == "" {
 		return nil, nil // published elsewhere only (PublicationUri): not on the BMC
 	}
 	raw = nil
+	if !usableLink(file.uri) {
+		return nil, nil // not a Location the BMC serves
+	}
 	if _, err := d.getJSON(ctx, file.uri, &raw); err != nil {
+		if isNotFound(err) {
+			// The file names a Location the BMC does not serve: as if it
+			// served no registry (the caller falls back).
+			d.logger(ctx).V(1).Info("the BIOS attribute registry's Location answers 404", "registry", name, "uri", file.uri)
+			return nil, nil
+		}
 		return nil, fmt.Errorf("read attribute registry %s: %w", file.uri, err)
 	}
 	reg, err := decodeAttributeRegistry(raw)
@@ -349,20 +510,33 @@ func decodeAttributeRegistry(b []byte) (bmc.BIOSRegistry, error) {
 }
 
 // registryFromAttributes is the registry of a BMC that serves none: the
-// current attributes, typed by their JSON kind.
+// current attributes, typed by their JSON kind (a string with
+// AllowableValues is an Enumeration of them); a structured value
+// (kindJSON) gets no type, so it cannot be set.
 func registryFromAttributes(cur biosResource) *bmc.BIOSRegistry {
 	reg := &bmc.BIOSRegistry{ID: cur.registry}
 	for _, k := range slices.Sorted(maps.Keys(cur.attrs)) {
-		t := bmc.BIOSString
-		switch cur.kinds[k] {
-		case "number":
-			t = bmc.BIOSInteger
-		case "bool":
-			t = bmc.BIOSBoolean
+		def := bmc.BIOSAttributeDef{Name: k, Type: kindType(cur.kinds[k])}
+		if vs := cur.allowed[k]; def.Type == bmc.BIOSString && len(vs) > 0 {
+			def.Type, def.Values = bmc.BIOSEnumeration, slices.Clone(vs)
 		}
-		reg.Attributes = append(reg.Attributes, bmc.BIOSAttributeDef{Name: k, Type: t})
+		reg.Attributes = append(reg.Attributes, def)
 	}
 	return reg
+}
+
+// kindType is the registry type of a value of JSON kind k; "" (unknown)
+// for a structured value.
+func kindType(k string) bmc.BIOSAttributeType {
+	switch k {
+	case kindNumber:
+		return bmc.BIOSInteger
+	case kindBool:
+		return bmc.BIOSBoolean
+	case kindString:
+		return bmc.BIOSString
+	}
+	return ""
 }
 
 // SetBIOSAttributes implements [bmc.BIOSConfigurer]. It validates attrs
@@ -404,7 +578,8 @@ func (d *Driver) setBIOS(ctx context.Context, attrs bmc.BIOSAttributes) (bmc.BIO
 	}
 	pending := pendingOf(cur, settings)
 	send := map[string]any{}
-	for k, v := range attrs {
+	for _, k := range slices.Sorted(maps.Keys(attrs)) {
+		v := attrs[k]
 		next, ok := pending[k]
 		if !ok {
 			next = cur.attrs[k]
@@ -431,7 +606,7 @@ func (d *Driver) setBIOS(ctx context.Context, attrs bmc.BIOSAttributes) (bmc.BIO
 			return bmc.BIOSApply{}, fmt.Errorf("PATCH %s: %w", target, err)
 		}
 		if cur, settings, err = d.readBIOS(ctx); err != nil {
-			return bmc.BIOSApply{}, fmt.Errorf("read back: %w", err)
+			return bmc.BIOSApply{}, fmt.Errorf("read back after the PATCH: %w", err)
 		}
 		pending = pendingOf(cur, settings)
 	}
@@ -443,10 +618,10 @@ func (d *Driver) setBIOS(ctx context.Context, attrs bmc.BIOSAttributes) (bmc.BIO
 			res.RebootRequired = true
 		case cur.attrs[k] == v:
 			if _, other := pending[k]; other {
-				return res, bmc.Permanent(fmt.Errorf("the BMC applied %s=%q but still holds %q pending for it", k, v, pending[k]))
+				return res, bmc.Permanent(fmt.Errorf("the BMC applied %s=%s but still holds %s pending for it", k, quoteClip(v), quoteClip(pending[k])))
 			}
 		default:
-			return res, bmc.Permanent(fmt.Errorf("the BMC answered the PATCH but dropped %s=%q: it reads %q and %q pending", k, v, cur.attrs[k], pending[k]))
+			return res, bmc.Permanent(fmt.Errorf("the BMC answered the PATCH but dropped %s=%s: it reads %s and %s pending", k, quoteClip(v), quoteClip(cur.attrs[k]), quoteClip(pending[k])))
 		}
 	}
 	if len(pending) > 0 {
@@ -459,20 +634,18 @@ func (d *Driver) setBIOS(ctx context.Context, attrs bmc.BIOSAttributes) (bmc.BIO
 func (d *Driver) sysBIOSURI() string { return d.sys.Sub[subBios] }
 
 // biosJSON is the JSON value to send for attribute k: the registry's type,
-// else the current value's kind.
+// else the current value's kind. An attribute of no known type (a
+// structured value the registry does not type) is refused.
 func biosJSON(reg *bmc.BIOSRegistry, cur biosResource, k, v string) (any, error) {
-	t := bmc.BIOSString
+	var t bmc.BIOSAttributeType
 	if def, ok := reg.Lookup(k); ok {
 		t = def.Type
 	} else {
-		switch cur.kinds[k] {
-		case "number":
-			t = bmc.BIOSInteger
-		case "bool":
-			t = bmc.BIOSBoolean
-		}
+		t = kindType(cur.kinds[k])
 	}
 	switch t {
+	case "":
+		return nil, &bmc.BIOSAttributeError{Attribute: k, Value: v, Reason: "no type is known for it (a structured value no attribute registry types, or a registry entry without a Type), so it cannot be set"}
 	case bmc.BIOSInteger:
 		n, err := bmc.ParseBIOSInteger(v)
 		if err != nil {

@@ -152,6 +152,9 @@ func TestConformance(t *testing.T) {
 		// $expand.
 		{name: "BIOSImmediate", cfg: redfishtest.Config{BIOS: redfishtest.BIOSImmediate}},
 		{name: "BIOSFullSettingsCopyExpandQuery", cfg: redfishtest.Config{BIOS: redfishtest.BIOSFullSettingsCopy, ExpandQuery: true}},
+		// A registry file whose Location answers 404: the registry made from
+		// the current attributes (no enumerations, no read-only ones).
+		{name: "BIOSRegistryNotFound", cfg: redfishtest.Config{BIOSRegistryNotFound: true}},
 		// A BMC with neither inventory nor BIOS: bmc.ErrNotSupported.
 		{name: "NoInventoryNoBIOS", cfg: redfishtest.Config{BIOS: redfishtest.BIOSNone, Hardware: redfishtest.Hardware{None: true}},
 			suite: bmctest.Options{Unsupported: []bmctest.Capability{bmc.CapabilityBIOS}}},

@@ -90,6 +90,13 @@
 //     forgets its sessions as it restarts, so Close does not log out after.
 //   - Virtual media: the CD/DVD or USB device is found under the system or
 //     its managers; insert ejects first and reads back Inserted and Image.
+//     Actions go without If-Match; a device without InsertMedia/EjectMedia
+//     (older Lenovo XCC) is changed by a PATCH of Image and Inserted.
+//   - Links are followed, never built: the Systems and Managers
+//     collections come from the service root (HPE iLO's are lower-case).
+//   - A system without PowerState fails power calls at once (NotSupported);
+//     one reporting it null, transiently. docs/vendors.md lists the vendor
+//     quirks, what the driver does about each, and the test that shows it.
 //
 // # Errors
 //

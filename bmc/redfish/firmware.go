@@ -25,20 +25,58 @@ import (
 // multipart push where the BMC offers only that, followed through the
 // TaskService. See docs/firmware.md.
 
-// updateService is what the driver reads from the UpdateService.
+var _ bmc.FirmwareTaskLister = (*Driver)(nil)
+
+// updateService is what the driver reads from the UpdateService, and what
+// it learned about the BMC's firmware since (guarded by the Driver's mu,
+// which every call holds).
 type updateService struct {
 	uri        string
 	simple     string   // SimpleUpdate target, or ""
 	actionInfo string   // SimpleUpdate's @Redfish.ActionInfo, or ""
 	protocols  []string // TransferProtocol allowed values; nil: not stated
 	push       string   // MultipartHttpPushUri, or ""
-	inventory  string   // FirmwareInventory collection
+	// inventory is the FirmwareInventory collection, else the
+	// SoftwareInventory one (Intel), else "": never guessed.
+	inventory string
+	invName   string // "FirmwareInventory" or "SoftwareInventory"
+	// oemHpe: the UpdateService has Oem.Hpe (HPE iLO's update state).
+	oemHpe bool
+
+	// learned is what starts showed: whether the BMC names a task for
+	// the updates it starts (ListsFirmwareTasks).
+	learned taskLearning
+	// tasks is the TaskService's Tasks collection once read ("" when the
+	// BMC has none); tasksRead says it was.
+	tasks     string
+	tasksRead bool
+	// comps maps the system's firmware components to the URIs the BMC
+	// listed them at (firmwareinventory.go).
+	comps map[string]string
+	// systems is the number of systems the service lists, 0 until read.
+	systems int
 }
+
+// taskLearning is what the driver's starts showed about the BMC's tasks.
+type taskLearning int
+
+const (
+	learnedNothing taskLearning = iota
+	// learnedTasks: a start was answered with a task (or one was found
+	// by its image right after).
+	learnedTasks
+	// learnedNoTask: a start was accepted (2xx) with no task named and
+	// none found by its image.
+	learnedNoTask
+)
 
 // decodeUpdateService decodes an UpdateService document.
 func decodeUpdateService(uri string, b []byte) (*updateService, error) {
 	var doc struct {
 		FirmwareInventory struct {
+			ID string `json:"@odata.id"`
+		}
+		SoftwareInventory struct {
 			ID string `json:"@odata.id"`
 		}
 		MultipartHTTPPushURI string `json:"MultipartHttpPushUri"`
@@ -49,18 +87,42 @@ func decodeUpdateService(uri string, b []byte) (*updateService, error) {
 				Protocols  []string `json:"TransferProtocol@Redfish.AllowableValues"`
 			} `json:"#UpdateService.SimpleUpdate"`
 		}
+		Oem map[string]json.RawMessage
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return nil, bmc.Permanent(fmt.Errorf("GET %s: the BMC answered invalid JSON: %w", uri, err))
 	}
-	us := &updateService{uri: uri, push: pathOf(doc.MultipartHTTPPushURI), inventory: pathOf(doc.FirmwareInventory.ID)}
+	us := &updateService{uri: uri, push: pathOf(doc.MultipartHTTPPushURI), inventory: pathOf(doc.FirmwareInventory.ID), invName: "FirmwareInventory"}
 	if a := doc.Actions.SimpleUpdate; a != nil {
 		us.simple, us.actionInfo, us.protocols = pathOf(a.Target), pathOf(a.ActionInfo), a.Protocols
 	}
 	if us.inventory == "" {
-		us.inventory = strings.TrimRight(uri, "/") + "/FirmwareInventory"
+		us.inventory, us.invName = pathOf(doc.SoftwareInventory.ID), "SoftwareInventory"
 	}
+	_, hpe := doc.Oem["Hpe"]
+	_, hp := doc.Oem["Hp"]
+	us.oemHpe = hpe || hp
 	return us, nil
+}
+
+// hpeUpdates reports an HPE iLO, which runs updates outside its
+// TaskService and answers SimpleUpdate with no task: the UpdateService has
+// Oem.Hpe (or iLO 4's Oem.Hp), or the service root has, or the service
+// root's Vendor is HPE.
+func (d *Driver) hpeUpdates(us *updateService) bool {
+	if us.oemHpe {
+		return true
+	}
+	var root struct {
+		Vendor string
+		Oem    map[string]json.RawMessage
+	}
+	if json.Unmarshal(d.s.wire.serviceRoot(), &root) != nil {
+		return false
+	}
+	_, hpe := root.Oem["Hpe"]
+	_, hp := root.Oem["Hp"]
+	return hpe || hp || strings.EqualFold(root.Vendor, "HPE") || strings.EqualFold(root.Vendor, "Hewlett Packard Enterprise")
 }
 
 // rootLink is the @odata.id of a link of the service root, or "".
@@ -112,6 +174,14 @@ func (d *Driver) updateServiceDoc(ctx context.Context) (*updateService, error) {
 // the image's URI where the BMC offers it, else a multipart push of the
 // image, which the driver fetches and streams (Options.MaxFirmwareImage,
 // Options.FirmwareUploadTimeout). The request is sent once, never retried.
+// With img.Component set, Targets names the URI the BMC listed that
+// component at, among the system's firmware (see FirmwareVersion); a
+// component the system does not have is refused before the request. An
+// update the BMC accepts without naming a task (HPE iLO, BMCs without a
+// TaskService), and whose task is not found by its image right after, is
+// returned as a ref whose MonitorURI is the UpdateService: its status is
+// iLO's UpdateService.Oem.Hpe.State where the BMC has one, else Gone from
+// the start, and the component's version tells the rest.
 func (d *Driver) StartFirmwareUpdate(ctx context.Context, img bmc.FirmwareImage) (bmc.FirmwareTaskRef, error) {
 	const op = "start firmware update"
 	if err := img.Validate(); err != nil {
@@ -134,29 +204,50 @@ func (d *Driver) startUpdate(ctx context.Context, img bmc.FirmwareImage) (bmc.Fi
 	if err != nil {
 		return bmc.FirmwareTaskRef{}, err
 	}
+	if us.simple == "" && us.push == "" {
+		return bmc.FirmwareTaskRef{}, fmt.Errorf("the UpdateService %s offers neither SimpleUpdate nor MultipartHttpPushUri: %w", us.uri, bmc.ErrNotSupported)
+	}
 	var targets []string
 	if img.Component != "" {
-		targets = []string{strings.TrimRight(us.inventory, "/") + "/" + img.Component}
+		// Only a member the BMC listed, and the system's: never a
+		// guessed path, never another node's component.
+		m, err := d.firmwareMember(ctx, us, img.Component)
+		if err != nil {
+			return bmc.FirmwareTaskRef{}, fmt.Errorf("target of the update: %w", err)
+		}
+		targets = []string{m.uri}
 	}
 	var ref bmc.FirmwareTaskRef
-	switch {
-	case us.simple != "":
+	if us.simple != "" {
 		ref, err = d.simpleUpdate(ctx, us, img, targets)
-	case us.push != "":
+	} else {
 		ref, err = d.pushUpdate(ctx, us, img, targets)
-	default:
-		return ref, fmt.Errorf("the UpdateService %s offers neither SimpleUpdate nor MultipartHttpPushUri: %w", us.uri, bmc.ErrNotSupported)
 	}
-	if err != nil || !ref.IsZero() {
+	if err != nil {
 		return ref, err
 	}
-	// Accepted without naming a task (HPE iLO 5): look for it once.
-	ref, found, err := d.findUpdate(ctx, img)
-	if err != nil || !found {
-		return ref, bmc.Permanent(fmt.Errorf("the BMC accepted the update of %s but named no task to follow, and none of its tasks names the image; the update may be running: check the BMC before starting again",
-			bmc.RedactURL(img.URI)))
+	if !ref.IsZero() {
+		if us.learned == learnedNothing {
+			us.learned = learnedTasks
+		}
+		return ref, nil
 	}
-	return ref, nil
+	// Accepted (2xx) without naming a task (HPE iLO, BMCs without a
+	// TaskService): look for it once among the tasks; else the ref names
+	// the UpdateService, whose status tells what it can (iLO's
+	// Oem.Hpe.State) and the version the rest.
+	found, ok, ferr := d.findUpdate(ctx, img)
+	if ferr == nil && ok && found.TaskURI != "" {
+		if us.learned == learnedNothing {
+			us.learned = learnedTasks
+		}
+		return found, nil
+	}
+	us.learned = learnedNoTask
+	if ferr != nil {
+		d.logger(ctx).V(1).Info("the BMC accepted the firmware update without naming a task; looking for it failed", "image", bmc.RedactURL(img.URI), "error", ferr.Error())
+	}
+	return bmc.FirmwareTaskRef{MonitorURI: us.uri}, nil
 }
 
 func (d *Driver) simpleUpdate(ctx context.Context, us *updateService, img bmc.FirmwareImage, targets []string) (bmc.FirmwareTaskRef, error) {
@@ -500,14 +591,25 @@ func (d *Driver) FirmwareUpdateStatus(ctx context.Context, ref bmc.FirmwareTaskR
 }
 
 func (d *Driver) taskStatus(ctx context.Context, ref bmc.FirmwareTaskRef) (bmc.FirmwareTaskStatus, error) {
+	if ref.TaskURI == "" && samePath(ref.MonitorURI, d.rootLink("UpdateService")) {
+		// An update the BMC accepted without naming a task.
+		return d.updateState(ctx, pathOf(ref.MonitorURI))
+	}
 	uri, monitor := ref.TaskURI, false
 	if uri == "" && ref.MonitorURI != "" {
 		uri, monitor = ref.MonitorURI, true
 	}
 	if uri == "" {
-		tasks, err := d.tasksURI(ctx)
+		us, err := d.updateServiceDoc(ctx)
 		if err != nil {
 			return bmc.FirmwareTaskStatus{}, err
+		}
+		tasks, err := d.tasksCollection(ctx, us)
+		if err != nil {
+			return bmc.FirmwareTaskStatus{}, err
+		}
+		if tasks == "" {
+			return bmc.FirmwareTaskStatus{}, fmt.Errorf("the ref names only task %q, and the BMC has no TaskService to find it in: %w", shorten(ref.TaskID), bmc.ErrNotSupported)
 		}
 		uri = strings.TrimRight(tasks, "/") + "/" + url.PathEscape(ref.TaskID)
 	}
@@ -541,27 +643,78 @@ func (d *Driver) taskStatus(ctx context.Context, ref bmc.FirmwareTaskRef) (bmc.F
 	return t.status(), nil
 }
 
-// tasksURI is the TaskService's Tasks collection.
-func (d *Driver) tasksURI(ctx context.Context) (string, error) {
+// tasksCollection is the TaskService's Tasks collection, read once per
+// driver: "" when the service root links no TaskService, the TaskService
+// answers 404, or it links no Tasks collection (never guessed).
+func (d *Driver) tasksCollection(ctx context.Context, us *updateService) (string, error) {
+	if us.tasksRead {
+		return us.tasks, nil
+	}
 	svc := d.rootLink("Tasks")
-	if svc == "" {
-		return "", fmt.Errorf("the service root names no TaskService: %w", bmc.ErrNotSupported)
-	}
-	var doc struct {
-		Tasks struct {
-			ID string `json:"@odata.id"`
+	if svc != "" {
+		var doc struct {
+			Tasks struct {
+				ID string `json:"@odata.id"`
+			}
+		}
+		if _, err := d.getJSON(ctx, svc, &doc); err != nil {
+			if !notFound(err) {
+				return "", fmt.Errorf("read TaskService: %w", err)
+			}
+		} else {
+			us.tasks = pathOf(doc.Tasks.ID)
 		}
 	}
-	if _, err := d.getJSON(ctx, svc, &doc); err != nil {
+	us.tasksRead = true
+	return us.tasks, nil
+}
+
+// updateState reads the state of an update the BMC accepted without
+// naming a task, from its UpdateService (one GET): HPE iLO's
+// Oem.Hpe.State and FlashProgressPercent. States Idle, Uploading,
+// Verifying, Writing, Updating, Complete and Error (iLO 5): Complete is
+// Completed, Error Failed, Idle (no update in progress, or not yet) Gone,
+// any other Running. Without that state the update is Gone from the
+// start: only the component's version tells.
+func (d *Driver) updateState(ctx context.Context, uri string) (bmc.FirmwareTaskStatus, error) {
+	var raw json.RawMessage
+	if _, err := d.getJSON(ctx, uri, &raw); err != nil {
 		if notFound(err) {
-			return "", fmt.Errorf("GET %s: %w (%w)", svc, bmc.ErrNotSupported, err)
+			return bmc.FirmwareTaskStatus{State: bmc.FirmwareTaskGone, Percent: -1}, nil
 		}
-		return "", fmt.Errorf("read TaskService: %w", err)
+		return bmc.FirmwareTaskStatus{}, err
 	}
-	if doc.Tasks.ID == "" {
-		return strings.TrimRight(svc, "/") + "/Tasks", nil
+	return hpeUpdateStatus(raw), nil
+}
+
+// hpeUpdateStatus maps an UpdateService document's Oem.Hpe update state.
+func hpeUpdateStatus(b []byte) bmc.FirmwareTaskStatus {
+	var doc struct {
+		Oem struct {
+			Hpe map[string]json.RawMessage
+		}
 	}
-	return pathOf(doc.Tasks.ID), nil
+	_ = json.Unmarshal(b, &doc) // an UpdateService without the state is Gone
+	var state string
+	_ = json.Unmarshal(doc.Oem.Hpe["State"], &state)
+	st := bmc.FirmwareTaskStatus{State: bmc.FirmwareTaskRunning, Percent: -1}
+	var pct float64
+	if json.Unmarshal(doc.Oem.Hpe["FlashProgressPercent"], &pct) == nil && pct >= 0 && pct <= 100 {
+		st.Percent = int(pct)
+	}
+	switch {
+	case state == "":
+		return bmc.FirmwareTaskStatus{State: bmc.FirmwareTaskGone, Percent: -1, Messages: []string{
+			"the BMC named no task for the update and reports no update state: only the component's version tells"}}
+	case strings.EqualFold(state, "Idle"):
+		st.State, st.Percent = bmc.FirmwareTaskGone, -1
+	case strings.EqualFold(state, "Complete"):
+		st.State, st.Percent = bmc.FirmwareTaskCompleted, 100
+	case strings.EqualFold(state, "Error"):
+		st.State = bmc.FirmwareTaskFailed
+	}
+	st.Messages = []string{"UpdateService.Oem.Hpe.State: " + shorten(redactURLs(state))}
+	return st
 }
 
 // maxTasksSearched bounds FindFirmwareUpdate: the newest tasks listed.
@@ -569,7 +722,13 @@ const maxTasksSearched = 64
 
 // FindFirmwareUpdate implements [bmc.FirmwareUpdater]: it reads the
 // newest 64 tasks of the TaskService and matches them to img (see
-// docs/firmware.md).
+// docs/firmware.md). A BMC without a TaskService (or whose TaskService
+// links no Tasks collection, or answers 404) has no task to find: found
+// is false, not an error. On HPE iLO, which runs updates outside its
+// TaskService, an update in progress (UpdateService.Oem.Hpe.State other
+// than Idle, Complete and Error) is found whatever its image, as a running
+// multipart push is: the ref names the UpdateService, and the version
+// verifies which image it was.
 func (d *Driver) FindFirmwareUpdate(ctx context.Context, img bmc.FirmwareImage) (bmc.FirmwareTaskRef, bool, error) {
 	const op = "find firmware update task"
 	if err := img.Validate(); err != nil {
@@ -592,13 +751,16 @@ func (d *Driver) findUpdate(ctx context.Context, img bmc.FirmwareImage) (bmc.Fir
 	if err != nil {
 		return bmc.FirmwareTaskRef{}, false, err
 	}
-	tasks, err := d.tasksURI(ctx)
+	tasks, err := d.tasksCollection(ctx, us)
 	if err != nil {
 		return bmc.FirmwareTaskRef{}, false, err
 	}
-	members, err := d.collection(ctx, tasks)
-	if err != nil {
-		return bmc.FirmwareTaskRef{}, false, fmt.Errorf("list tasks %s: %w", tasks, err)
+	var members []string
+	if tasks != "" {
+		members, err = d.collection(ctx, tasks)
+		if err != nil && !notFound(err) {
+			return bmc.FirmwareTaskRef{}, false, fmt.Errorf("list tasks %s: %w", tasks, err)
+		}
 	}
 	slices.SortStableFunc(members, func(a, b string) int { return compareTaskIDs(path.Base(a), path.Base(b)) })
 	if len(members) > maxTasksSearched {
@@ -629,6 +791,17 @@ func (d *Driver) findUpdate(ctx context.Context, img bmc.FirmwareImage) (bmc.Fir
 		if running {
 			break
 		}
+	}
+	if bestRunning || !d.hpeUpdates(us) {
+		return best, found, nil
+	}
+	// iLO: an update it runs outside the TaskService, still running.
+	st, err := d.updateState(ctx, us.uri)
+	if err != nil {
+		return bmc.FirmwareTaskRef{}, false, fmt.Errorf("read the update state of %s: %w", us.uri, err)
+	}
+	if st.State == bmc.FirmwareTaskRunning {
+		return bmc.FirmwareTaskRef{MonitorURI: us.uri}, true, nil
 	}
 	return best, found, nil
 }
@@ -673,13 +846,20 @@ func compareTaskIDs(a, b string) int {
 	return 0 // keep the listing's order
 }
 
-// FirmwareVersion implements [bmc.FirmwareUpdater]: one GET of the
-// component's firmware inventory member; the collection is listed only to
-// name the components when it is not there.
+// FirmwareVersion implements [bmc.FirmwareUpdater]: the Version of the
+// system's firmware inventory member whose Id is component, in
+// UpdateService.FirmwareInventory, else UpdateService.SoftwareInventory
+// (Intel). Once the driver found the member, one GET of the URI the BMC
+// listed it at; the first time, the collection is listed and its members
+// read until one has that Id (the one named like it first). A member of
+// another system of a multi-node BMC (its RelatedItem names other systems
+// only) is not the system's: unknown, like a component the inventory does
+// not have, a permanent error naming it and the system's components. An
+// UpdateService naming neither inventory: ErrNotSupported.
 func (d *Driver) FirmwareVersion(ctx context.Context, component string) (string, error) {
-	op := fmt.Sprintf("read firmware version of %q", component)
+	op := fmt.Sprintf("read firmware version of %q", shorten(component))
 	if component == "" || strings.ContainsAny(component, "/?#") {
-		return "", d.opErr(op, bmc.Permanent(fmt.Errorf("component %q: want a firmware inventory ID", component)))
+		return "", d.opErr(op, bmc.Permanent(fmt.Errorf("component %q: want a firmware inventory ID", shorten(component))))
 	}
 	done, err := d.begin()
 	if err != nil {
@@ -690,22 +870,66 @@ func (d *Driver) FirmwareVersion(ctx context.Context, component string) (string,
 	if err != nil {
 		return "", d.opErr(op, err)
 	}
-	uri := strings.TrimRight(us.inventory, "/") + "/" + url.PathEscape(component)
-	var doc struct{ Version string }
-	_, err = d.getJSON(ctx, uri, &doc)
-	if notFound(err) {
-		members, lerr := d.collection(ctx, us.inventory)
-		if lerr != nil {
-			return "", d.opErr(op, fmt.Errorf("list firmware inventory %s: %w", us.inventory, lerr))
-		}
-		ids := make([]string, 0, len(members))
-		for _, m := range members {
-			ids = append(ids, path.Base(strings.TrimRight(m, "/")))
-		}
-		return "", d.opErr(op, bmc.Permanent(fmt.Errorf("the firmware inventory %s has no component %q (it has: %s)", us.inventory, component, list(ids))))
-	}
+	m, err := d.firmwareMember(ctx, us, component)
 	if err != nil {
 		return "", d.opErr(op, err)
 	}
-	return doc.Version, nil
+	return m.Version, nil
+}
+
+// ListsFirmwareTasks implements [bmc.FirmwareTaskLister]: whether every
+// update this BMC starts is a task FindFirmwareUpdate can find. In order:
+//
+//  1. What this driver's starts showed: false once a start was accepted
+//     (2xx) without naming a task and none of the tasks named its image
+//     right after; else true once a start was answered with a task (or its
+//     task was found that way).
+//  2. False on HPE iLO, which answers SimpleUpdate with no task and runs
+//     the update outside its TaskService (UpdateService.Oem.Hpe.State): the
+//     UpdateService or the service root has Oem.Hpe (or Oem.Hp), or the
+//     service root's Vendor is HPE.
+//  3. True when the service root links a TaskService whose document links
+//     a Tasks collection that answers a GET; false when there is none (no
+//     link, or 404).
+//
+// A BMC without an UpdateService: an error wrapping ErrNotSupported.
+// Transient failures reading the service are errors. It changes nothing.
+func (d *Driver) ListsFirmwareTasks(ctx context.Context) (bool, error) {
+	const op = "tell whether the BMC lists firmware tasks"
+	done, err := d.begin()
+	if err != nil {
+		return false, d.opErr(op, err)
+	}
+	defer done()
+	us, err := d.updateServiceDoc(ctx)
+	if err != nil {
+		return false, d.opErr(op, err)
+	}
+	switch {
+	case us.learned == learnedNoTask:
+		return false, nil
+	case us.learned == learnedTasks:
+		return true, nil
+	case d.hpeUpdates(us):
+		return false, nil
+	}
+	tasks, err := d.tasksCollection(ctx, us)
+	if err != nil || tasks == "" {
+		return false, d.opErrOrNil(op, err)
+	}
+	if _, err := d.collection(ctx, tasks); err != nil {
+		if notFound(err) {
+			return false, nil
+		}
+		return false, d.opErr(op, fmt.Errorf("list tasks %s: %w", tasks, err))
+	}
+	return true, nil
+}
+
+// opErrOrNil is opErr, or nil for a nil err.
+func (d *Driver) opErrOrNil(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return d.opErr(op, err)
 }

@@ -1,6 +1,8 @@
 package redfish
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,20 +79,129 @@ func FuzzDecodeUpdateService(f *testing.F) {
 	f.Add([]byte(`{"Actions":{"#UpdateService.SimpleUpdate":{"target":"https://bmc/x","@Redfish.ActionInfo":"/redfish/v1/UpdateService/SimpleUpdateActionInfo"}}}`))
 	f.Add([]byte(`{"HttpPushUri":"/redfish/v1/UpdateService/update"}`))
 	f.Add([]byte(`{"Actions":{"#UpdateService.SimpleUpdate":null}}`))
+	// Intel: SoftwareInventory only. HPE iLO 5: Oem.Hpe with the state.
+	f.Add([]byte(`{"@odata.id":"/redfish/v1/UpdateService","SoftwareInventory":{"@odata.id":"/redfish/v1/UpdateService/SoftwareInventory"},"Actions":{"#UpdateService.SimpleUpdate":{"target":"/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate"}}}`))
+	f.Add([]byte(`{"@odata.id":"/redfish/v1/updateservice/","FirmwareInventory":{"@odata.id":"/redfish/v1/updateservice/firmwareinventory/"},"Oem":{"Hpe":{"State":"Writing","FlashProgressPercent":42}}}`))
+	f.Add([]byte(`{"FirmwareInventory":{"@odata.id":"https://bmc/fw"},"SoftwareInventory":{"@odata.id":"/sw"},"Oem":{"Hpe":null}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		us, err := decodeUpdateService("/redfish/v1/UpdateService", b)
 		if err != nil {
 			return
 		}
-		if us.inventory == "" {
-			t.Fatal("no inventory URI")
+		var doc struct {
+			FirmwareInventory, SoftwareInventory struct {
+				ID string `json:"@odata.id"`
+			}
+		}
+		_ = json.Unmarshal(b, &doc)
+		// The inventory is the one the document names, never guessed.
+		switch want := pathOf(doc.FirmwareInventory.ID); {
+		case want != "" && (us.inventory != want || us.invName != "FirmwareInventory"):
+			t.Fatalf("inventory %q (%s), the document names FirmwareInventory %q", us.inventory, us.invName, want)
+		case want == "" && us.inventory != pathOf(doc.SoftwareInventory.ID):
+			t.Fatalf("inventory %q, the document names SoftwareInventory %q and no FirmwareInventory", us.inventory, doc.SoftwareInventory.ID)
 		}
 		for _, p := range []string{us.simple, us.push, us.actionInfo, us.inventory} {
 			if strings.Contains(p, "://") {
 				t.Fatalf("an absolute URI was kept: %q", p)
 			}
 		}
+		st := hpeUpdateStatus(b)
+		if st.Percent < -1 || st.Percent > 100 || len(st.Messages) > bmc.MaxFirmwareMessages {
+			t.Fatalf("update state out of bounds: %+v", st)
+		}
+		for _, m := range st.Messages {
+			if len(m) > 300 {
+				t.Fatalf("unbounded message: %d bytes", len(m))
+			}
+		}
 	})
+}
+
+// Real shapes of firmware inventory members: Intel's SoftwareInventory, an
+// HPE Cray EX4252 node BIOS and BMC (RelatedItem), an iLO 5 member, and
+// broken or odd RelatedItems.
+var firmwareMemberSeeds = []string{
+	`{"@odata.id":"/redfish/v1/UpdateService/SoftwareInventory/bios_active","@odata.type":"#SoftwareInventory.v1_1_0.SoftwareInventory","Id":"bios_active","Name":"BIOS","Version":"SE5C620.86B.02.01.0012","Updateable":true}`,
+	`{"@odata.id":"/redfish/v1/UpdateService/FirmwareInventory/Node1.BIOS","Id":"Node1.BIOS","Name":"Node1.BIOS","Version":"ex425.bios-1.4.2","RelatedItem":[{"@odata.id":"/redfish/v1/Systems/Node1"}],"RelatedItem@odata.count":1}`,
+	`{"@odata.id":"/redfish/v1/UpdateService/FirmwareInventory/BMC","Id":"BMC","Version":"nc.1.9.3","RelatedItem":[{"@odata.id":"/redfish/v1/Managers/BMC"},{"@odata.id":"/redfish/v1/Chassis/Enclosure"}]}`,
+	`{"@odata.id":"/redfish/v1/UpdateService/FirmwareInventory/Node0.CPU","Id":"Node0.CPU","RelatedItem":[{"@odata.id":"https://10.0.0.1/redfish/v1/Systems/Node0/Processors/CPU0"},{"@odata.id":"/redfish/v1/systems/node0"}]}`,
+	`{"@odata.id":"/redfish/v1/UpdateService/FirmwareInventory/1/","Id":"1","Name":"iLO 5","Version":"2.44 Jan 28 2021","Updateable":true}`,
+	`{"Id":"x","RelatedItem":{"@odata.id":"/redfish/v1/Systems/1"}}`, `{"RelatedItem":[null,7,{"@odata.id":7}]}`,
+	`{"RelatedItem":[{"@odata.id":"/redfish/v1/Systems"},{"@odata.id":"/redfish/v1/Systems/"}]}`, `null`, `[]`,
+}
+
+func FuzzDecodeFirmwareMember(f *testing.F) {
+	for _, s := range firmwareMemberSeeds {
+		f.Add([]byte(s), "/redfish/v1/UpdateService/FirmwareInventory/listed")
+	}
+	f.Fuzz(func(t *testing.T, b []byte, listed string) {
+		m, err := decodeFirmwareMember(b, listed)
+		inline, ierr := decodeFirmwareMember(b, "")
+		c, cerr := decodeSoftwareInventory(b)
+		if (err == nil) != (cerr == nil) || (ierr == nil) != (cerr == nil) || (cerr == nil && c != inline.FirmwareComponent) {
+			t.Fatalf("decodeSoftwareInventory %+v %v, decodeFirmwareMember %+v %v", c, cerr, inline.FirmwareComponent, ierr)
+		}
+		if err != nil {
+			if bmc.IsTransient(err) {
+				t.Fatalf("a bad member decodes to a transient error: %v", err)
+			}
+			return
+		}
+		if strings.Contains(m.uri, "://") {
+			t.Fatalf("an absolute URI was kept: %q", m.uri)
+		}
+		for i, s := range m.systems {
+			if s == "" || strings.Contains(s, "://") || strings.ContainsAny(s, "?#") || systemOf(s) != s {
+				t.Fatalf("system %q is not a system path", s)
+			}
+			for _, o := range m.systems[:i] {
+				if sameSystem(o, s) {
+					t.Fatalf("system %q named twice: %v", s, m.systems)
+				}
+			}
+		}
+	})
+}
+
+func TestDecodeFirmwareMemberShapes(t *testing.T) {
+	for _, c := range []struct {
+		seed    int
+		id      string
+		systems []string
+	}{
+		{0, "bios_active", nil},
+		{1, "Node1.BIOS", []string{"/redfish/v1/Systems/Node1"}},
+		{2, "BMC", nil},
+		{3, "Node0.CPU", []string{"/redfish/v1/Systems/Node0"}},
+		{4, "1", nil},
+		{5, "x", nil}, // a RelatedItem that is not a list: none
+		{7, "listed", nil},
+	} {
+		m, err := decodeFirmwareMember([]byte(firmwareMemberSeeds[c.seed]), "/redfish/v1/UpdateService/FirmwareInventory/listed")
+		if err != nil || m.ID != c.id || !slices.Equal(m.systems, c.systems) {
+			t.Errorf("seed %d: %+v %v; want Id %q, systems %v", c.seed, m, err, c.id, c.systems)
+		}
+	}
+	if m, _ := decodeFirmwareMember([]byte(firmwareMemberSeeds[4]), ""); m.uri != "/redfish/v1/UpdateService/FirmwareInventory/1/" {
+		t.Errorf("iLO member URI %q", m.uri)
+	}
+	for _, c := range []struct {
+		doc   string
+		state bmc.FirmwareTaskState
+		pct   int
+	}{
+		{`{"Oem":{"Hpe":{"State":"Writing","FlashProgressPercent":42}}}`, bmc.FirmwareTaskRunning, 42},
+		{`{"Oem":{"Hpe":{"State":"Complete","FlashProgressPercent":null}}}`, bmc.FirmwareTaskCompleted, 100},
+		{`{"Oem":{"Hpe":{"State":"Error"}}}`, bmc.FirmwareTaskFailed, -1},
+		{`{"Oem":{"Hpe":{"State":"Idle","FlashProgressPercent":0}}}`, bmc.FirmwareTaskGone, -1},
+		{`{"Id":"UpdateService"}`, bmc.FirmwareTaskGone, -1},
+		{`{"Oem":{"Hpe":{"State":7}}}`, bmc.FirmwareTaskGone, -1},
+	} {
+		if st := hpeUpdateStatus([]byte(c.doc)); st.State != c.state || st.Percent != c.pct || len(st.Messages) != 1 {
+			t.Errorf("%s: %+v; want %s at %d%%, one message", c.doc, st, c.state, c.pct)
+		}
+	}
 }
 
 func FuzzTaskRefFrom(f *testing.F) {

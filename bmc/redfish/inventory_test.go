@@ -2,8 +2,10 @@ package redfish_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -85,7 +87,10 @@ func TestInventoryRequests(t *testing.T) {
 				// UpdateService, the collection and each member: the
 				// simulator's FirmwareInventory does not expand, and the
 				// driver reads members that come as links one by one.
-				want += 2 + int64(len(fw))
+				// Plus the Systems collection, once per driver: no member
+				// has a RelatedItem, so only the number of systems tells
+				// whether they are shared (docs/firmware.md).
+				want += 3 + int64(len(fw))
 			}
 			if reqs != want {
 				t.Errorf("Inventory took %d requests, want %d: %v", reqs, want, paths)
@@ -128,5 +133,218 @@ func TestInventoryBoundedAndUnsupported(t *testing.T) {
 	want := []bmc.InventorySection{bmc.InventoryProcessors, bmc.InventoryMemory, bmc.InventoryStorage, bmc.InventoryNetwork}
 	if !reflect.DeepEqual(inv.Unsupported, want) || inv.System.SerialNumber == "" || len(inv.Processors) > 0 {
 		t.Fatalf("Inventory of a system without inventory = %+v; want identity only, Unsupported %v", inv, want)
+	}
+}
+
+// checkGaps checks inv.Unreadable against want (section, path and the
+// start of the reason, in order) and that every entry is one line and
+// names no host, scheme or credentials.
+func checkGaps(t *testing.T, srv *redfishtest.Server, inv bmc.Inventory, want []bmc.InventoryGap) {
+	t.Helper()
+	if len(inv.Unreadable) != len(want) {
+		t.Fatalf("Unreadable = %+v\nwant %+v", inv.Unreadable, want)
+	}
+	host := strings.TrimPrefix(strings.TrimPrefix(srv.URL(), "https://"), "http://")
+	for i, g := range inv.Unreadable {
+		w := want[i]
+		if g.Section != w.Section || g.Path != w.Path || !strings.HasPrefix(g.Reason, w.Reason) {
+			t.Errorf("Unreadable[%d] = %+v, want section %s, path %s, reason %q...", i, g, w.Section, w.Path, w.Reason)
+		}
+		for _, bad := range []string{"://", host, srv.Credentials().Password, "\n", "\r"} {
+			if strings.Contains(g.Path, bad) || strings.Contains(g.Reason, bad) {
+				t.Errorf("Unreadable[%d] = %+v carries %q", i, g, bad)
+			}
+		}
+	}
+}
+
+// TestInventoryUnreadable: a drive that answers 404 (hot-removed), one
+// that answers 500 after every retry, a DIMM whose document does not fit
+// its schema and a whole collection (EthernetInterfaces) answering 500 do
+// not fail the inventory: everything else is read, and each of them is
+// listed in Inventory.Unreadable with its section, its path and a one-line
+// reason; the network section is unreadable, not unsupported. Per member
+// and with $expand (where the DIMM comes inline and the stale drive as a
+// link).
+func TestInventoryUnreadable(t *testing.T) {
+	for _, expand := range []bool{false, true} {
+		name := map[bool]string{false: "PerMember", true: "ExpandQuery"}[expand]
+		t.Run(name, func(t *testing.T) {
+			const sys = "/redfish/v1/Systems/2"
+			cfg := redfishtest.Config{Systems: 3, ExpandQuery: expand, Hardware: redfishtest.Hardware{
+				Drives: 3, StaleMembers: []string{"Storage/1/Drives/Disk2"}, InvalidMembers: []string{"Memory/DIMM3"}}}
+			cfg.Faults.Func = func(method, path string) redfishtest.Fault {
+				if path == sys+"/Storage/1/Drives/Disk3" || path == sys+"/EthernetInterfaces" {
+					return redfishtest.Fault500
+				}
+				return redfishtest.FaultNone
+			}
+			srv, drv := dialSim(t, cfg, testOptions(), "2", false)
+			inv, err := drv.Inventory(t.Context())
+			if err != nil {
+				t.Fatalf("Inventory: %v; want the rest of the inventory, the unreadable resources listed", err)
+			}
+			inventoryFirmware(&inv)
+			gaps := inv.Unreadable
+			inv.Unreadable = nil
+			want := wantInventory(2)
+			want.Memory = slices.Delete(want.Memory, 2, 3)
+			want.Drives = want.Drives[:1]
+			want.NetworkInterfaces = nil
+			if !reflect.DeepEqual(inv, want) {
+				t.Fatalf("Inventory =\n%+v\nwant\n%+v", inv, want)
+			}
+			inv.Unreadable = gaps
+			checkGaps(t, srv, inv, []bmc.InventoryGap{
+				{Section: bmc.InventoryMemory, Path: sys + "/Memory/DIMM3", Reason: "invalid Memory: json: cannot unmarshal number"},
+				{Section: bmc.InventoryStorage, Path: sys + "/Storage/1/Drives/Disk2", Reason: "HTTP 404 Not Found: Base.1.8.ResourceMissingAtURI"},
+				{Section: bmc.InventoryStorage, Path: sys + "/Storage/1/Drives/Disk3", Reason: "HTTP 500 Internal Server Error"},
+				{Section: bmc.InventoryNetwork, Path: sys + "/EthernetInterfaces", Reason: "HTTP 500 Internal Server Error"},
+			})
+		})
+	}
+}
+
+// TestInventoryFailsWhole: what is not one resource's failure still fails
+// the whole call, with nothing partial returned: the system itself
+// answering 503 (transient), a drive whose connection is reset on every
+// try (transient: the BMC did not answer), a member answering 401 even
+// after a new login (bmc.ErrUnauthorized), and a ctx cancelled while
+// members are read.
+func TestInventoryFailsWhole(t *testing.T) {
+	const sys = "/redfish/v1/Systems/1"
+	for _, tc := range []struct {
+		name  string
+		fault func(srv *redfishtest.Server, cancel context.CancelFunc) func(method, path string) redfishtest.Fault
+		check func(error) bool
+	}{
+		{"System503", func(*redfishtest.Server, context.CancelFunc) func(string, string) redfishtest.Fault {
+			return func(_, path string) redfishtest.Fault {
+				if path == sys {
+					return redfishtest.Fault503
+				}
+				return redfishtest.FaultNone
+			}
+		}, bmc.IsTransient},
+		{"DriveConnectionReset", func(*redfishtest.Server, context.CancelFunc) func(string, string) redfishtest.Fault {
+			return func(_, path string) redfishtest.Fault {
+				if path == sys+"/Storage/1/Drives/Disk1" {
+					return redfishtest.FaultReset
+				}
+				return redfishtest.FaultNone
+			}
+		}, bmc.IsTransient},
+		{"Member401", func(srv *redfishtest.Server, _ context.CancelFunc) func(string, string) redfishtest.Fault {
+			return func(_, path string) redfishtest.Fault {
+				if path == sys+"/Memory/DIMM2" {
+					srv.ExpireSessions()
+				}
+				return redfishtest.FaultNone
+			}
+		}, func(err error) bool { return errors.Is(err, bmc.ErrUnauthorized) }},
+		{"CancelledWhileReadingMembers", func(_ *redfishtest.Server, cancel context.CancelFunc) func(string, string) redfishtest.Fault {
+			return func(_, path string) redfishtest.Fault {
+				if path == sys+"/Processors/CPU2" {
+					cancel()
+				}
+				return redfishtest.FaultNone
+			}
+		}, func(err error) bool { return errors.Is(err, context.Canceled) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, drv := dialSim(t, redfishtest.Config{}, testOptions(), "", false)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			srv.SetFaults(0, tc.fault(srv, cancel))
+			inv, err := drv.Inventory(ctx)
+			if err == nil || !tc.check(err) {
+				t.Fatalf("Inventory: %+v, %v; want the whole call to fail as before", inv, err)
+			}
+			if !reflect.DeepEqual(inv, bmc.Inventory{}) {
+				t.Fatalf("a failed Inventory returned %+v", inv)
+			}
+			if s := err.Error(); strings.Contains(s, srv.Credentials().Password) || strings.Contains(s, "\n") {
+				t.Fatalf("error %q: want one line, no password", s)
+			}
+		})
+	}
+}
+
+// TestInventoryPlaceholders: placeholders are no values. MACs "Not
+// Available" (HPE Cray EX), "00:00:00:00:00:00" and " N/A " read as no MAC
+// (the permanent MAC when the BMC knows it), a space-padded processor
+// model is trimmed; real values are kept. On the Cray EX personality too.
+func TestInventoryPlaceholders(t *testing.T) {
+	const padded = "AMD EPYC 7763 64-Core Processor                "
+	cfg := redfishtest.Config{Hardware: redfishtest.Hardware{EthernetInterfaces: 4,
+		MACAddresses: []string{"Not Available", "00:00:00:00:00:00", " N/A "},
+		CPU:          redfishtest.ProcessorInfo{Manufacturer: "Advanced Micro Devices, Inc.", Model: padded}}}
+	_, drv := dialSim(t, cfg, testOptions(), "", false)
+	inv, err := drv.Inventory(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var macs []string
+	for _, n := range inv.NetworkInterfaces {
+		macs = append(macs, n.MACAddress)
+	}
+	if want := []string{"", "", "", strings.ToLower(redfishtest.SystemMAC(1, 4))}; !reflect.DeepEqual(macs, want) {
+		t.Errorf("MACs %q, want %q", macs, want)
+	}
+	for _, p := range inv.Processors {
+		if p.Model != strings.TrimSpace(padded) || p.Manufacturer != "Advanced Micro Devices, Inc." {
+			t.Errorf("processor %s: model %q by %q, want %q", p.ID, p.Model, p.Manufacturer, strings.TrimSpace(padded))
+		}
+	}
+
+	_, drv = dialSim(t, redfishtest.VendorConfig(redfishtest.VendorCrayEX), testOptions(), "1", false)
+	inv, err = drv.Inventory(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inv.NetworkInterfaces) != 2 || inv.NetworkInterfaces[0].MACAddress != "" || inv.NetworkInterfaces[1].MACAddress != strings.ToLower(redfishtest.SystemMAC(1, 2)) {
+		t.Errorf("Cray EX NICs %+v: want NIC1 without a MAC (\"Not Available\"), NIC2 %s", inv.NetworkInterfaces, strings.ToLower(redfishtest.SystemMAC(1, 2)))
+	}
+	if len(inv.Processors) == 0 || inv.Processors[0].Model != strings.TrimSpace(redfishtest.CrayEXCPUModel) {
+		t.Errorf("Cray EX processors %+v: want the model %q, trimmed", inv.Processors, strings.TrimSpace(redfishtest.CrayEXCPUModel))
+	}
+}
+
+// TestInventoryAccelerators: a Cray EX235a node's 8 GPUs, members of the
+// system's Processors with ProcessorType GPU, are listed as accelerators,
+// and the CPUs alone as processors (counting processors counts CPUs);
+// per member and with $expand.
+func TestInventoryAccelerators(t *testing.T) {
+	for _, expand := range []bool{false, true} {
+		name := map[bool]string{false: "PerMember", true: "ExpandQuery"}[expand]
+		t.Run(name, func(t *testing.T) {
+			cfg := redfishtest.VendorConfig(redfishtest.VendorCrayEX)
+			cfg.ExpandQuery = expand
+			_, drv := dialSim(t, cfg, testOptions(), "1", false)
+			inv, err := drv.Inventory(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cpus []string
+			for _, p := range inv.Processors {
+				cpus = append(cpus, p.ID)
+			}
+			if want := []string{"CPU1", "CPU2"}; !reflect.DeepEqual(cpus, want) {
+				t.Errorf("processors %q, want the CPUs only, %q", cpus, want)
+			}
+			if len(inv.Accelerators) != 8 {
+				t.Fatalf("%d accelerators %+v, want 8 GPUs", len(inv.Accelerators), inv.Accelerators)
+			}
+			for i, a := range inv.Accelerators {
+				want := bmc.Accelerator{ID: "GPU" + strconv.Itoa(i+1), Type: "GPU", Manufacturer: "AMD", Model: "AMD Instinct MI200",
+					SerialNumber: "G0001" + strconv.Itoa(i+1)}
+				if a != want {
+					t.Errorf("accelerator %d = %+v, want %+v", i, a, want)
+				}
+			}
+			if len(inv.Unreadable) > 0 || slices.Contains(inv.Unsupported, bmc.InventoryProcessors) {
+				t.Errorf("Unreadable %+v, Unsupported %v: want neither to name processors", inv.Unreadable, inv.Unsupported)
+			}
+		})
 	}
 }

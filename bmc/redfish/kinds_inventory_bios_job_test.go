@@ -4,6 +4,7 @@ package redfish_test
 // Redfish driver against redfishtest, over HTTP.
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -110,4 +111,75 @@ func TestBIOSStepper(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireSucceeded(t, j)
+}
+
+// Cray EX (object-valued attributes, some structured, no registry) through
+// the Runner: the read stores every attribute; an unknown attribute and a
+// structured one of unknown type fail the task as InvalidSpec, naming it,
+// with no change sent; a typed one is set, applied by the cycle and
+// verified.
+func TestBIOSJobCrayEX(t *testing.T) {
+	srv := redfishtest.NewServer(redfishtest.VendorConfig(redfishtest.VendorCrayEX))
+	t.Cleanup(srv.Close)
+	srv.SetPower("1", "On")
+
+	j := runJob(t, oneTask(srv, task.Spec{BIOS: &task.BIOSAction{}}), srv.Credentials(), testOptions())
+	requireSucceeded(t, j)
+	if st := j.Status.Tasks[0].BIOS; st == nil || st.Attributes["BootMode"] != "Uefi" || st.Attributes["BootOrder"] != `["Pxe","Hdd","Cd"]` {
+		t.Fatalf("bios read: %+v; want BootMode Uefi (current_value) and BootOrder as JSON", st)
+	}
+
+	for _, c := range []struct {
+		attrs map[string]string
+		name  string
+	}{
+		{map[string]string{"NoSuchKnob": "1"}, "NoSuchKnob"},
+		{map[string]string{"BootOrder": `["Hdd"]`}, "BootOrder"},
+	} {
+		n := len(srv.Requests())
+		j := runJob(t, oneTask(srv, task.Spec{BIOS: &task.BIOSAction{Attributes: c.attrs}}), srv.Credentials(), testOptions())
+		ts := j.Status.Tasks[0]
+		if j.Status.Result != conditions.ResultFailed || ts.Reason != conditions.ReasonInvalidSpec ||
+			!strings.Contains(ts.Message, c.name) || strings.ContainsAny(ts.Message, "\n\r") {
+			t.Fatalf("bios %v: %s, task %s: %q; want Failed InvalidSpec naming %s on one line", c.attrs, j.Status.Result, ts.Reason, ts.Message, c.name)
+		}
+		for _, r := range summary(since(srv, n)) {
+			if strings.HasPrefix(r, "PATCH") {
+				t.Fatalf("bios %v sent %s", c.attrs, r)
+			}
+		}
+	}
+
+	want := map[string]string{"BootMode": "Bios", "SriovEnable": "true"}
+	j = runJob(t, oneTask(srv,
+		task.Spec{BIOS: &task.BIOSAction{Attributes: want}},
+		task.Spec{Power: &task.PowerAction{Op: task.PowerCycle}},
+		task.Spec{BIOS: &task.BIOSAction{Attributes: want, VerifyOnly: true}},
+	), srv.Credentials(), testOptions())
+	requireSucceeded(t, j)
+	if !j.Status.Tasks[0].BIOS.RebootRequired {
+		t.Errorf("set on Cray EX: RebootRequired false; the settings object holds it pending")
+	}
+	if cur, _ := srv.BIOSAttributes("1"); cur["BootMode"] != "Bios" || cur["SriovEnable"] != true {
+		t.Fatalf("after the job: %v", cur)
+	}
+}
+
+// OpenBMC's Bios without attributes: a bios task fails as NotSupported,
+// like a system without a Bios, and sends no change.
+func TestBIOSJobOpenBMC(t *testing.T) {
+	srv := redfishtest.NewServer(redfishtest.VendorConfig(redfishtest.VendorOpenBMC))
+	t.Cleanup(srv.Close)
+	srv.SetPower("1", "On")
+	for _, a := range []*task.BIOSAction{{}, {Attributes: map[string]string{"BootMode": "Bios"}}} {
+		j := runJob(t, oneTask(srv, task.Spec{BIOS: a}), srv.Credentials(), testOptions())
+		if j.Status.Result != conditions.ResultFailed || j.Status.Reason != conditions.ReasonNotSupported {
+			t.Fatalf("bios %+v: %s (%s): %s; want Failed NotSupported", a, j.Status.Result, j.Status.Reason, j.Status.Message)
+		}
+	}
+	for _, r := range summary(srv.Requests()) {
+		if strings.HasPrefix(r, "PATCH") {
+			t.Fatalf("sent %s", r)
+		}
+	}
 }

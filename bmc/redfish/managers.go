@@ -53,7 +53,7 @@ func (d *Driver) manager(ctx context.Context) (*managerDoc, error) {
 		d.mgr = m
 		return m, nil
 	}
-	uris, err := d.collection(ctx, "/redfish/v1/Managers")
+	uris, err := d.collection(ctx, d.s.managersURI())
 	if err != nil {
 		return nil, fmt.Errorf("list managers: %w", err)
 	}

@@ -34,6 +34,32 @@ type systemDoc struct {
 	// Sub are the links to the subordinate resources the driver reads
 	// (inventory.go, bios.go), by property name; absent ones are missing.
 	Sub map[string]string
+	// Power says whether PowerState was there, null, or absent.
+	Power powerReport
+}
+
+// powerReport is how a ComputerSystem reported PowerState.
+type powerReport int
+
+const (
+	powerReported powerReport = iota // a value (perhaps one bmckit cannot map)
+	powerNull                        // "PowerState": null
+	powerAbsent                      // no PowerState property
+)
+
+// errPowerState is the error of a system document that gives no power
+// state, or nil. A system without the property cannot have its power read
+// or verified at all: bmc.ErrNotSupported, at once, instead of polling
+// until a task's timeout. One that reports null cannot read it now (it
+// may later): transient, retried within the task's budget.
+func (doc systemDoc) errPowerState() error {
+	switch doc.Power {
+	case powerAbsent:
+		return fmt.Errorf("the system %s reports no PowerState (%s): its power cannot be read or verified over Redfish: %w", doc.ODataID, doc.typeName(), bmc.ErrNotSupported)
+	case powerNull:
+		return bmc.Transient(fmt.Errorf("the system %s reports PowerState null: the BMC cannot read its power now", doc.ODataID))
+	}
+	return nil
 }
 
 // Boot properties the driver writes.
@@ -112,6 +138,9 @@ func parseSystem(b []byte, etagHeader string) (systemDoc, error) {
 		// Boot is kept raw (it shadows systemFields.Boot) and decoded twice
 		// below: its properties, and which of them it has.
 		Boot json.RawMessage
+		// PowerState is kept raw (it shadows systemFields.PowerState), to
+		// tell a missing or null one from a value.
+		PowerState json.RawMessage
 	}
 	extra.systemFields = &doc.systemFields
 	if err := json.Unmarshal(b, &extra); err != nil {
@@ -132,6 +161,17 @@ func parseSystem(b []byte, etagHeader string) (systemDoc, error) {
 		}
 		if err := json.Unmarshal(extra.Boot, &has); err != nil {
 			return doc, fmt.Errorf("ComputerSystem: Boot: %w", err)
+		}
+	}
+	switch p := extra.PowerState; {
+	case p == nil:
+		doc.Power = powerAbsent
+	case string(p) == "null":
+		doc.Power = powerNull
+	default:
+		doc.Power = powerReported
+		if err := json.Unmarshal(p, &doc.PowerState); err != nil {
+			return doc, fmt.Errorf("ComputerSystem: PowerState: %w", err)
 		}
 	}
 	doc.ResetTarget = extra.Actions.Reset.Target

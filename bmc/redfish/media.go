@@ -2,6 +2,7 @@ package redfish
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -30,7 +31,7 @@ func (d *Driver) findMedia(ctx context.Context, kind bmc.MediaKind) (string, err
 	managers := d.sys.ManagedBy
 	if len(managers) == 0 {
 		var err error
-		if managers, err = d.collection(ctx, "/redfish/v1/Managers"); err != nil {
+		if managers, err = d.collection(ctx, d.s.managersURI()); err != nil {
 			return "", fmt.Errorf("list managers: %w", err)
 		}
 	}
@@ -124,12 +125,11 @@ func (d *Driver) insertMedia(ctx context.Context, kind bmc.MediaKind, imageURL s
 		return nil
 	}
 	if st.Inserted {
-		if err := d.mediaAction(ctx, func() error { _, err := vm.EjectMedia(); return err }, vm); err != nil {
+		if err := d.eject(ctx, uri, vm); err != nil {
 			return fmt.Errorf("eject %s before insert: %w", st.Image, err)
 		}
 	}
-	params := &schemas.VirtualMediaInsertMediaParameters{Image: imageURL, Inserted: gofish.ToRef(true), WriteProtected: gofish.ToRef(true)}
-	if err := d.mediaAction(ctx, func() error { _, err := vm.InsertMedia(params); return err }, vm); err != nil {
+	if err := d.insert(ctx, uri, vm, imageURL); err != nil {
 		return err
 	}
 	vm, err = d.readMedia(ctx, uri)
@@ -142,8 +142,42 @@ func (d *Driver) insertMedia(ctx context.Context, kind bmc.MediaKind, imageURL s
 	return nil
 }
 
-// mediaAction runs a gofish VirtualMedia action with the per-call client.
+// insert sends InsertMedia; a device that offers no such action (older
+// Lenovo XCC) gets a PATCH of its Image and Inserted instead.
+func (d *Driver) insert(ctx context.Context, uri string, vm *schemas.VirtualMedia, imageURL string) error {
+	if !vm.SupportsMediaInsert {
+		return d.mediaPatch(ctx, uri, "InsertMedia", map[string]any{"Image": imageURL, "Inserted": true, "WriteProtected": true})
+	}
+	params := &schemas.VirtualMediaInsertMediaParameters{Image: imageURL, Inserted: gofish.ToRef(true), WriteProtected: gofish.ToRef(true)}
+	return d.mediaAction(ctx, func() error { _, err := vm.InsertMedia(params); return err }, vm)
+}
+
+// eject sends EjectMedia; a device that offers no such action (older
+// Lenovo XCC) gets a PATCH of Image null and Inserted false instead.
+func (d *Driver) eject(ctx context.Context, uri string, vm *schemas.VirtualMedia) error {
+	if !vm.SupportsMediaEject {
+		return d.mediaPatch(ctx, uri, "EjectMedia", map[string]any{"Image": nil, "Inserted": false})
+	}
+	return d.mediaAction(ctx, func() error { _, err := vm.EjectMedia(); return err }, vm)
+}
+
+// mediaPatch PATCHes a device that offers no action, without If-Match.
+// A BMC that refuses the PATCH too (405, 501, 400 not supported) has no
+// way to change this device: the error wraps bmc.ErrNotSupported.
+func (d *Driver) mediaPatch(ctx context.Context, uri, action string, body map[string]any) error {
+	err := d.patch(ctx, uri, body, "")
+	var se *StatusError
+	if errors.As(err, &se) && se.refused() {
+		return fmt.Errorf("the virtual media %s offers no VirtualMedia.%s action and refused a PATCH of its Image (%w): %w", uri, action, se, bmc.ErrNotSupported)
+	}
+	return err
+}
+
+// mediaAction runs a gofish VirtualMedia action with the per-call client,
+// without If-Match: gofish echoes the device's ETag on action POSTs, which
+// iDRAC answers 412 (actions have no ETag semantics).
 func (d *Driver) mediaAction(ctx context.Context, fn func() error, vm *schemas.VirtualMedia) error {
+	vm.DisableEtagMatch(true)
 	return d.do(ctx, false, func(c *gofish.APIClient) error {
 		vm.SetClient(c)
 		return fn()
@@ -176,7 +210,7 @@ func (d *Driver) ejectMedia(ctx context.Context, kind bmc.MediaKind) error {
 	if !mediaStatus(vm).Inserted {
 		return nil
 	}
-	if err := d.mediaAction(ctx, func() error { _, err := vm.EjectMedia(); return err }, vm); err != nil {
+	if err := d.eject(ctx, uri, vm); err != nil {
 		return err
 	}
 	vm, err = d.readMedia(ctx, uri)

@@ -17,7 +17,8 @@ var _ bmc.NeedChecker = (*Driver)(nil)
 //     BootSourceOverrideMode for a mode, HttpBootUri for a URI) and
 //     BootSourceOverrideTarget@Redfish.AllowableValues, as SetBootOverride
 //     builds its PATCH;
-//   - Power: the ComputerSystem.Reset types (inline AllowableValues or the
+//   - Power: a PowerState the system reports (a system without the
+//     property cannot have its power verified), and the ComputerSystem.Reset types (inline AllowableValues or the
 //     @Redfish.ActionInfo), checked as on a server that is on for off,
 //     soft-off, cycle and reset (where they need a reset type) and as on
 //     one that is off for on;
@@ -72,6 +73,11 @@ func (d *Driver) checkNeed(ctx context.Context, n bmc.Need) error {
 		doc, err := d.knownSystem(ctx)
 		if err != nil {
 			return err
+		}
+		if doc.Power == powerAbsent {
+			// No PowerState at all (iLO 6 1.70 style): the task could
+			// never read its effect back. A null one may come back.
+			return doc.errPowerState()
 		}
 		if err := d.loadResetTypes(ctx, doc); err != nil {
 			return err

@@ -41,6 +41,10 @@ func (d *Driver) setPower(ctx context.Context, action bmc.PowerAction) error {
 	if err != nil {
 		return err
 	}
+	if err := doc.errPowerState(); err != nil {
+		// Nothing is sent on a state the driver cannot read back.
+		return err
+	}
 	if err := d.loadResetTypes(ctx, doc); err != nil {
 		return err
 	}
@@ -130,6 +134,9 @@ func (d *Driver) waitFor(ctx context.Context, want bmc.PowerState) error {
 		case <-d.s.opts.Clock.After(interval):
 		}
 		doc, err := d.readSystem(ctx)
+		if err == nil {
+			err = doc.errPowerState()
+		}
 		if err != nil {
 			return err
 		}

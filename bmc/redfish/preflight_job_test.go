@@ -85,3 +85,21 @@ func TestNetbootJobThatCannotFinishDoesNotStart(t *testing.T) {
 		})
 	}
 }
+
+// A system that reports no PowerState (iLO 6 1.70 style, docs/vendors.md)
+// cannot have a power task verified: a job that sets the boot device and
+// then powers on is refused before the PATCH, naming the power task.
+func TestPreflightNoPowerStateRefusesBeforeTheBootOverride(t *testing.T) {
+	srv := redfishtest.NewServer(redfishtest.Config{NoPowerState: true})
+	t.Cleanup(srv.Close)
+	spec := jobtest.Netboot(srv.Address("1"), "", 20*time.Second)
+	spec.Tasks = spec.Tasks[1:] // PXE once, power on
+	j := runJob(t, spec, srv.Credentials(), testOptions())
+	if j.Status.Reason != conditions.ReasonNotSupported || !strings.Contains(j.Status.Message, "task 2 (") ||
+		!strings.Contains(j.Status.Message, "no PowerState") {
+		t.Fatalf("job %s (%s): %s; want NotSupported at task 2 naming the missing PowerState", j.Status.Result, j.Status.Reason, j.Status.Message)
+	}
+	if sent := stateChanging(srv); len(sent) != 0 {
+		t.Fatalf("state-changing requests reached the BMC: %v", sent)
+	}
+}

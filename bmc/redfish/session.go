@@ -143,8 +143,9 @@ func (s *session) connect(ctx context.Context, log logr.Logger) error {
 
 // serviceRootLinks is what bmckit reads from the service root.
 type serviceRootLinks struct {
-	Systems schemas.Link
-	Links   struct {
+	Systems  schemas.Link
+	Managers schemas.Link
+	Links    struct {
 		Sessions schemas.Link
 	}
 }
@@ -163,6 +164,17 @@ func (s *session) systemsURI() string {
 		return string(root.Systems)
 	}
 	return "/redfish/v1/Systems"
+}
+
+// managersURI is the Managers collection the service root names. Links are
+// followed, never built by convention: HPE iLO's are lower-case
+// ("/redfish/v1/managers/"). Only a root that names none gets the
+// standard path.
+func (s *session) managersURI() string {
+	if root, err := parseServiceRoot(s.wire.serviceRoot()); err == nil && root.Managers != "" {
+		return string(root.Managers)
+	}
+	return "/redfish/v1/Managers"
 }
 
 // logIn creates the session, or sets up basic auth when the service root

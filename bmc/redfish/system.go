@@ -111,16 +111,28 @@ func (d *Driver) selectSystem(ctx context.Context) error {
 		if len(members) == 0 {
 			return d.noSystems(err)
 		}
+		var unread []string // members that failed transiently
+		var lastErr error
 		for _, m := range members {
 			doc, _, err := d.fetchSystem(ctx, m)
 			if err != nil {
-				return err
+				if !bmc.IsTransient(err) || ctx.Err() != nil {
+					return err
+				}
+				// Another system may be unreadable for now (a DGX's HGX
+				// baseboard answers 503 while the host is off): it need
+				// not be the one wanted, so look at the others.
+				unread, lastErr = append(unread, m), err
+				continue
 			}
 			if strings.EqualFold(doc.UUID, want) {
 				d.systemURI = m
 				d.adopt(ctx, doc)
 				return nil
 			}
+		}
+		if len(unread) > 0 {
+			return bmc.Transient(fmt.Errorf("no system with UUID %q among those that answered; %s could not be read (%w), and may be it", want, strings.Join(unread, ", "), lastErr))
 		}
 		return bmc.Permanent(fmt.Errorf("no system %q (by Id or UUID) on this BMC; it has: %s", want, strings.Join(members, ", ")))
 	}
@@ -163,7 +175,9 @@ func (d *Driver) adopt(ctx context.Context, doc systemDoc) {
 
 func (d *Driver) systemsURI() string { return d.s.systemsURI() }
 
-// PowerState reads the power state: one GET of the system resource.
+// PowerState reads the power state: one GET of the system resource. A
+// system whose document has no PowerState gives an error wrapping
+// bmc.ErrNotSupported; one that reports it null, a transient error.
 func (d *Driver) PowerState(ctx context.Context) (bmc.PowerState, error) {
 	done, err := d.begin()
 	if err != nil {
@@ -171,6 +185,9 @@ func (d *Driver) PowerState(ctx context.Context) (bmc.PowerState, error) {
 	}
 	defer done()
 	doc, err := d.readSystem(ctx)
+	if err == nil {
+		err = doc.errPowerState()
+	}
 	if err != nil {
 		return bmc.PowerUnknown, d.opErr("read power state", err)
 	}

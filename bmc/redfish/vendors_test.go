@@ -27,6 +27,11 @@ var vendorSuite = map[redfishtest.Vendor]bmctest.Options{
 		bmc.CapabilityBootMode, bmc.CapabilityBootHTTP, bmc.CapabilityBMCResetWarm}},
 	// Only ForceRestart, listed behind the action's ActionInfo.
 	redfishtest.VendorAMIMegaRAC: {Unsupported: []bmctest.Capability{bmc.CapabilityBMCResetWarm}},
+	// A Bios without attributes: no BIOS settings.
+	redfishtest.VendorOpenBMC: {Unsupported: []bmctest.Capability{bmc.CapabilityBIOS}},
+	// A node of the blade: as VendorCrayEX.
+	redfishtest.VendorCrayEX4252: {Unsupported: []bmctest.Capability{bmc.CapabilityBootOverride, bmc.CapabilityBootOverrideReadBack,
+		bmc.CapabilityBootMode, bmc.CapabilityBootHTTP, bmc.CapabilityBMCResetWarm}},
 }
 
 // TestConformanceVendors runs the suite on every vendor personality.
@@ -70,7 +75,7 @@ func TestNetbootJobVendors(t *testing.T) {
 			srv.SetPower("1", "On")
 			j := runJob(t, jobtest.Netboot(srv.Address("1"), "", 20*time.Second), srv.Credentials(), testOptions())
 			st := srv.System("1")
-			if v == redfishtest.VendorCrayEX {
+			if v == redfishtest.VendorCrayEX || v == redfishtest.VendorCrayEX4252 {
 				if j.Status.Result != conditions.ResultFailed || j.Status.Reason != conditions.ReasonNotSupported ||
 					!strings.Contains(j.Status.Message, "no boot override") {
 					t.Fatalf("job %s (%s): %s; want Failed NotSupported saying the BMC offers no boot override", j.Status.Result, j.Status.Reason, j.Status.Message)

@@ -16,7 +16,9 @@ import (
 // the system next boots (a power on from off, a restart, a cycle: when the
 // power change lands). The attribute registry is served under
 // /redfish/v1/Registries like a BMC's: a MessageRegistryFile whose Location
-// links the AttributeRegistry document.
+// links the AttributeRegistry document (404 with
+// Config.BIOSRegistryNotFound). Config.BIOSObjectValues serves the values
+// as HPE Cray EX does (objects with a current_value, and structured ones).
 
 // BIOSMode selects how the simulated BMC applies BIOS settings.
 type BIOSMode int
@@ -37,6 +39,11 @@ const (
 	BIOSImmediate
 	// BIOSNone: the system links no Bios (404).
 	BIOSNone
+	// BIOSNoAttributes: the system links a Bios that has no Attributes,
+	// names no AttributeRegistry and has no @Redfish.Settings (OpenBMC
+	// without a BIOS configuration provider); PATCH Bios is 405, and the
+	// Registries collection lists no BIOS attribute registry.
+	BIOSNoAttributes
 )
 
 const (
@@ -64,6 +71,43 @@ var biosAttrs = []biosAttr{
 	{name: "AssetTag", typ: "String", maxLen: 32, initial: ""},
 	{name: "SystemModelName", typ: "String", readOnly: true, initial: "redfishtest"},
 	{name: "AdminPassword", typ: "Password"},
+}
+
+// biosStructured are the attributes whose values are structures, served
+// with Config.BIOSObjectValues as HPE Cray EX does: an array, and an
+// object without a current_value. They cannot be set (400).
+var biosStructured = map[string]any{
+	"BootOrder":      []any{"Pxe", "Hdd", "Cd"},
+	"MemoryTopology": map[string]any{"Channels": 8, "Interleave": "Auto"},
+}
+
+// biosObjectValue is attribute a's value v as HPE Cray EX serves it:
+// {"current_value": v}, with AllowableValues for an Enumeration.
+func biosObjectValue(a *biosAttr, v any) map[string]any {
+	o := map[string]any{"current_value": v}
+	if a.typ == "Enumeration" {
+		o["AllowableValues"] = a.values
+	}
+	return o
+}
+
+// biosDocAttrs renders attrs for a Bios document: as they are, or in
+// Cray EX's object shape with its structured attributes (withStructured)
+// under Config.BIOSObjectValues.
+func (s *Server) biosDocAttrs(attrs map[string]any, withStructured bool) map[string]any {
+	if !s.cfg.BIOSObjectValues {
+		return maps.Clone(attrs)
+	}
+	out := map[string]any{}
+	for name, v := range attrs {
+		if a := findBIOSAttr(name); a != nil {
+			out[name] = biosObjectValue(a, v)
+		}
+	}
+	if withStructured {
+		maps.Copy(out, biosStructured)
+	}
+	return out
 }
 
 func findBIOSAttr(name string) *biosAttr {
@@ -126,6 +170,10 @@ func (s *Server) biosRoutes(handle func(method, path string, h http.HandlerFunc)
 	}
 	bios := root + "/Systems/{id}/Bios"
 	handle("GET", bios, s.auth(s.getBIOS))
+	if s.cfg.BIOS == BIOSNoAttributes {
+		handle("GET", registriesURI, s.auth(s.listRegistries))
+		return
+	}
 	if s.cfg.BIOS == BIOSImmediate {
 		handle("PATCH", bios, s.auth(s.patchBIOS))
 	} else {
@@ -134,7 +182,13 @@ func (s *Server) biosRoutes(handle func(method, path string, h http.HandlerFunc)
 	}
 	handle("GET", registriesURI, s.auth(s.listRegistries))
 	handle("GET", biosRegistryURI, s.auth(s.getRegistryFile))
-	handle("GET", biosRegistryDoc, s.auth(s.getBIOSRegistry))
+	if s.cfg.BIOSRegistryNotFound {
+		handle("GET", biosRegistryDoc, s.auth(func(w http.ResponseWriter, r *http.Request) {
+			redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no resource at "+r.URL.Path)
+		}))
+	} else {
+		handle("GET", biosRegistryDoc, s.auth(s.getBIOSRegistry))
+	}
 }
 
 // biosLinks adds Bios to a system document, and Registries to the service
@@ -160,9 +214,21 @@ func (s *Server) getBIOS(w http.ResponseWriter, r *http.Request) {
 	s.settle(sys)
 	b := s.biosOf(sys)
 	uri := root + "/Systems/" + sys.id + "/Bios"
+	if s.cfg.BIOS == BIOSNoAttributes {
+		// bmcweb's Bios without a BIOS configuration provider.
+		writeJSON(w, http.StatusOK, "", map[string]any{
+			"@odata.id": uri, "@odata.type": "#Bios.v1_1_0.Bios", "Id": "BIOS", "Name": "BIOS Configuration",
+			"Description": "BIOS Configuration Service",
+			"Actions":     map[string]any{"#Bios.ResetBios": map[string]any{"target": uri + "/Actions/Bios.ResetBios"}},
+		})
+		return
+	}
 	doc := map[string]any{
 		"@odata.id": uri, "@odata.type": "#Bios.v1_2_1.Bios", "Id": "Bios", "Name": "BIOS Configuration Current Settings",
-		"AttributeRegistry": biosRegistryID, "Attributes": maps.Clone(b.current),
+		"AttributeRegistry": biosRegistryID, "Attributes": s.biosDocAttrs(b.current, true),
+	}
+	if s.cfg.BIOSObjectValues {
+		delete(doc, "AttributeRegistry")
 	}
 	if s.cfg.BIOS != BIOSImmediate {
 		settings := map[string]any{
@@ -191,11 +257,15 @@ func (s *Server) getBIOSSettings(w http.ResponseWriter, r *http.Request) {
 		attrs = maps.Clone(b.current)
 		maps.Copy(attrs, b.pending)
 	}
-	writeJSON(w, http.StatusOK, "", map[string]any{
+	doc := map[string]any{
 		"@odata.id": root + "/Systems/" + sys.id + "/Bios/Settings", "@odata.type": "#Bios.v1_2_1.Bios",
 		"Id": "Settings", "Name": "BIOS Configuration Pending Settings", "AttributeRegistry": biosRegistryID,
-		"Attributes": attrs,
-	})
+		"Attributes": s.biosDocAttrs(attrs, s.cfg.BIOS == BIOSFullSettingsCopy),
+	}
+	if s.cfg.BIOSObjectValues {
+		delete(doc, "AttributeRegistry")
+	}
+	writeJSON(w, http.StatusOK, "", doc)
 }
 
 // patchBIOS takes {"Attributes": {...}} (and, on the settings object,
@@ -256,6 +326,9 @@ func (s *Server) patchBIOS(w http.ResponseWriter, r *http.Request) {
 // checkBIOSValue decodes one requested attribute and checks it against
 // the registry; code is the DMTF Base message of a refusal.
 func checkBIOSValue(name string, raw json.RawMessage) (v any, code, msg string) {
+	if _, ok := biosStructured[name]; ok {
+		return nil, "Base.1.8.PropertyNotWritable", "attribute " + name + " cannot be set"
+	}
 	a := findBIOSAttr(name)
 	if a == nil {
 		return nil, "Base.1.8.PropertyUnknown", "attribute " + name + " is not in the registry"
@@ -308,9 +381,11 @@ func checkBIOSValue(name string, raw json.RawMessage) (v any, code, msg string) 
 }
 
 func (s *Server) listRegistries(w http.ResponseWriter, _ *http.Request) {
-	writeCollection(w, registriesURI, "MessageRegistryFileCollection", "Registry File Collection", []any{
-		link(registriesURI + "/Base.1.8.1"), link(biosRegistryURI),
-	})
+	members := []any{link(registriesURI + "/Base.1.8.1")}
+	if s.cfg.BIOS != BIOSNoAttributes {
+		members = append(members, link(biosRegistryURI))
+	}
+	writeCollection(w, registriesURI, "MessageRegistryFileCollection", "Registry File Collection", members)
 }
 
 func (s *Server) getRegistryFile(w http.ResponseWriter, _ *http.Request) {

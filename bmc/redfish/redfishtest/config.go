@@ -88,6 +88,16 @@ const (
 	// closes the connection without the answer, as when a network or a
 	// BMC drops a reply: the client cannot tell whether it landed.
 	FaultLostAnswer
+	// FaultLostAnswer503 handles the request (its effects happen) and
+	// then answers 503 Service Unavailable instead of its answer, as a
+	// BMC's front end that gave up on a back end that went on. Fault503
+	// is the 503 of a request that was not handled.
+	FaultLostAnswer503
+	// FaultLostAnswerSlow handles the request (its effects happen) and
+	// then holds the answer until the client gives up (a timeout) or
+	// Faults.SlowDelay passed, and closes the connection without it.
+	// FaultSlow delays the request before it is handled.
+	FaultLostAnswerSlow
 )
 
 // Faults injects failures into a fraction of requests.
@@ -224,8 +234,10 @@ type Config struct {
 	// at once.
 	Firmware FirmwareConfig
 	// Hardware sizes each system's inventory (Processors, Memory, Storage,
-	// EthernetInterfaces; see inventory.go). Defaults to 2 processors, 4
-	// DIMMs, 2 drives and 2 Ethernet interfaces.
+	// EthernetInterfaces; see inventory.go) and shapes it (GPUs, what the
+	// CPUs and NICs report, members that answer 404 or an invalid
+	// document). Defaults to 2 processors, 4 DIMMs, 2 drives and 2
+	// Ethernet interfaces, no GPU.
 	Hardware Hardware
 	// ExpandQuery advertises $expand in the service root
 	// (ProtocolFeaturesSupported.ExpandQuery) and serves the inventory
@@ -234,6 +246,19 @@ type Config struct {
 	// BIOS selects how BIOS settings apply (see bios.go). Defaults to
 	// BIOSOnReset: pending until the system next boots.
 	BIOS BIOSMode
+	// BIOSObjectValues serves every BIOS attribute value as an object, as
+	// HPE Cray EX nodes do: {"current_value": v}, with "AllowableValues"
+	// for an enumeration, in the Bios and its settings object; adds two
+	// structured attributes that cannot be set (BootOrder, an array;
+	// MemoryTopology, an object without current_value); and the Bios names
+	// no AttributeRegistry. A PATCH takes plain values, as usual. Defaults
+	// to false: plain values.
+	BIOSObjectValues bool
+	// BIOSRegistryNotFound lists the BIOS attribute registry's file under
+	// /redfish/v1/Registries as usual, but the file's Location answers 404
+	// Not Found (a BMC that advertises a registry it does not serve).
+	// Defaults to false.
+	BIOSRegistryNotFound bool
 
 	// Vendor shapes (see [VendorConfig] for the vendors that show them).
 
@@ -312,6 +337,51 @@ type Config struct {
 	// Clock is the time source for power delays, session expiry and boot
 	// override reverts. Defaults to the wall clock.
 	Clock Clock
+
+	// Field quirks (quirks.go): behaviours reported on real BMCs, one
+	// switch each; docs/vendors.md names the vendors that show them.
+
+	// ActionIfMatchRejected answers 412 Precondition Failed to every action
+	// POST (a target under .../Actions/) that carries If-Match, whatever its
+	// value, as Dell iDRAC does for UpdateService.SimpleUpdate, and puts an
+	// @odata.etag in every resource that has none, so a client that echoes
+	// ETags sends one. Defaults to false.
+	ActionIfMatchRejected bool
+	// MaxSessions is how many sessions the BMC holds at once: a login
+	// beyond them is answered 503 with iDRAC's RAC0218 message ("The
+	// maximum number of user sessions is reached."), logged with Note
+	// "sessions full", until a session is logged out or expires. Defaults
+	// to 0: unlimited.
+	MaxSessions int
+	// NoPowerState leaves PowerState out of every ComputerSystem.
+	// Defaults to false.
+	NoPowerState bool
+	// NullPowerState reports every ComputerSystem's PowerState as null.
+	// Defaults to false.
+	NullPowerState bool
+	// UnavailableWhileOff lists systems ("1", ...) whose resource, and
+	// everything below it, answers GET with 503 Service Unavailable
+	// (Ami.1.0.HMCCommuicationFailed) while the system reports Off, as a
+	// DGX H100's HGX baseboard does while the host is off; logged with Note
+	// "unavailable while off". Defaults to none.
+	UnavailableWhileOff []string
+	// MediaPatchOnly serves virtual media without the InsertMedia and
+	// EjectMedia actions (their targets answer 404), inserted by a PATCH
+	// of the device's Image (and Inserted) and ejected by a PATCH of Image
+	// null, answered 200, as older Lenovo XCC firmware does; a PATCH
+	// without Image is refused (400). Defaults to false.
+	MediaPatchOnly bool
+	// BootModeResetUnlessSent sets BootSourceOverrideMode to Legacy (the
+	// BMC's default) whenever a boot override PATCH sets a target without
+	// naming the mode, as Supermicro BMCs do; the PATCH is answered 204
+	// all the same. Defaults to false: an unnamed property keeps its value.
+	BootModeResetUnlessSent bool
+	// LowerCaseLinks serves every link in lower case, resource links with a
+	// trailing slash ("/redfish/v1/systems/1/"), as HPE iLO does; a
+	// request for a path handed out that way, in any case, reaches the
+	// resource. Paths are otherwise served as always (the canonical case
+	// still works, as iLO's case-insensitive paths do). Defaults to false.
+	LowerCaseLinks bool
 }
 
 func (c Config) withDefaults() Config {

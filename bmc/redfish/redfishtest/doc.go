@@ -29,11 +29,25 @@
 //   - Virtual media (CD and USB) under the Manager or under each System.
 //   - Several systems, with UUIDs from [SystemUUID].
 //   - Faults: a fraction of requests answered 500 or 503, slowly, or with
-//     the connection reset ([Faults], [Server.SetFaults]).
+//     the connection reset ([Faults], [Server.SetFaults]); or handled and
+//     then their answer lost: the connection closed, a 503, or held until
+//     the client gives up ([FaultLostAnswer], [FaultLostAnswer503],
+//     [FaultLostAnswerSlow]).
+//   - Firmware update ([FirmwareConfig]): SimpleUpdate and multipart push
+//     followed through tasks; an inventory in SoftwareInventory, no
+//     TaskService, updates answered with no task, iLO's
+//     UpdateService.Oem.Hpe.State, members with RelatedItem.
 //   - Capacity: [Config.RequestLimit] requests per second over the whole
 //     endpoint; beyond it requests are answered 503 with Retry-After and
 //     counted ([Server.OverLimit]); [Server.PeakRate] is the busiest second.
 //   - More accounts than one ([Config.Users]).
+//   - Field quirks (quirks.go; docs/vendors.md names the vendors): action
+//     POSTs with If-Match refused 412 ([Config.ActionIfMatchRejected]),
+//     few session slots ([Config.MaxSessions]), no or null PowerState,
+//     systems answering 503 while off ([Config.UnavailableWhileOff]),
+//     virtual media changed only by PATCH ([Config.MediaPatchOnly]), the
+//     boot mode reset unless sent ([Config.BootModeResetUnlessSent]),
+//     lower-case links ([Config.LowerCaseLinks]).
 //
 // # Observing
 //

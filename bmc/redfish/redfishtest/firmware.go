@@ -23,6 +23,7 @@ const (
 	simpleUpdateURI  = updateServiceURI + "/Actions/UpdateService.SimpleUpdate"
 	firmwarePushURI  = updateServiceURI + "/update-multipart"
 	inventoryURI     = updateServiceURI + "/FirmwareInventory"
+	softwareInvURI   = updateServiceURI + "/SoftwareInventory"
 	taskServiceURI   = root + "/TaskService"
 	tasksURI         = taskServiceURI + "/Tasks"
 	taskMonitorsURI  = taskServiceURI + "/TaskMonitors"
@@ -80,6 +81,53 @@ type FirmwareConfig struct {
 	// ActionParameterMissing. Defaults to false: not advertised, and
 	// inferred from the ImageURI.
 	RequireTransferProtocol bool
+
+	// SoftwareInventory serves the firmware inventory as
+	// UpdateService.SoftwareInventory (/redfish/v1/UpdateService/
+	// SoftwareInventory), and the UpdateService names no
+	// FirmwareInventory (404 there), as Intel BMCs do. Defaults to false:
+	// FirmwareInventory.
+	SoftwareInventory bool
+	// NoTaskService leaves the TaskService out: the service root links
+	// none and /redfish/v1/TaskService answers 404 (Intel BMCs,
+	// sushy-tools). Updates are then UntrackedUpdates. Defaults to false.
+	NoTaskService bool
+	// UntrackedUpdates answers an accepted update with no task: no
+	// Location, no Task body (204 No Content; 200 with iLO's
+	// Base.1.4.Success ExtendedInfo body under OemHpe). The update runs all
+	// the same (Duration, Fail) and is listed by no TaskService; it shows
+	// in the component's version at the end and, under OemHpe, in
+	// UpdateService.Oem.Hpe.State. Defaults to false: a task, 202.
+	UntrackedUpdates bool
+	// OemHpe gives the UpdateService iLO 5's Oem.Hpe with State (Idle
+	// before any update; Updating, with FlashProgressPercent, while the
+	// latest update runs; Complete or Error once it ended) and the service
+	// root Vendor "HPE" and an Oem.Hpe object. With UntrackedUpdates it is
+	// an HPE iLO 5's firmware update ([VendorILO5Apollo]). Defaults to
+	// false.
+	OemHpe bool
+	// RelatedItems are firmware inventory members' RelatedItem links,
+	// component ID to @odata.ids (e.g. "Node1.BIOS" to
+	// /redfish/v1/Systems/2): a multi-node BMC's inventory lists every
+	// node's firmware, each tied to its system, and the enclosure's to a
+	// chassis or manager. A member not listed has no RelatedItem.
+	// Defaults to none.
+	RelatedItems map[string][]string
+}
+
+// crayEX4252Firmware is VendorCrayEX4252's firmware inventory: the
+// blade's, every node's BIOS included, tied by RelatedItem.
+func crayEX4252Firmware() FirmwareConfig {
+	fc := FirmwareConfig{
+		Components:   map[string]string{"BMC": "nc.1.9.3", "FPGA0": "fpga.2.1.0", "Recovery": "nc.1.8.0"},
+		RelatedItems: map[string][]string{"BMC": {managerURI}, "FPGA0": {chassisURI}},
+	}
+	for i := range 4 {
+		id := fmt.Sprintf("Node%d.BIOS", i)
+		fc.Components[id] = "ex4252.bios-1.4.2"
+		fc.RelatedItems[id] = []string{fmt.Sprintf("%s/Systems/%d", root, i+1)}
+	}
+	return fc
 }
 
 // FirmwareImage returns the bytes of a firmware image the simulator
@@ -115,6 +163,9 @@ type FirmwareTask struct {
 	// Component and Version are what the image installs ("" when it was
 	// not a valid image).
 	Component, Version string
+	// Untracked says the BMC answered the update with no task and lists
+	// none (FirmwareConfig.UntrackedUpdates): URI and Monitor are "".
+	Untracked bool
 }
 
 type fwMessage struct {
@@ -133,6 +184,7 @@ type fwTask struct {
 	done               bool
 	state, status      string
 	messages           []fwMessage
+	untracked          bool // answered with no task, listed by no TaskService
 }
 
 type firmwareState struct {
@@ -153,24 +205,59 @@ func (s *Server) initFirmware() {
 
 func (s *Server) firmwareOffered() bool { return s.cfg.Firmware.Push != FirmwareNone }
 
+// tasksOffered reports a TaskService.
+func (s *Server) tasksOffered() bool { return s.firmwareOffered() && !s.cfg.Firmware.NoTaskService }
+
+// untracked reports updates answered with no task.
+func (s *Server) untracked() bool {
+	return s.cfg.Firmware.UntrackedUpdates || s.cfg.Firmware.NoTaskService
+}
+
+// fwInventoryURI is the firmware inventory collection.
+func (s *Server) fwInventoryURI() string {
+	if s.cfg.Firmware.SoftwareInventory {
+		return softwareInvURI
+	}
+	return inventoryURI
+}
+
 func (s *Server) firmwareRoutes(handle func(method, path string, h http.HandlerFunc)) {
 	handle("GET", updateServiceURI, s.auth(s.getUpdateService))
 	handle("POST", simpleUpdateURI, s.auth(s.simpleUpdate))
 	handle("POST", firmwarePushURI, s.auth(s.pushUpdate))
-	handle("GET", inventoryURI, s.auth(s.listInventory))
-	handle("GET", inventoryURI+"/{id}", s.auth(s.getInventory))
+	handle("GET", s.fwInventoryURI(), s.auth(s.listInventory))
+	handle("GET", s.fwInventoryURI()+"/{id}", s.auth(s.getInventory))
 	handle("GET", taskServiceURI, s.auth(s.getTaskService))
 	handle("GET", tasksURI, s.auth(s.listTasks))
 	handle("GET", tasksURI+"/{id}", s.auth(s.getTask))
 	handle("GET", taskMonitorsURI+"/{id}", s.auth(s.getTaskMonitor))
 }
 
-// firmwareLinks adds the service root's links.
+// firmwareLinks adds the service root's links (and, under OemHpe, iLO's
+// Vendor and Oem.Hpe).
 func (s *Server) firmwareLinks(doc map[string]any) {
 	if s.firmwareOffered() {
 		doc["UpdateService"] = link(updateServiceURI)
+	}
+	if s.tasksOffered() {
 		doc["Tasks"] = link(taskServiceURI)
 	}
+	if s.cfg.Firmware.OemHpe {
+		doc["Vendor"] = "HPE"
+		doc["Oem"] = map[string]any{"Hpe": map[string]any{
+			"@odata.type": "#HpeiLOServiceExt.v2_3_0.HpeiLOServiceExt",
+			"Manager":     []any{map[string]any{"ManagerType": "iLO 5", "ManagerFirmwareVersion": "2.44"}},
+		}}
+	}
+}
+
+// noTasks answers 404 where the BMC has no TaskService.
+func (s *Server) noTasks(w http.ResponseWriter) bool {
+	if !s.tasksOffered() {
+		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no TaskService")
+		return true
+	}
+	return false
 }
 
 func (s *Server) noFirmware(w http.ResponseWriter) bool {
@@ -188,7 +275,32 @@ func (s *Server) getUpdateService(w http.ResponseWriter, _ *http.Request) {
 	doc := map[string]any{
 		"@odata.id": updateServiceURI, "@odata.type": "#UpdateService.v1_11_0.UpdateService",
 		"Id": "UpdateService", "Name": "Update Service", "ServiceEnabled": true,
-		"FirmwareInventory": link(inventoryURI),
+	}
+	if s.cfg.Firmware.SoftwareInventory {
+		doc["SoftwareInventory"] = link(softwareInvURI)
+	} else {
+		doc["FirmwareInventory"] = link(inventoryURI)
+	}
+	if s.cfg.Firmware.OemHpe {
+		s.mu.Lock()
+		s.settleFirmware()
+		state, pct := "Idle", 0
+		if n := len(s.fw.tasks); n > 0 {
+			t := s.fw.tasks[n-1]
+			switch {
+			case !t.done:
+				state, pct = "Updating", s.percent(t)
+			case t.state == "Completed":
+				state, pct = "Complete", 100
+			default:
+				state = "Error"
+			}
+		}
+		s.mu.Unlock()
+		doc["Oem"] = map[string]any{"Hpe": map[string]any{
+			"@odata.type": "#HpeiLOUpdateServiceExt.v2_1_2.HpeiLOUpdateServiceExt",
+			"State":       state, "FlashProgressPercent": pct,
+		}}
 	}
 	p := s.cfg.Firmware.Push
 	if p == FirmwareSimpleUpdate || p == FirmwareSimpleUpdateAndPush {
@@ -208,7 +320,7 @@ func (s *Server) getUpdateService(w http.ResponseWriter, _ *http.Request) {
 // Called with s.mu held.
 func (s *Server) checkTargets(w http.ResponseWriter, targets []string) bool {
 	for _, t := range targets {
-		id := strings.TrimPrefix(strings.TrimRight(t, "/"), inventoryURI+"/")
+		id := strings.TrimPrefix(strings.TrimRight(t, "/"), s.fwInventoryURI()+"/")
 		if _, ok := s.fw.versions[id]; !ok || id == t {
 			redfishError(w, http.StatusBadRequest, "Base.1.8.ActionParameterValueNotInList", "Targets: "+t+" is not a firmware inventory member")
 			return false
@@ -340,7 +452,8 @@ func (s *Server) pushUpdate(w http.ResponseWriter, r *http.Request) {
 }
 
 // newUpdateTask creates the task for an accepted update and answers 202
-// with the task, its monitor in Location.
+// with the task, its monitor in Location; an untracked update is answered
+// without a task.
 func (s *Server) newUpdateTask(w http.ResponseWriter, r *http.Request, t *fwTask, img []byte, fetchErr error, targets []string) {
 	if fetchErr == nil {
 		var err error
@@ -363,6 +476,7 @@ func (s *Server) newUpdateTask(w http.ResponseWriter, r *http.Request, t *fwTask
 			}
 		}
 	}
+	t.untracked = s.untracked()
 	s.fw.nextTask++
 	t.id = strconv.Itoa(s.fw.nextTask)
 	t.start = s.now()
@@ -383,8 +497,19 @@ func (s *Server) newUpdateTask(w http.ResponseWriter, r *http.Request, t *fwTask
 	}
 	s.stateChanged(r, "", "firmware:"+target+" task "+t.id)
 	s.settleFirmware()
-	w.Header().Set("Location", taskMonitorsURI+"/"+t.id)
-	writeJSON(w, http.StatusAccepted, "", s.taskDoc(t))
+	switch {
+	case t.untracked && s.cfg.Firmware.OemHpe:
+		// iLO 5: 200 with a success message wrapped in "error".
+		writeJSON(w, http.StatusOK, "", map[string]any{"error": map[string]any{
+			"code": "iLO.0.10.ExtendedInfo", "message": "See @Message.ExtendedInfo for more information.",
+			"@Message.ExtendedInfo": []any{map[string]any{"MessageId": "Base.1.4.Success"}},
+		}})
+	case t.untracked:
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.Header().Set("Location", taskMonitorsURI+"/"+t.id)
+		writeJSON(w, http.StatusAccepted, "", s.taskDoc(t))
+	}
 }
 
 // settleFirmware lands the power changes that are due (a boot activates
@@ -478,7 +603,7 @@ func (s *Server) taskDoc(t *fwTask) map[string]any {
 
 func (s *Server) task(w http.ResponseWriter, id string) *fwTask {
 	for _, t := range s.fw.tasks {
-		if t.id == id {
+		if t.id == id && !t.untracked {
 			return t
 		}
 	}
@@ -487,7 +612,7 @@ func (s *Server) task(w http.ResponseWriter, id string) *fwTask {
 }
 
 func (s *Server) getTaskService(w http.ResponseWriter, _ *http.Request) {
-	if s.noFirmware(w) {
+	if s.noFirmware(w) || s.noTasks(w) {
 		return
 	}
 	writeJSON(w, http.StatusOK, "", map[string]any{
@@ -497,20 +622,22 @@ func (s *Server) getTaskService(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) listTasks(w http.ResponseWriter, _ *http.Request) {
-	if s.noFirmware(w) {
+	if s.noFirmware(w) || s.noTasks(w) {
 		return
 	}
 	s.mu.Lock()
 	var members []any
 	for _, t := range s.fw.tasks {
-		members = append(members, link(tasksURI+"/"+t.id))
+		if !t.untracked {
+			members = append(members, link(tasksURI+"/"+t.id))
+		}
 	}
 	s.mu.Unlock()
 	writeCollection(w, tasksURI, "TaskCollection", "Task Collection", members)
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
-	if s.noFirmware(w) {
+	if s.noFirmware(w) || s.noTasks(w) {
 		return
 	}
 	s.mu.Lock()
@@ -524,7 +651,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 // getTaskMonitor answers 202 with the task while it runs and 204 once it
 // ended (DSP0266: the monitor then answers the operation's result).
 func (s *Server) getTaskMonitor(w http.ResponseWriter, r *http.Request) {
-	if s.noFirmware(w) {
+	if s.noFirmware(w) || s.noTasks(w) {
 		return
 	}
 	s.mu.Lock()
@@ -556,9 +683,13 @@ func (s *Server) listInventory(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Unlock()
 	var members []any
 	for _, id := range ids {
-		members = append(members, link(inventoryURI+"/"+id))
+		members = append(members, link(s.fwInventoryURI()+"/"+id))
 	}
-	writeCollection(w, inventoryURI, "SoftwareInventoryCollection", "Firmware Inventory", members)
+	name := "Firmware Inventory"
+	if s.cfg.Firmware.SoftwareInventory {
+		name = "Software Inventory"
+	}
+	writeCollection(w, s.fwInventoryURI(), "SoftwareInventoryCollection", name, members)
 }
 
 func (s *Server) getInventory(w http.ResponseWriter, r *http.Request) {
@@ -574,11 +705,19 @@ func (s *Server) getInventory(w http.ResponseWriter, r *http.Request) {
 		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no firmware inventory member "+id)
 		return
 	}
-	writeJSON(w, http.StatusOK, "", map[string]any{
-		"@odata.id": inventoryURI + "/" + id, "@odata.type": "#SoftwareInventory.v1_10_0.SoftwareInventory",
+	doc := map[string]any{
+		"@odata.id": s.fwInventoryURI() + "/" + id, "@odata.type": "#SoftwareInventory.v1_10_0.SoftwareInventory",
 		"Id": id, "Name": id + " firmware", "Version": v, "Updateable": true,
 		"Status": map[string]string{"State": "Enabled", "Health": "OK"},
-	})
+	}
+	if rel, ok := s.cfg.Firmware.RelatedItems[id]; ok {
+		links := make([]any, 0, len(rel))
+		for _, r := range rel {
+			links = append(links, link(r))
+		}
+		doc["RelatedItem"], doc["RelatedItem@odata.count"] = links, len(links)
+	}
+	writeJSON(w, http.StatusOK, "", doc)
 }
 
 // FirmwareVersion is the version the firmware inventory reports for
@@ -590,16 +729,21 @@ func (s *Server) FirmwareVersion(component string) string {
 	return s.fw.versions[component]
 }
 
-// FirmwareTasks returns every update task the BMC started, oldest first.
+// FirmwareTasks returns every update the BMC started, oldest first, its
+// untracked ones included (FirmwareConfig.UntrackedUpdates).
 func (s *Server) FirmwareTasks() []FirmwareTask {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.settleFirmware()
 	out := make([]FirmwareTask, 0, len(s.fw.tasks))
 	for _, t := range s.fw.tasks {
-		out = append(out, FirmwareTask{ID: t.id, URI: tasksURI + "/" + t.id, Monitor: taskMonitorsURI + "/" + t.id,
+		ft := FirmwareTask{ID: t.id, URI: tasksURI + "/" + t.id, Monitor: taskMonitorsURI + "/" + t.id,
 			TaskState: t.state, TaskStatus: t.status, Percent: s.percent(t), ImageURI: t.imageURI, Pushed: t.pushed,
-			Component: t.component, Version: t.version})
+			Component: t.component, Version: t.version, Untracked: t.untracked}
+		if t.untracked {
+			ft.URI, ft.Monitor = "", ""
+		}
+		out = append(out, ft)
 	}
 	return out
 }

@@ -107,7 +107,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no resource at "+r.URL.Path)
 	})
-	return s.faults(trimSlash(mux))
+	return s.faults(s.quirks(trimSlash(mux))) // quirks.go
 }
 
 func r405(methods []string) string {
@@ -139,11 +139,12 @@ func (s *Server) faults(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req := Request{Method: r.Method, Path: r.URL.Path, IfMatch: r.Header.Get("If-Match")}
 		w.Header().Set("OData-Version", "4.0")
-		if strings.TrimRight(r.URL.Path, "/") != firmwarePushURI {
+		if !strings.EqualFold(strings.TrimRight(r.URL.Path, "/"), firmwarePushURI) {
 			// Firmware uploads are streamed to their handler, not logged.
 			body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 			r.Body = io.NopCloser(bytes.NewReader(body))
-			if len(body) > 0 && strings.TrimRight(r.URL.Path, "/") != sessionsURI {
+			// Any case: links may be lower-case (Config.LowerCaseLinks).
+			if len(body) > 0 && !strings.EqualFold(strings.TrimRight(r.URL.Path, "/"), sessionsURI) {
 				req.Body = string(body)
 			}
 		}
@@ -206,11 +207,24 @@ func (s *Server) faults(next http.Handler) http.Handler {
 			}
 		}
 		e := &entry{req: &req}
-		if f == FaultLostAnswer {
+		if f == FaultLostAnswer || f == FaultLostAnswer503 || f == FaultLostAnswerSlow {
 			// Handled in full, then the answer is lost.
 			lost := &recorder{ResponseWriter: discardWriter{h: http.Header{}}}
 			next.ServeHTTP(lost, r.WithContext(contextWith(r, e)))
 			s.reportStateChange(e)
+			if f == FaultLostAnswer503 {
+				rec.Header().Set("Retry-After", "1")
+				redfishError(rec, http.StatusServiceUnavailable, "Base.1.8.ServiceTemporarilyUnavailable", "injected: service temporarily unavailable")
+				return
+			}
+			if f == FaultLostAnswerSlow {
+				t := time.NewTimer(s.cfg.Faults.SlowDelay)
+				select {
+				case <-t.C:
+				case <-r.Context().Done():
+					t.Stop()
+				}
+			}
 			rec.status = 0
 			dropConnection(w)
 			return

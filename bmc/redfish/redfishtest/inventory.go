@@ -2,6 +2,7 @@ package redfishtest
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -29,6 +30,39 @@ type Hardware struct {
 	// None serves no inventory at all: the system links none of the
 	// collections (a BMC with only power control). Defaults to false.
 	None bool
+
+	// Accelerators is the number of GPUs listed among the system's
+	// Processors after the CPUs (GPU1, GPU2, ...: ProcessorType GPU, AMD
+	// Instinct, as on an HPE Cray EX235a). Defaults to 0.
+	Accelerators int
+	// CPU is what each CPU reports, as the BMC words it (a vendor's space
+	// padding included). Zero fields take the defaults: Intel(R)
+	// Corporation, Intel(R) Xeon(R) Gold 6430, 32 cores, 64 threads,
+	// 3400 MHz.
+	CPU ProcessorInfo
+	// MACAddresses are the MACAddress values the Ethernet interfaces
+	// report, in order; interfaces past the list report [SystemMAC]. A
+	// value that is no MAC ("Not Available", as on most HPE Cray EX
+	// nodes) or the all-zero MAC models a BMC that does not know it: that
+	// interface reports no PermanentMACAddress either. Defaults to none.
+	MACAddresses []string
+	// StaleMembers are members that their collection lists but that answer
+	// 404 (a hot-removed disk, a stale link), as paths below the system:
+	// "Storage/1/Drives/Disk2", "Processors/CPU2", "Memory/DIMM3",
+	// "EthernetInterfaces/NIC1", "Storage/1". With $expand they are listed
+	// as links only. Defaults to none.
+	StaleMembers []string
+	// InvalidMembers are members (paths as for StaleMembers) that answer
+	// 200 with a document that does not fit their schema: its Id is a
+	// number, as a buggy firmware sends it (inline the same with $expand).
+	// Defaults to none.
+	InvalidMembers []string
+}
+
+// ProcessorInfo is what a simulated CPU reports (Hardware.CPU).
+type ProcessorInfo struct {
+	Manufacturer, Model         string
+	Cores, Threads, MaxSpeedMHz int
 }
 
 func (h Hardware) withDefaults() Hardware {
@@ -41,7 +75,28 @@ func (h Hardware) withDefaults() Hardware {
 	def(&h.MemoryModules, 4)
 	def(&h.Drives, 2)
 	def(&h.EthernetInterfaces, 2)
+	def(&h.CPU.Cores, 32)
+	def(&h.CPU.Threads, 64)
+	def(&h.CPU.MaxSpeedMHz, 3400)
+	if h.CPU.Manufacturer == "" {
+		h.CPU.Manufacturer = "Intel(R) Corporation"
+	}
+	if h.CPU.Model == "" {
+		h.CPU.Model = "Intel(R) Xeon(R) Gold 6430"
+	}
 	return h
+}
+
+// memberFault reports whether the system's member at path (below the
+// system, e.g. "Storage/1/Drives/Disk2") is one of Hardware.StaleMembers
+// or Hardware.InvalidMembers.
+func (h Hardware) memberFault(path string) (stale, invalid bool) {
+	return containsID(h.StaleMembers, path), containsID(h.InvalidMembers, path)
+}
+
+// invalidDoc is what an InvalidMembers member answers.
+func invalidDoc(uri string) map[string]any {
+	return map[string]any{"@odata.id": uri, "Id": 7, "Name": "invalid member"}
 }
 
 // SystemMAC is the MAC address of the n-th (1-based) Ethernet interface of
@@ -100,20 +155,31 @@ func seq(prefix string, n int) []string {
 	return ids
 }
 
-func (s *Server) processorIDs() []string { return seq("CPU", s.cfg.Hardware.Processors) }
-func (s *Server) memoryIDs() []string    { return seq("DIMM", s.cfg.Hardware.MemoryModules) }
-func (s *Server) storageIDs() []string   { return []string{"1"} }
-func (s *Server) nicIDs() []string       { return seq("NIC", s.cfg.Hardware.EthernetInterfaces) }
+func (s *Server) processorIDs() []string {
+	return append(seq("CPU", s.cfg.Hardware.Processors), seq("GPU", s.cfg.Hardware.Accelerators)...)
+}
+func (s *Server) memoryIDs() []string  { return seq("DIMM", s.cfg.Hardware.MemoryModules) }
+func (s *Server) storageIDs() []string { return []string{"1"} }
+func (s *Server) nicIDs() []string     { return seq("NIC", s.cfg.Hardware.EthernetInterfaces) }
 
 // sysNum is the system's number (its ID is "1", "2", ...).
 func sysNum(sys *system) int { n, _ := strconv.Atoi(sys.id); return n }
 
 func (s *Server) processorDoc(sys *system, id string) map[string]any {
+	if n, ok := strings.CutPrefix(id, "GPU"); ok {
+		return map[string]any{
+			"@odata.type": "#Processor.v1_18_0.Processor", "Id": id, "Name": "GPU " + n,
+			"ProcessorType": "GPU", "Manufacturer": "AMD", "Model": "AMD Instinct MI200",
+			"SerialNumber": fmt.Sprintf("G%04d%s", sysNum(sys), n),
+			"Status":       map[string]string{"State": "Enabled", "Health": "OK"},
+		}
+	}
+	cpu := s.cfg.Hardware.CPU
 	return map[string]any{
 		"@odata.type": "#Processor.v1_18_0.Processor", "Id": id, "Name": "Processor " + id,
 		"ProcessorType": "CPU", "ProcessorArchitecture": "x86", "InstructionSet": "x86-64",
-		"Manufacturer": "Intel(R) Corporation", "Model": "Intel(R) Xeon(R) Gold 6430",
-		"MaxSpeedMHz": 3400, "TotalCores": 32, "TotalThreads": 64,
+		"Manufacturer": cpu.Manufacturer, "Model": cpu.Model,
+		"MaxSpeedMHz": cpu.MaxSpeedMHz, "TotalCores": cpu.Cores, "TotalThreads": cpu.Threads,
 		"Status": map[string]string{"State": "Enabled", "Health": "OK"},
 	}
 }
@@ -151,12 +217,20 @@ func (s *Server) nicDoc(sys *system, id string) map[string]any {
 	if n > 1 {
 		link = "LinkDown"
 	}
-	return map[string]any{
+	doc := map[string]any{
 		"@odata.type": "#EthernetInterface.v1_12_0.EthernetInterface", "Id": id, "Name": "Ethernet " + id,
 		"MACAddress": SystemMAC(sysNum(sys), n), "PermanentMACAddress": SystemMAC(sysNum(sys), n),
 		"SpeedMbps": 25000, "LinkStatus": link, "InterfaceEnabled": true,
 		"Status": map[string]string{"State": "Enabled", "Health": "OK"},
 	}
+	if macs := s.cfg.Hardware.MACAddresses; n >= 1 && n <= len(macs) {
+		doc["MACAddress"] = macs[n-1]
+		doc["PermanentMACAddress"] = macs[n-1]
+		if _, err := net.ParseMAC(macs[n-1]); err != nil || strings.Trim(macs[n-1], "0:-.") == "" {
+			delete(doc, "PermanentMACAddress")
+		}
+	}
+	return doc
 }
 
 func (s *Server) getDrive(w http.ResponseWriter, r *http.Request) {
@@ -165,8 +239,13 @@ func (s *Server) getDrive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("drive")
-	if !containsID(seq("Disk", s.cfg.Hardware.Drives), id) {
+	stale, invalid := s.cfg.Hardware.memberFault("Storage/1/Drives/" + id)
+	if stale || !containsID(seq("Disk", s.cfg.Hardware.Drives), id) {
 		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no drive "+id)
+		return
+	}
+	if invalid {
+		writeJSON(w, http.StatusOK, "", invalidDoc(r.URL.Path))
 		return
 	}
 	n, _ := strconv.Atoi(strings.TrimPrefix(id, "Disk"))
@@ -212,13 +291,17 @@ func (s *Server) listMembers(sub, typ, name string, ids func() []string, doc fun
 		expand := s.cfg.ExpandQuery && r.URL.Query().Has("$expand")
 		var members []any
 		for _, id := range ids() {
-			if expand {
+			stale, invalid := s.cfg.Hardware.memberFault(sub + "/" + id)
+			switch {
+			case expand && invalid:
+				members = append(members, invalidDoc(uri+"/"+id))
+			case expand && !stale:
 				d := doc(sys, id)
 				d["@odata.id"] = uri + "/" + id
 				members = append(members, d)
-				continue
+			default:
+				members = append(members, link(uri+"/"+id))
 			}
-			members = append(members, link(uri+"/"+id))
 		}
 		writeCollection(w, uri, typ, name, members)
 	}
@@ -231,8 +314,13 @@ func (s *Server) getMember(ids func() []string, doc func(*system, string) map[st
 			return
 		}
 		id := r.PathValue("member")
-		if !containsID(ids(), id) {
+		stale, invalid := s.cfg.Hardware.memberFault(strings.TrimPrefix(r.URL.Path, root+"/Systems/"+sys.id+"/"))
+		if stale || !containsID(ids(), id) {
 			redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no resource at "+r.URL.Path)
+			return
+		}
+		if invalid {
+			writeJSON(w, http.StatusOK, "", invalidDoc(r.URL.Path))
 			return
 		}
 		d := doc(sys, id)
