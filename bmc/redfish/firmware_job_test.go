@@ -6,6 +6,7 @@ package redfish_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,6 +151,40 @@ func TestFirmwareUpdateResetNotSentTwiceAfterACrash(t *testing.T) {
 			requireSucceeded(t, resumed)
 			if got := srv.System("1").Resets["PowerCycle"]; got != c.resets {
 				t.Errorf("%d power cycles, want %d", got, c.resets)
+			}
+		})
+	}
+}
+
+// A fresh firmwareUpdate task whose component is already at the version
+// reads it and sends no update (issue 34: Gigabyte/AMI, DL325, EX235a and
+// the DMTF mockup were re-flashed), on each vendor personality that
+// updates firmware: 0 update requests on the wire, Succeeded.
+func TestFirmwareUpdateJobAtTheVersionSendsNothing(t *testing.T) {
+	img := imageServer(t)
+	for _, v := range append(redfishtest.Vendors(), "default") {
+		t.Run(string(v), func(t *testing.T) {
+			cfg := redfishtest.Config{}
+			if v != "default" {
+				cfg = redfishtest.VendorConfig(v)
+			}
+			if cfg.Firmware.Push == redfishtest.FirmwareNone {
+				t.Skipf("%s offers no firmware update", v)
+			}
+			cfg.Firmware.Components = map[string]string{"BIOS": "2.1", "BMC": "1.0.0"}
+			srv := redfishtest.NewServer(cfg)
+			t.Cleanup(srv.Close)
+			srv.SetPower("1", "On")
+			j := runFirmwareJob(t, srv, oneTask(srv, task.Spec{FirmwareUpdate: &task.FirmwareUpdateAction{
+				ImageURI: imageOf(img, "BIOS", "2.1").URI, Component: "BIOS", Version: "2.1"}}))
+			requireSucceeded(t, j)
+			for _, r := range srv.Requests() {
+				if r.Method == "POST" && !strings.Contains(r.Path, "/SessionService/") {
+					t.Errorf("an update request reached the BMC: %s %s", r.Method, r.Path)
+				}
+			}
+			if n := len(srv.FirmwareTasks()); n != 0 {
+				t.Errorf("%d updates on the BMC, want 0", n)
 			}
 		})
 	}
