@@ -75,3 +75,15 @@ func BootTryAttemptID(j *Job, taskIndex, try int) string {
 	}
 	return fmt.Sprintf("%s.try%d", BootAttemptID(j, taskIndex), try)
 }
+
+// BootAttemptID is the boot attempt that wait-for-boot task taskIndex of j
+// waits for. Hosts that embed boot tokens in the iPXE script or Ignition they
+// serve compute the token from it (see package bootstate).
+//
+// Each wait-for-boot task has its own attempt, opened when the job starts
+// (the first) or when the previous wait-for-boot task completed (the next),
+// before the tasks that power the server on, so a callback from an earlier
+// boot cannot complete a later wait.
+func BootAttemptID(j *Job, taskIndex int) string {
+	return fmt.Sprintf("%s.%d.%d.%d", j.Name, j.CreatedAt.UnixNano(), j.Generation, taskIndex)
+}

@@ -33,56 +33,6 @@ import (
 // restoreTimeout bounds one restore (a read, a PATCH, its read-back).
 const restoreTimeout = 30 * time.Second
 
-// bootOnceEmulator is implemented by drivers configured to have one-time
-// overrides emulated (the Redfish driver's Options.EmulateBootOnce).
-type bootOnceEmulator interface {
-	EmulateBootOnce() bool
-}
-
-// bootReadBackSetter is implemented by drivers whose SetBootOverride reads
-// the override back itself and fails when it differs (the Redfish driver):
-// this variant leaves the judgement to the task, which reads the override
-// (served from that read-back within the step, see bmc.ReadScope), sets it
-// again and fails with VerificationFailed only after MaxVerifyResends.
-type bootReadBackSetter interface {
-	SetBootOverrideReadBack(ctx context.Context, o bmc.BootOverride) (bmc.BootOverride, error)
-}
-
-func toTaskOverride(o bmc.BootOverride) task.BootOverride {
-	t := task.BootOverride{Device: string(o.Device), Persistent: o.Persistent, Mode: string(o.Mode), URI: o.URI}
-	if strings.Contains(t.URI, "@") {
-		t.URI = "" // never store credentials; see task.BootOverride.URI
-	}
-	if o.Device == bmc.BootDeviceNone {
-		t.Persistent = false
-	}
-	return t
-}
-
-func fromTaskOverride(t task.BootOverride) bmc.BootOverride {
-	return bmc.BootOverride{Device: bmc.BootDevice(t.Device), Persistent: t.Persistent, Mode: bmc.BootMode(t.Mode), URI: t.URI}
-}
-
-// overrideMatches reports whether got (read back) shows want: the same
-// device and persistence, the same mode where both say, the same URI where
-// want names one. No override matches no override whatever else is read.
-func overrideMatches(want, got bmc.BootOverride) bool {
-	if want.Device == bmc.BootDeviceNone || got.Device == bmc.BootDeviceNone {
-		return want.Device == got.Device
-	}
-	return got.Device == want.Device && got.Persistent == want.Persistent &&
-		(want.Mode == bmc.BootModeUnchanged || got.Mode == bmc.BootModeUnchanged || got.Mode == want.Mode) &&
-		(want.URI == "" || got.URI == want.URI)
-}
-
-// previousRead is the outcome of a readBeforeIntent that recorded nothing,
-// for recordPrevious in the same step.
-type previousRead struct {
-	task int // 1 + the task it was read for, or 0
-	rec  *task.BootRestore
-	err  error
-}
-
 // bootedAfter reports whether the boot an override set by task i was for
 // has happened: a later power on, cycle or reset task succeeded, and so did
 // the first wait-for-boot task after that one, if the job has one.
@@ -177,9 +127,9 @@ func (r *stepRun) restore(ctx context.Context, i int, final bool) error {
 	if errors.Is(err, bmc.ErrFenced) {
 		return err
 	}
-	var ce errConfirm
-	if errors.As(err, &ce) {
-		return ce.err // the store refused this copy: nothing was sent, nothing to record
+	var se *storeError
+	if errors.As(err, &se) {
+		return se.err // the store refused this copy: nothing was sent, nothing to record
 	}
 	if base.Err() != nil {
 		return base.Err()
@@ -214,7 +164,7 @@ func (r *stepRun) putBack(ctx context.Context, prev bmc.BootOverride) (string, e
 	getter, ok := drv.(bmc.BootOverrideGetter)
 	setter, ok2 := drv.(bmc.BootOverrideSetter)
 	if !ok || !ok2 {
-		return "", notSupported(r.ep, "restore the boot override")
+		return "", notSupported(&r.ep, "restore the boot override")
 	}
 	cur, err := getter.BootOverride(ctx) // the step's last read, where the driver keeps it
 	if err != nil {
@@ -224,7 +174,7 @@ func (r *stepRun) putBack(ctx context.Context, prev bmc.BootOverride) (string, e
 		return "the BMC holds " + describeOverride(cur) + " as found; nothing to put back", nil
 	}
 	if err := r.confirm(ctx); err != nil { // a state change: prove the copy current first
-		return "", errConfirm{err}
+		return "", &storeError{err}
 	}
 	if rb, ok := drv.(bootReadBackSetter); ok {
 		_, err = rb.SetBootOverrideReadBack(ctx, prev)
@@ -243,10 +193,3 @@ func (r *stepRun) putBack(ctx context.Context, prev bmc.BootOverride) (string, e
 	}
 	return "put back " + describeOverride(got), nil
 }
-
-// errConfirm carries the store's refusal of the step's copy (confirm) out
-// of putBack: it is no outcome of the restore, which is not recorded.
-type errConfirm struct{ err error }
-
-func (e errConfirm) Error() string { return e.err.Error() }
-func (e errConfirm) Unwrap() error { return e.err }

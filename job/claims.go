@@ -206,7 +206,7 @@ func (l *loop) claimed(cs []claimed, batch bool) {
 			continue
 		}
 		delete(l.retryAt, c.sys)
-		h := &held{sys: c.sys, ep: c.ep, epKey: c.ep.Key(), job: c.job, lockRev: c.rev, until: l.r.validUntil(c.sent),
+		h := &heldSystem{sys: c.sys, ep: c.ep, epKey: c.ep.Key(), job: c.job, lockRev: c.rev, until: l.r.validUntil(c.sent),
 			log: l.r.log.WithValues("job", c.job, "system", c.sys)}
 		h.fence.Init(r.cfg.Clock, l.fenceBase, c.sys)
 		h.fence.Set(h.until)

@@ -2,19 +2,14 @@ package job
 
 import (
 	"context"
-	"errors"
 	"time"
-
-	"github.com/bmckit/bmckit/bmc"
-	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/task"
 )
 
-// The step's proof that its copy of the job is current (confirm), what it
-// gives back when the store refuses that copy (unlockTaken), and the
-// read-back of a task whose time ran out (timedOut): docs/jobs.md, "No
-// state change from a copy that has not proven itself current" and "A task
-// whose time ran out reads the BMC back first".
+// The step's proof that its copy of the job is current (confirm), and what
+// it gives back when the store refuses that copy (unlockTaken): docs/jobs.md,
+// "No state change from a copy that has not proven itself current". Only
+// the step machine stores the job: kinds record in their task's status, and
+// ask for a store through their decisions.
 
 // persist stores the job through the host's PersistFunc and notes what the
 // write proved: a success confirms the step's copy (confirm); a failure
@@ -36,8 +31,9 @@ func (r *stepRun) persist(ctx context.Context, j *Job) error {
 // object). A stale copy — an informer cache that lags after an API-server
 // restart, a replica that lost its lock, a retry scheduled by a write that
 // was overtaken — fails here, with nothing sent. Every state-changing
-// request of every kind is preceded by it (TestNoStateChangeBeforeAWrite);
-// reads are not, so a polling step costs no write.
+// request of every kind is preceded by it (TestNoStateChangeBeforeAWrite):
+// the task's action (act), a follow-up (followup.go), a restore
+// (bootrestore.go); reads are not, so a polling step costs no write.
 func (r *stepRun) confirm(ctx context.Context) error {
 	if r.confirmed {
 		return nil
@@ -45,36 +41,31 @@ func (r *stepRun) confirm(ctx context.Context) error {
 	return r.persist(ctx, r.j)
 }
 
-// timedOut ends task i, whose time (or the job's) ran out: first it reads
-// the BMC back, once, where the task may have sent its action (phase
-// Requested, or Started for a kind whose effect can be taken as done): an
-// effect that landed is the task's success, whatever the clock says — a
-// replica that took a job over after its holder died, or a step delayed by
-// an outage, must not report a power-on the BMC carried out as Failed.
-// Otherwise (not there, or the read failed) the task fails TimedOut.
-func (r *stepRun) timedOut(ctx context.Context, i int, msg string) (StepResult, error) {
-	k := kindOf(&r.j.Spec.Tasks[i])
-	ts := &r.j.Status.Tasks[i]
-	sent := ts.Phase == task.PhaseRequested
-	if k.usesBMC() && (sent || ts.Phase == task.PhaseStarted && k.recheckable()) {
-		if drv, err := r.driverFor(ctx, k); err == nil {
-			rctx, cancel := boundBy(ctx, timeoutReadBack)
-			ok, observed, err := k.check(r.callCtx(rctx, i), r, drv, sent)
-			cancel()
-			r.recordWire()
-			switch {
-			case errors.Is(err, bmc.ErrFenced):
-				return StepResult{}, err // read again under a valid lock
-			case err == nil && ok:
-				r.log.Info("task's time ran out but its effect is there", "task", i+1, "observed", observed)
-				return r.succeedTask(ctx, i, observed+" (read back when its time ran out)")
-			case err != nil:
-				msg += "; reading the BMC back failed: " + err.Error()
-			}
-		}
+// unlockTaken gives back the lock this step took anew when the step's
+// first write failed: the copy of the job was stale (another replica
+// completed the job, or it was deleted) or the store is out, and nothing
+// was sent. Without it a stale copy left its system locked for a whole
+// lease after the job had completed (issue 33). Bounded, best effort: the
+// lease expires anyway.
+func (r *stepRun) unlockTaken(ctx context.Context) {
+	r.takenAnew = false
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+	defer cancel()
+	if err := r.s.cfg.Locks.Unlock(uctx, r.ep.SystemKey(), r.j.Name); err != nil {
+		r.log.Info("giving back a lock taken for a copy of the job the store refused failed; it runs out with its lease", "error", err.Error())
 	}
-	return r.failTask(ctx, i, conditions.ReasonTimedOut, msg)
 }
 
-// timeoutReadBack bounds the read-back of a task whose time ran out.
-const timeoutReadBack = 30 * time.Second
+// unlockTimeout bounds an unlock the step makes on its own (unlockTaken;
+// after a job's completion on the controller path, a failed one is retried
+// by the job's next Step).
+const unlockTimeout = 30 * time.Second
+
+// storeError is a write of the step that failed, carried out of code that
+// returns errors (a kind's store before its request, a follow-up's intent,
+// a confirm): handleErr ends the step with it, as every failed write does
+// (PersistFunc), and a restore records nothing.
+type storeError struct{ err error }
+
+func (e *storeError) Error() string { return e.err.Error() }
+func (e *storeError) Unwrap() error { return e.err }

@@ -114,7 +114,10 @@
 // the BMC lacks it), virtualMedia, bmcReset (resets the BMC itself, then
 // waits until it answers through a new session; like power cycle it is sent
 // again when resumed after a crash) and waitForBoot. docs/jobs.md, "Task
-// kinds", has each kind's rules.
+// kinds", has each kind's rules. Programs add kinds of their own through
+// [Kind] ([StepperConfig].Kinds): the contract the built-in kinds run
+// through too, where a kind sends and checks and the Stepper alone stores
+// the job, fences, retries and maps errors (docs/custom-kinds.md).
 //
 // # Wait for boot
 //

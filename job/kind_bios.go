@@ -36,9 +36,8 @@ type biosKind struct{ a *task.BIOSAction }
 // maxBIOSStatus bounds the attributes a bios task stores.
 const maxBIOSStatus = 1024
 
-func (k biosKind) defaultTimeout(cfg *StepperConfig) time.Duration { return cfg.DefaultTaskTimeout }
-func (k biosKind) grace(*StepperConfig) time.Duration              { return 0 }
-func (k biosKind) usesBMC() bool                                   { return true }
+func (k biosKind) defaultTimeout(c *kindConfig) time.Duration { return c.defaultTaskTimeout }
+func (k biosKind) usesBMC() bool                              { return true }
 
 // recheckable: a set is done when its values are there (or pending); a
 // read is re-made.
@@ -47,8 +46,8 @@ func (k biosKind) recheckable() bool { return len(k.a.Attributes) > 0 }
 // preflight: the BMC has a BIOS (a Bios resource with attributes) and
 // knows every attribute the task names, with a value it takes (an unknown
 // one fails with reason InvalidSpec).
-func (k biosKind) preflight(ctx context.Context, r *stepRun, drv bmc.Driver, _ int) error {
-	bc, err := k.configurer(r, drv)
+func (k biosKind) preflight(ctx context.Context, t *taskView) error {
+	bc, err := k.configurer(t)
 	if err != nil {
 		return err
 	}
@@ -69,26 +68,26 @@ func (k biosKind) preflight(ctx context.Context, r *stepRun, drv bmc.Driver, _ i
 	return nil
 }
 
-func (k biosKind) configurer(r *stepRun, drv bmc.Driver) (bmc.BIOSConfigurer, error) {
-	if bc, ok := drv.(bmc.BIOSConfigurer); ok {
+func (k biosKind) configurer(t *taskView) (bmc.BIOSConfigurer, error) {
+	if bc, ok := t.BMC.(bmc.BIOSConfigurer); ok {
 		return bc, nil
 	}
-	return nil, notSupported(r.ep, "configure the BIOS")
+	return nil, notSupported(t.ep, "configure the BIOS")
 }
 
-func (k biosKind) status(r *stepRun) *task.BIOSStatus {
-	ts := &r.j.Status.Tasks[r.j.Status.CurrentTask]
+func (k biosKind) status(t *taskView) *task.BIOSStatus {
+	ts := t.status
 	if ts.BIOS == nil {
 		ts.BIOS = &task.BIOSStatus{}
 	}
 	return ts.BIOS
 }
 
-func (k biosKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) error {
+func (k biosKind) send(ctx context.Context, t *taskView) error {
 	if len(k.a.Attributes) == 0 || k.a.VerifyOnly {
 		return nil
 	}
-	bc, err := k.configurer(r, drv)
+	bc, err := k.configurer(t)
 	if err != nil {
 		return err
 	}
@@ -107,14 +106,14 @@ func (k biosKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) error {
 	if err != nil {
 		return err
 	}
-	st := k.status(r)
+	st := k.status(t)
 	st.RebootRequired = ap.RebootRequired
 	st.Pending, st.Truncated = boundAttrs(ap.Pending, st.Truncated)
 	return nil
 }
 
-func (k biosKind) check(ctx context.Context, r *stepRun, drv bmc.Driver, _ bool) (bool, string, error) {
-	bc, err := k.configurer(r, drv)
+func (k biosKind) check(ctx context.Context, t *taskView) (bool, string, error) {
+	bc, err := k.configurer(t)
 	if err != nil {
 		return false, "", err
 	}
@@ -122,7 +121,7 @@ func (k biosKind) check(ctx context.Context, r *stepRun, drv bmc.Driver, _ bool)
 	if err != nil {
 		return false, "", err
 	}
-	st := k.status(r)
+	st := k.status(t)
 	st.Truncated = false
 	st.Pending, st.Truncated = boundAttrs(cur.Pending, st.Truncated)
 	want := bmc.BIOSAttributes(k.a.Attributes)
@@ -149,10 +148,6 @@ func (k biosKind) check(ctx context.Context, r *stepRun, drv bmc.Driver, _ bool)
 		return true, "BIOS attributes pending until the next boot: " + strings.Join(differ, ", ") + " (reboot, then verify with a bios task with verifyOnly)", nil
 	}
 	return false, "BIOS attributes not applied yet: " + describeDiffer(differ, cur.Attributes), nil
-}
-
-func (k biosKind) notYet(_ context.Context, r *stepRun, i int, _ string) (StepResult, error) {
-	return r.pollAfterAction(i), nil
 }
 
 // describeDiffer names the attributes that differ with their current

@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -44,19 +43,22 @@ type bmcResetKind struct{ a *task.BMCResetAction }
 // five minutes to boot.
 const bmcResetTimeout = 10 * time.Minute
 
-func (k bmcResetKind) defaultTimeout(cfg *StepperConfig) time.Duration {
-	return max(cfg.DefaultTaskTimeout, bmcResetTimeout)
+func (k bmcResetKind) defaultTimeout(c *kindConfig) time.Duration {
+	return max(c.defaultTaskTimeout, bmcResetTimeout)
 }
-func (k bmcResetKind) grace(*StepperConfig) time.Duration { return 0 }
-func (k bmcResetKind) usesBMC() bool                      { return true }
-func (k bmcResetKind) recheckable() bool                  { return false }
+func (k bmcResetKind) usesBMC() bool     { return true }
+func (k bmcResetKind) recheckable() bool { return false }
+
+// restartsBMC: the Stepper drops the pooled session once the reset is sent,
+// and reads back through a new one (bmcRestarter).
+func (k bmcResetKind) restartsBMC() {}
 
 // preflight: the BMC's manager offers the reset type.
-func (k bmcResetKind) preflight(ctx context.Context, r *stepRun, drv bmc.Driver, _ int) error {
-	if _, ok := drv.(bmc.BMCResetter); !ok {
-		return notSupported(r.ep, "reset the BMC")
+func (k bmcResetKind) preflight(ctx context.Context, t *taskView) error {
+	if _, ok := t.BMC.(bmc.BMCResetter); !ok {
+		return notSupported(t.ep, "reset the BMC")
 	}
-	return checkNeed(ctx, drv, bmc.Need{BMCReset: k.resetType()})
+	return checkNeed(ctx, t.BMC, bmc.Need{BMCReset: k.resetType()})
 }
 
 func (k bmcResetKind) resetType() bmc.BMCResetType {
@@ -66,60 +68,32 @@ func (k bmcResetKind) resetType() bmc.BMCResetType {
 	return bmc.BMCResetWarm
 }
 
-func (k bmcResetKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) error {
-	return r.resetBMC(ctx, drv, k.resetType())
-}
-
-// resetBMC sends a reset of the BMC itself (a bmcReset task's, a firmware
-// update's activation). A transient error from the request is taken as a
-// reset under way (BMCs drop the connection as they restart), and the
-// pooled session is dropped: the BMC forgets its sessions.
-func (r *stepRun) resetBMC(ctx context.Context, drv bmc.Driver, t bmc.BMCResetType) error {
-	rs, ok := drv.(bmc.BMCResetter)
+// send resets the BMC (a bmcReset task's, a firmware update's activation,
+// sent as a follow-up). A transient error from the request is taken as a
+// reset under way: BMCs drop the connection as they restart.
+func (k bmcResetKind) send(ctx context.Context, t *taskView) error {
+	rs, ok := t.BMC.(bmc.BMCResetter)
 	if !ok {
-		return notSupported(r.ep, "reset the BMC")
+		return notSupported(t.ep, "reset the BMC")
 	}
-	err := rs.ResetBMC(ctx, t)
+	err := rs.ResetBMC(ctx, k.resetType())
 	if err != nil && (!bmc.IsTransient(err) || ctx.Err() != nil) {
 		return err
 	}
 	if err != nil {
-		r.log.Info("the BMC reset request ended with a transient error; taking the reset as under way", "error", err.Error())
+		t.log.Info("the BMC reset request ended with a transient error; taking the reset as under way", "error", err.Error())
 	}
-	// The BMC forgets its sessions as it restarts: the next read dials.
-	r.s.pool.Invalidate(ctx, r.ep)
 	return nil
 }
 
-// check dials (through the pool) and reads the power state; drv, the
-// session the reset was sent on, is spent.
-func (k bmcResetKind) check(ctx context.Context, r *stepRun, _ bmc.Driver, _ bool) (bool, string, error) {
-	drv, err := r.driver(ctx)
+// check reads the power state through the connection the Stepper gives it
+// (after the reset, a new session): an answer is the effect; a transient
+// error means the BMC is not answering yet.
+func (k bmcResetKind) check(ctx context.Context, t *taskView) (bool, string, error) {
+	st, err := t.BMC.PowerState(ctx)
 	if err != nil {
-		return r.notAnswering(ctx, err, "the BMC is not answering yet: ")
+		return false, "", &notAnswering{bmcRestarting, err}
 	}
-	st, err := drv.PowerState(ctx)
-	if err != nil {
-		return r.notAnswering(ctx, err, "the BMC is not answering yet: ")
-	}
-	r.recordPower(st)
+	t.status.PowerState = string(st)
 	return true, fmt.Sprintf("the BMC answers again after a %s reset (power %s)", k.a.Type, st), nil
-}
-
-func (k bmcResetKind) notYet(_ context.Context, r *stepRun, i int, _ string) (StepResult, error) {
-	return r.pollAfterAction(i), nil
-}
-
-// notAnswering reads err, from a BMC that restarts (after a reset a task
-// sent), as "not yet": a transient error is the observed state (prefix and
-// the error), an expired session drops the pooled one; any other error, or
-// ctx ending, is the error.
-func (r *stepRun) notAnswering(ctx context.Context, err error, prefix string) (bool, string, error) {
-	if !bmc.IsTransient(err) || ctx.Err() != nil {
-		return false, "", err
-	}
-	if errors.Is(err, bmc.ErrSessionExpired) {
-		r.s.pool.Invalidate(ctx, r.ep)
-	}
-	return false, prefix + err.Error(), nil
 }

@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -24,8 +23,9 @@ func init() {
 //   - check first, always: before any start the version is read, and a
 //     component already at it succeeds with no update sent;
 //   - send starts the update at most once per job: StartFirmwareUpdate is
-//     never retried by the driver, and the task stores StartSent just
-//     before the request. A later attempt that finds StartSent but no task
+//     never retried by the driver, and prepare records StartSent, which the
+//     Stepper stores just before the request. A later attempt that finds
+//     StartSent but no task
 //     reference (the answer was a 5xx, a timeout, a reset connection, or
 //     the runner crashed before storing it) looks for the update among the
 //     BMC's tasks (FindFirmwareUpdate) and follows it; not found, it starts
@@ -36,11 +36,13 @@ func init() {
 //     sending, before the task waits on it; afterwards every step reads the
 //     task once (state, percent) and never sends the update again;
 //   - when the BMC asks for a reset (task messages such as
-//     Update.AwaitToActivate), the task resets what it names, once, with
-//     Reset auto: the system by a power cycle (through the PowerGate, as a
-//     power task's), the BMC by a warm reset; with Reset none it fails with
-//     reason ResetRequired. A crash between the reset and storing it sends
-//     the reset again (at least once, as a power cycle's);
+//     Update.AwaitToActivate), the task has what it names reset, once, with
+//     Reset auto, a follow-up the Stepper sends: the system by a power cycle
+//     (through the PowerGate, as a power task's; an off server is powered
+//     on), the BMC by a warm reset (the bmcReset kind's action); with Reset
+//     none it fails with reason ResetRequired. A crash between the reset
+//     and storing it sends the reset again unless the BMC reports the
+//     system's last reset time (lastreset.go): at least once;
 //   - every read is stored (state, percent, the version read), so a host
 //     sees the progress: one write per poll;
 //   - once the BMC task ended (or is gone, as after a reset some BMCs forget
@@ -56,19 +58,18 @@ const firmwareTimeout = time.Hour
 // firmwarePoll is the delay between two reads of an update's BMC task:
 // 2.5 SlowPollIntervals (5 s by default), since an update takes minutes and
 // each read costs the BMC a request.
-func firmwarePoll(cfg *StepperConfig) time.Duration { return cfg.SlowPollInterval * 5 / 2 }
+func firmwarePoll(c *kindConfig) time.Duration { return c.slowPollInterval * 5 / 2 }
 
-func (k firmwareKind) defaultTimeout(cfg *StepperConfig) time.Duration {
-	return max(cfg.DefaultTaskTimeout, firmwareTimeout)
+func (k firmwareKind) defaultTimeout(c *kindConfig) time.Duration {
+	return max(c.defaultTaskTimeout, firmwareTimeout)
 }
-func (k firmwareKind) grace(*StepperConfig) time.Duration { return 0 }
-func (k firmwareKind) usesBMC() bool                      { return true }
-func (k firmwareKind) recheckable() bool                  { return true }
+func (k firmwareKind) usesBMC() bool     { return true }
+func (k firmwareKind) recheckable() bool { return true }
 
 // preflight: the BMC takes firmware updates and lists the component (its
 // version is read; the task reads it again before it starts an update).
-func (k firmwareKind) preflight(ctx context.Context, r *stepRun, drv bmc.Driver, _ int) error {
-	fu, err := k.updater(r, drv)
+func (k firmwareKind) preflight(ctx context.Context, t *taskView) error {
+	fu, err := k.updater(t)
 	if err != nil || k.a.Component == "" {
 		return err
 	}
@@ -80,98 +81,114 @@ func (k firmwareKind) image() bmc.FirmwareImage {
 	return bmc.FirmwareImage{URI: k.a.ImageURI, Component: k.a.Component}
 }
 
-// status is the current task's Status.Firmware, created on first use.
-func (k firmwareKind) status(r *stepRun) *task.FirmwareStatus {
-	ts := &r.j.Status.Tasks[r.j.Status.CurrentTask]
-	if ts.Firmware == nil {
-		ts.Firmware = &task.FirmwareStatus{}
+// status is the task's Status.Firmware, created on first use.
+func (k firmwareKind) status(t *taskView) *task.FirmwareStatus {
+	if t.status.Firmware == nil {
+		t.status.Firmware = &task.FirmwareStatus{}
 	}
-	return ts.Firmware
+	return t.status.Firmware
 }
 
 func firmwareRef(fs *task.FirmwareStatus) bmc.FirmwareTaskRef {
 	return bmc.FirmwareTaskRef{TaskURI: fs.TaskURI, MonitorURI: fs.MonitorURI, TaskID: fs.TaskID}
 }
 
-func (k firmwareKind) updater(r *stepRun, drv bmc.Driver) (bmc.FirmwareUpdater, error) {
-	if fu, ok := drv.(bmc.FirmwareUpdater); ok {
+func (k firmwareKind) updater(t *taskView) (bmc.FirmwareUpdater, error) {
+	if fu, ok := t.BMC.(bmc.FirmwareUpdater); ok {
 		return fu, nil
 	}
-	return nil, notSupported(r.ep, "update firmware")
+	return nil, notSupported(t.ep, "update firmware")
 }
 
-func (k firmwareKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) error {
-	fu, err := k.updater(r, drv)
+// prepare decides, with reads only, whether this attempt starts the
+// update, and if so records StartSent for the Stepper to store before the
+// request (so that a later attempt knows the start may have reached the
+// BMC). It starts nothing when an update was started (or found) earlier,
+// when the component is at the version already (issue 34: a fresh task
+// re-flashed Gigabyte, DL325, EX235a and the DMTF mockup at their current
+// version), or when an earlier start whose answer was lost is found.
+func (k firmwareKind) prepare(ctx context.Context, t *taskView) (prep, error) {
+	fu, err := k.updater(t)
 	if err != nil {
-		return err
+		return prep{}, err
 	}
-	fs := k.status(r)
+	fs := k.status(t)
 	if !firmwareRef(fs).IsZero() {
-		return nil // started (or found) earlier: follow that update
+		return prep{skip: true}, nil // started (or found) earlier: follow that update
 	}
-	i := r.j.Status.CurrentTask
-	// Check first, always: a component already at the version gets no
-	// update (issue 34: a fresh task re-flashed Gigabyte, DL325, EX235a and
-	// the DMTF mockup at their current version). The check that follows
-	// sees the version and succeeds.
 	if k.a.Component != "" {
 		v, err := fu.FirmwareVersion(ctx, k.a.Component)
 		if err != nil {
-			return err
+			return prep{}, err
 		}
 		fs.Version = v
 		if v == k.a.Version {
-			r.log.Info("the component is at the version already; no update sent", "task", i+1, "version", v)
-			return nil
+			t.log.Info("the component is at the version already; no update sent", "task", t.Task+1, "version", v)
+			return prep{skip: true}, nil
 		}
 	}
 	if fs.StartSent {
-		// A start may have reached the BMC and its answer was lost (a
-		// 5xx, a timeout, a reset connection, a crash before the answer
-		// was stored): look for its update before anything else.
-		ref, found, err := fu.FindFirmwareUpdate(ctx, k.image())
-		if err != nil {
-			return err
+		if skip, err := k.lostStart(ctx, t, fu, fs); skip || err != nil {
+			return prep{skip: skip}, err
 		}
-		if found {
-			r.log.Info("found the firmware update an earlier attempt started; following it", "task", i+1, "bmcTask", ref.String())
-			k.follow(fs, ref)
-			return nil
-		}
-		// Not found: an update that ended meanwhile may match no image (a
-		// finished multipart push): read the version once more.
-		if v, err := fu.FirmwareVersion(ctx, k.a.Component); err == nil && v == k.a.Version {
-			fs.Version = v
-			r.log.Info("the component reached the version while the task looked for the update; not starting another", "task", i+1)
-			return nil
-		}
-		// Not found proves nothing started only on a BMC that lists every
-		// update it starts as a task; elsewhere (iLO, BMCs without a
-		// TaskService) a second start could flash twice.
-		lists := false
-		if l, ok := fu.(bmc.FirmwareTaskLister); ok {
-			if lists, err = l.ListsFirmwareTasks(ctx); err != nil {
-				return err
-			}
-		}
-		if !lists {
-			return &taskFailure{conditions.ReasonFirmwareStartUnknown, fmt.Sprintf(
-				"an earlier start of the update got no answer (last error: %s), and this BMC lists no update tasks, so whether it started cannot be told; not sent again (a second start could flash twice): check the BMC, then run a new job",
-				truncate(r.j.Status.Tasks[i].LastError, 200))}
-		}
-		r.log.Info("the BMC lists no update from the earlier start; starting it again", "task", i+1)
 	}
-	// Stored before the request, so that a later attempt knows the start
-	// may have reached the BMC (and this write proves the copy current).
 	fs.StartSent = true
-	if err := r.persist(ctx, r.j); err != nil {
+	return prep{store: true}, nil
+}
+
+// lostStart looks for the update of an earlier start that may have reached
+// the BMC with its answer lost (a 5xx, a timeout, a reset connection, a
+// crash before the answer was stored). skip: it was found and is followed,
+// or the component reached the version meanwhile. It fails the task with
+// FirmwareStartUnknown where a second start could flash twice: a BMC that
+// does not list every update it starts as a task.
+func (k firmwareKind) lostStart(ctx context.Context, t *taskView, fu bmc.FirmwareUpdater, fs *task.FirmwareStatus) (skip bool, err error) {
+	ref, found, err := fu.FindFirmwareUpdate(ctx, k.image())
+	if err != nil {
+		return false, err
+	}
+	if found {
+		t.log.Info("found the firmware update an earlier attempt started; following it", "task", t.Task+1, "bmcTask", ref.String())
+		k.follow(fs, ref)
+		return true, nil
+	}
+	// Not found: an update that ended meanwhile may match no image (a
+	// finished multipart push): read the version once more.
+	if v, err := fu.FirmwareVersion(ctx, k.a.Component); err == nil && v == k.a.Version {
+		fs.Version = v
+		t.log.Info("the component reached the version while the task looked for the update; not starting another", "task", t.Task+1)
+		return true, nil
+	}
+	// Not found proves nothing started only on a BMC that lists every
+	// update it starts as a task; elsewhere (iLO, BMCs without a
+	// TaskService) a second start could flash twice.
+	lists := false
+	if l, ok := fu.(bmc.FirmwareTaskLister); ok {
+		if lists, err = l.ListsFirmwareTasks(ctx); err != nil {
+			return false, err
+		}
+	}
+	if !lists {
+		return false, &taskFailure{conditions.ReasonFirmwareStartUnknown, fmt.Sprintf(
+			"an earlier start of the update got no answer (last error: %s), and this BMC lists no update tasks, so whether it started cannot be told; not sent again (a second start could flash twice): check the BMC, then run a new job",
+			truncate(t.status.LastError, 200))}
+	}
+	t.log.Info("the BMC lists no update from the earlier start; starting it again", "task", t.Task+1)
+	return false, nil
+}
+
+// send starts the update (StartSent stored before it, see prepare) and
+// records the BMC task carrying it out.
+func (k firmwareKind) send(ctx context.Context, t *taskView) error {
+	fu, err := k.updater(t)
+	if err != nil {
 		return err
 	}
 	ref, err := fu.StartFirmwareUpdate(ctx, k.image())
 	if err != nil {
 		return err
 	}
-	k.follow(fs, ref)
+	k.follow(k.status(t), ref)
 	return nil
 }
 
@@ -182,20 +199,20 @@ func (k firmwareKind) follow(fs *task.FirmwareStatus, ref bmc.FirmwareTaskRef) {
 	fs.State, fs.Percent = string(bmc.FirmwareTaskRunning), -1
 }
 
-func (k firmwareKind) check(ctx context.Context, r *stepRun, drv bmc.Driver, _ bool) (bool, string, error) {
-	fu, err := k.updater(r, drv)
+func (k firmwareKind) check(ctx context.Context, t *taskView) (bool, string, error) {
+	fu, err := k.updater(t)
 	if err != nil {
 		return false, "", err
 	}
-	fs := k.status(r)
+	fs := k.status(t)
 	ref := firmwareRef(fs)
 	if ref.IsZero() {
 		// Nothing started: is the version there already?
-		return k.checkVersion(ctx, r, fu, "")
+		return k.checkVersion(ctx, t, fu, "")
 	}
 	st, err := fu.FirmwareUpdateStatus(ctx, ref)
 	if err != nil {
-		return k.unreachable(ctx, r, err)
+		return false, "", k.unreachable(t, err)
 	}
 	fs.State, fs.Percent = string(st.State), st.Percent
 	if st.NeedsReset && fs.ResetTime == nil {
@@ -218,16 +235,16 @@ func (k firmwareKind) check(ctx context.Context, r *stepRun, drv bmc.Driver, _ b
 		}
 		return false, "", &taskFailure{conditions.ReasonBMCError, msg}
 	}
-	return k.checkVersion(ctx, r, fu, "update "+strings.ToLower(string(st.State))+", ")
+	return k.checkVersion(ctx, t, fu, "update "+strings.ToLower(string(st.State))+", ")
 }
 
 // checkVersion reads the component's version: the task's effect.
-func (k firmwareKind) checkVersion(ctx context.Context, r *stepRun, fu bmc.FirmwareUpdater, prefix string) (bool, string, error) {
+func (k firmwareKind) checkVersion(ctx context.Context, t *taskView, fu bmc.FirmwareUpdater, prefix string) (bool, string, error) {
 	v, err := fu.FirmwareVersion(ctx, k.a.Component)
 	if err != nil {
-		return k.unreachable(ctx, r, err)
+		return false, "", k.unreachable(t, err)
 	}
-	fs := k.status(r)
+	fs := k.status(t)
 	fs.Version = v
 	if v == k.a.Version {
 		return true, fmt.Sprintf("%s%s at version %s", prefix, k.a.Component, v), nil
@@ -235,96 +252,41 @@ func (k firmwareKind) checkVersion(ctx context.Context, r *stepRun, fu bmc.Firmw
 	return false, fmt.Sprintf("%s%s at version %s, want %s", prefix, k.a.Component, v, k.a.Version), nil
 }
 
-// unreachable turns a transient error after the task reset the BMC or the
-// system into "not yet" (the BMC, or its inventory, comes back), as a
-// bmcReset task does; before any reset it is the error.
-func (k firmwareKind) unreachable(ctx context.Context, r *stepRun, err error) (bool, string, error) {
-	if k.status(r).ResetTime == nil {
-		return false, "", err
+// unreachable makes a transient error after the task reset the BMC or the
+// system "not yet" (the BMC, or its inventory, comes back), as a bmcReset
+// task does; before any reset it is the error.
+func (k firmwareKind) unreachable(t *taskView, err error) error {
+	if k.status(t).ResetTime == nil {
+		return err
 	}
-	return r.notAnswering(ctx, err, "not answering after the reset yet: ")
+	return &notAnswering{"not answering after the reset yet: ", err}
 }
 
-func (k firmwareKind) notYet(ctx context.Context, r *stepRun, i int, observed string) (StepResult, error) {
-	fs := k.status(r)
-	poll := StepResult{RequeueAfter: firmwarePoll(&r.s.cfg)}
+// notYet stores each read (state, percent, version), so a host watching
+// the job sees the update's progress: one write per poll of an update that
+// takes minutes. When the BMC asks for a reset, the task has it carried out
+// once (a follow-up: the system's power cycle, or a warm reset of the BMC),
+// or fails with ResetRequired where its reset is none.
+func (k firmwareKind) notYet(_ context.Context, t *taskView, _ string) (decision, error) {
+	fs := k.status(t)
 	if fs.ResetTarget == "" || fs.ResetTime != nil {
-		// The read is stored (state, percent, version), so a host watching
-		// the job sees the update's progress: one write per poll of an
-		// update that takes minutes.
-		if err := r.persist(ctx, r.j); err != nil {
-			return StepResult{}, err
-		}
-		return poll, nil
+		return storeThenPoll(firmwarePoll(t.cfg)), nil
 	}
 	if k.a.Reset == task.FirmwareResetNone {
-		return r.failTask(ctx, i, conditions.ReasonResetRequired,
-			fmt.Sprintf("the BMC asks for a reset of the %s before the firmware takes effect, and reset is none: add a reset task and another firmwareUpdate task", fs.ResetTarget))
+		return failWith(conditions.ReasonResetRequired,
+			fmt.Sprintf("the BMC asks for a reset of the %s before the firmware takes effect, and reset is none: add a reset task and another firmwareUpdate task", fs.ResetTarget)), nil
 	}
-	if err := r.confirm(ctx); err != nil { // the reset changes state: prove the copy current first
-		return StepResult{}, err
-	}
-	drv, err := r.driver(ctx)
-	if err != nil {
-		return r.handleErr(ctx, i, err, true)
-	}
-	cctx := r.callCtx(ctx, i)
 	if fs.ResetTarget == string(bmc.FirmwareResetBMC) {
-		if err := r.resetBMC(cctx, drv, bmc.BMCResetWarm); err != nil {
-			return r.handleErr(ctx, i, err, false)
-		}
-	} else if res, done, err := k.cycle(ctx, cctx, r, drv, i); done {
-		return res, err
+		return thenFollow(followUp{send: &task.Spec{BMCReset: &task.BMCResetAction{Type: task.BMCResetWarm}}}), nil
 	}
-	fs.ResetTime = timestamp.Ptr(r.now)
-	r.j.Status.Tasks[i].LastResetBefore = nil // the result of sending is stored: done with
-	r.log.Info("reset for the firmware update to take effect", "task", i+1, "target", fs.ResetTarget)
-	r.recordWire()
-	if err := r.persist(ctx, r.j); err != nil {
-		return StepResult{}, err
-	}
-	return poll, nil
+	return thenFollow(followUp{cycle: true}), nil
 }
 
-// cycle power-cycles the system for the update, once: the system's last
-// reset time (where the BMC reports it) is stored with the cycle's intent,
-// and a step resumed after a crash between the cycle and storing it finds
-// the time moved and does not cycle again (lastreset.go). done is set when
-// notYet must return (res, err) instead of recording the reset: the power
-// gate holds the cycle back, the intent's write failed, or an error.
-func (k firmwareKind) cycle(ctx, cctx context.Context, r *stepRun, drv bmc.Driver, i int) (res StepResult, done bool, err error) {
-	ts := &r.j.Status.Tasks[i]
-	if ts.LastResetBefore != nil {
-		landed, err := r.cycleLanded(cctx, drv, i)
-		if err != nil {
-			res, err = r.handleErr(ctx, i, err, false)
-			return res, true, err
-		}
-		if landed {
-			return StepResult{}, false, nil
-		}
-	} else {
-		r.markReset(cctx, drv, i)
-		if ts.LastResetBefore != nil {
-			if err := r.persist(ctx, r.j); err != nil { // the reset's intent, with the time
-				return StepResult{}, true, err
-			}
-		}
-	}
-	send, release, err := r.gatePower(cctx, i) // a power cycle may power the server on
-	if err != nil {
-		var g *gated
-		if errors.As(err, &g) {
-			return StepResult{RequeueAfter: g.wait}, true, nil
-		}
-		res, err = r.handleErr(ctx, i, err, false)
-		return res, true, err
-	}
-	err = drv.SetPower(send, bmc.PowerActionCycle)
-	release(ctx)
-	if err != nil {
-		res, err = r.handleErr(ctx, i, err, false)
-		return res, true, err
-	}
-	return StepResult{}, false, nil
+// followed records the reset (sent, or found landed): the BMC's task and
+// the version are polled from now on.
+func (k firmwareKind) followed(_ context.Context, t *taskView, _ followUp, _ bool, _ string) (decision, error) {
+	fs := k.status(t)
+	fs.ResetTime = timestamp.Ptr(t.now)
+	t.log.Info("reset for the firmware update to take effect", "task", t.Task+1, "target", fs.ResetTarget)
+	return storeThenPoll(firmwarePoll(t.cfg)), nil
 }

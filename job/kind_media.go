@@ -18,17 +18,16 @@ func init() {
 // ResendAfter is sent again.
 type mediaKind struct{ a *task.VirtualMediaAction }
 
-func (k mediaKind) defaultTimeout(cfg *StepperConfig) time.Duration { return cfg.DefaultTaskTimeout }
-func (k mediaKind) grace(*StepperConfig) time.Duration              { return 0 }
-func (k mediaKind) usesBMC() bool                                   { return true }
-func (k mediaKind) recheckable() bool                               { return true }
+func (k mediaKind) defaultTimeout(c *kindConfig) time.Duration { return c.defaultTaskTimeout }
+func (k mediaKind) usesBMC() bool                              { return true }
+func (k mediaKind) recheckable() bool                          { return true }
 
 // preflight: the BMC has a virtual media device of the task's kind.
-func (k mediaKind) preflight(ctx context.Context, r *stepRun, drv bmc.Driver, _ int) error {
-	if _, ok := drv.(bmc.VirtualMedia); !ok {
-		return notSupported(r.ep, "attach virtual media")
+func (k mediaKind) preflight(ctx context.Context, t *taskView) error {
+	if _, ok := t.BMC.(bmc.VirtualMedia); !ok {
+		return notSupported(t.ep, "attach virtual media")
 	}
-	return checkNeed(ctx, drv, bmc.Need{Media: k.kind()})
+	return checkNeed(ctx, t.BMC, bmc.Need{Media: k.kind()})
 }
 
 func (k mediaKind) kind() bmc.MediaKind {
@@ -38,10 +37,10 @@ func (k mediaKind) kind() bmc.MediaKind {
 	return bmc.MediaCD
 }
 
-func (k mediaKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) error {
-	vm, ok := drv.(bmc.VirtualMedia)
+func (k mediaKind) send(ctx context.Context, t *taskView) error {
+	vm, ok := t.BMC.(bmc.VirtualMedia)
 	if !ok {
-		return notSupported(r.ep, "attach virtual media")
+		return notSupported(t.ep, "attach virtual media")
 	}
 	if k.a.Eject {
 		return vm.EjectMedia(ctx, k.kind())
@@ -49,10 +48,10 @@ func (k mediaKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) error {
 	return vm.InsertMedia(ctx, k.kind(), k.a.ImageURL)
 }
 
-func (k mediaKind) check(ctx context.Context, r *stepRun, drv bmc.Driver, _ bool) (bool, string, error) {
-	vm, ok := drv.(bmc.VirtualMedia)
+func (k mediaKind) check(ctx context.Context, t *taskView) (bool, string, error) {
+	vm, ok := t.BMC.(bmc.VirtualMedia)
 	if !ok {
-		return false, "", notSupported(r.ep, "attach virtual media")
+		return false, "", notSupported(t.ep, "attach virtual media")
 	}
 	ms, err := vm.MediaStatus(ctx, k.kind())
 	if err != nil {
@@ -64,9 +63,11 @@ func (k mediaKind) check(ctx context.Context, r *stepRun, drv bmc.Driver, _ bool
 	return ms.Inserted && ms.Image == k.a.ImageURL, fmt.Sprintf("inserted=%t image=%q", ms.Inserted, ms.Image), nil
 }
 
-func (k mediaKind) notYet(ctx context.Context, r *stepRun, i int, observed string) (StepResult, error) {
-	if r.now.Sub(r.j.Status.Tasks[i].RequestTime.Time) >= r.s.cfg.ResendAfter {
-		return r.resend(ctx, i, "media read back as "+observed)
+// notYet sends the action again once ResendAfter passed with no visible
+// effect; until then it keeps polling.
+func (k mediaKind) notYet(_ context.Context, t *taskView, observed string) (decision, error) {
+	if t.now.Sub(t.status.RequestTime.Time) >= t.cfg.resendAfter {
+		return resendBecause("media read back as " + observed), nil
 	}
-	return r.pollAfterAction(i), nil
+	return pollAfter(0), nil
 }

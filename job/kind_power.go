@@ -18,15 +18,18 @@ func init() { registerKind("power", func(s *task.Spec) kind { return powerKind{s
 // PoweringOff) never counts as the target. With StepperConfig.PowerSettle, a
 // target found already there before anything was sent must hold for the
 // settle window first (see settle).
+//
+// As a powerChanger it leaves to the Stepper the PowerGate (on, cycle and
+// reset are admitted before they are sent), the power-change watch and the
+// adaptive polling of its read-backs.
 type powerKind struct{ a *task.PowerAction }
 
-func (k powerKind) defaultTimeout(cfg *StepperConfig) time.Duration { return cfg.DefaultTaskTimeout }
-func (k powerKind) grace(*StepperConfig) time.Duration              { return 0 }
-func (k powerKind) usesBMC() bool                                   { return true }
+func (k powerKind) defaultTimeout(c *kindConfig) time.Duration { return c.defaultTaskTimeout }
+func (k powerKind) usesBMC() bool                              { return true }
 
 // preflight: the BMC offers a reset type for the action (preflight.go).
-func (k powerKind) preflight(ctx context.Context, _ *stepRun, drv bmc.Driver, _ int) error {
-	return checkNeed(ctx, drv, bmc.Need{Power: k.action()})
+func (k powerKind) preflight(ctx context.Context, t *taskView) error {
+	return checkNeed(ctx, t.BMC, bmc.Need{Power: k.powerAction()})
 }
 
 // A cycle or reset ends where it started (On), so reading the state cannot
@@ -35,20 +38,14 @@ func (k powerKind) recheckable() bool {
 	return k.a.Op != task.PowerCycle && k.a.Op != task.PowerReset
 }
 
-// boots says whether the action starts the server (on, cycle, reset): its
-// success is the boot an emulated one-time override was for (bootrestore.go).
+// boots says whether the action starts the server (on, cycle, reset): the
+// PowerGate admits it, and its success is the boot an emulated one-time
+// override was for (bootrestore.go).
 func (k powerKind) boots() bool {
 	return k.a.Op == task.PowerOn || k.a.Op == task.PowerCycle || k.a.Op == task.PowerReset
 }
 
-func (k powerKind) beforeSend(ctx context.Context, r *stepRun, i int) {
-	r.watchBeforeSend(ctx, i)
-}
-func (k powerKind) afterRead(r *stepRun, i int, ok bool, readAt time.Time, sent bool) {
-	r.notePowerRead(i, k.action(), ok, readAt, sent)
-}
-
-func (k powerKind) action() bmc.PowerAction {
+func (k powerKind) powerAction() bmc.PowerAction {
 	switch k.a.Op {
 	case task.PowerOn:
 		return bmc.PowerActionOn
@@ -64,74 +61,37 @@ func (k powerKind) action() bmc.PowerAction {
 	return bmc.PowerAction(k.a.Op)
 }
 
-func (k powerKind) send(ctx context.Context, r *stepRun, drv bmc.Driver) error {
-	if k.settles(r) {
-		// The driver's SetPower would find the target already there and
-		// send nothing; read first, so that the settle window applies.
-		st, err := drv.PowerState(ctx)
-		if err != nil {
-			return err
-		}
-		if st == k.action().Target() {
-			held, err := k.settle(ctx, r, drv)
-			if err != nil {
-				return err
-			}
-			if held {
-				// Nothing to send; the read-back that follows sees the target.
-				return nil
-			}
-		}
+// prepare applies the settle window: the driver's SetPower would find the
+// target already there and send nothing, so the state is read first, and a
+// target that holds for the window is taken as there (nothing sent; the
+// read-back that follows sees it).
+func (k powerKind) prepare(ctx context.Context, t *taskView) (prep, error) {
+	if !k.settles(t) {
+		return prep{}, nil
 	}
-	if k.a.Op != task.PowerOff && k.a.Op != task.PowerSoftOff {
-		send, release, err := r.gatePower(ctx, r.j.Status.CurrentTask)
-		if err != nil {
-			return err
-		}
-		defer release(ctx) // after the request's call
-		return drv.SetPower(send, k.action())
+	st, err := t.BMC.PowerState(ctx)
+	if err != nil || st != k.powerAction().Target() {
+		return prep{}, err
 	}
-	return drv.SetPower(ctx, k.action())
+	held, err := k.settle(ctx, t)
+	return prep{skip: held}, err
 }
 
-// gatePower asks the PowerGate, if any, for the power action of task i,
-// one that can power a server on (only those draw inrush current): the
-// power task's send and the wait-for-boot retry's cycle both go through it.
-// It returns the context to send the request under and the release to call
-// once the request's call returned (admitPower, powergate.go); a *gated
-// while the gate holds the action back, and a transient error when the gate
-// cannot be asked.
-func (r *stepRun) gatePower(ctx context.Context, i int) (send context.Context, release func(context.Context), err error) {
-	gate := r.s.cfg.PowerGate
-	if gate == nil {
-		return ctx, func(context.Context) {}, nil
-	}
-	send, release, wait, err := admitPower(ctx, gate, r.ep.SystemKey(), r.j.Name, i)
-	if err != nil {
-		return nil, nil, bmc.Transient(fmt.Errorf("asking the power gate: %w", err))
-	}
-	if wait > 0 {
-		return nil, nil, &gated{wait: wait}
-	}
-	return send, release, nil
+func (k powerKind) send(ctx context.Context, t *taskView) error {
+	return t.BMC.SetPower(ctx, k.powerAction())
 }
 
-// gated is returned when the PowerGate holds a power action back.
-type gated struct{ wait time.Duration }
-
-func (g *gated) Error() string { return fmt.Sprintf("held back by the power gate for %s", g.wait) }
-
-func (k powerKind) check(ctx context.Context, r *stepRun, drv bmc.Driver, afterSend bool) (bool, string, error) {
-	st, err := drv.PowerState(ctx)
+func (k powerKind) check(ctx context.Context, t *taskView) (bool, string, error) {
+	st, err := t.BMC.PowerState(ctx)
 	if err != nil {
 		return false, "", err
 	}
 	// st == target: PoweringOn is never On, PoweringOff never Off.
-	ok := st == k.action().Target()
-	if ok && !afterSend && k.settles(r) {
+	ok := st == k.powerAction().Target()
+	if ok && !t.Sent && k.settles(t) {
 		// The recheck of a resumed or retried task: already present only if
-		// it holds for the settle window; otherwise act sends the action.
-		held, err := k.settle(ctx, r, drv)
+		// it holds for the settle window; otherwise the action is sent.
+		held, err := k.settle(ctx, t)
 		if err != nil {
 			return false, "", err
 		}
@@ -144,8 +104,8 @@ func (k powerKind) check(ctx context.Context, r *stepRun, drv bmc.Driver, afterS
 
 // settles says whether the PowerSettle window applies: it is set, and the
 // action has a state to find already there (not cycle or reset).
-func (k powerKind) settles(r *stepRun) bool {
-	return r.s.cfg.PowerSettle > 0 && k.recheckable()
+func (k powerKind) settles(t *taskView) bool {
+	return t.cfg.powerSettle > 0 && k.recheckable()
 }
 
 // settle is called when the target state was just read and nothing was sent
@@ -153,17 +113,17 @@ func (k powerKind) settles(r *stepRun) bool {
 // PowerSettle (the last read at the window's end) and reports whether every
 // read showed the target: a BMC may report the old state, with no
 // transitional state, while another client's change is still landing. On the
-// first read that differs it returns false at once, and the caller sends the
-// action as for a state that was not there. The window is waited out within
-// the current Step (bounded by the task's deadline); a crash during it leaves
+// first read that differs it returns false at once, and the action is sent
+// as for a state that was not there. The window is waited out within the
+// current Step (bounded by the task's deadline); a crash during it leaves
 // the task in phase Started, whose recheck settles again from the start.
-func (k powerKind) settle(ctx context.Context, r *stepRun, drv bmc.Driver) (bool, error) {
+func (k powerKind) settle(ctx context.Context, t *taskView) (bool, error) {
 	// The step waited: what it stamps next (the request, the completion)
 	// happened after the window, not when the step began.
-	defer r.tick()
-	clk := r.s.cfg.Clock
-	target := k.action().Target()
-	end := clk.Now().Add(r.s.cfg.PowerSettle)
+	t.waited = true
+	clk := t.cfg.clock
+	target := k.powerAction().Target()
+	end := clk.Now().Add(t.cfg.powerSettle)
 	for {
 		left := end.Sub(clk.Now())
 		if left <= 0 {
@@ -172,23 +132,26 @@ func (k powerKind) settle(ctx context.Context, r *stepRun, drv bmc.Driver) (bool
 		select {
 		case <-ctx.Done():
 			return false, bmc.Transient(fmt.Errorf("waiting out the power settle window: %w", ctx.Err()))
-		case <-clk.After(min(r.s.cfg.PollInterval, left)):
+		case <-clk.After(min(t.cfg.pollInterval, left)):
 		}
-		st, err := drv.PowerState(ctx)
+		st, err := t.BMC.PowerState(ctx)
 		if err != nil {
 			return false, err
 		}
 		if st != target {
-			r.log.Info("power state changed during the settle window; sending the action", "target", string(target), "observed", string(st))
+			t.log.Info("power state changed during the settle window; sending the action", "target", string(target), "observed", string(st))
 			return false, nil
 		}
 	}
 }
 
-func (k powerKind) notYet(ctx context.Context, r *stepRun, i int, observed string) (StepResult, error) {
-	since := r.now.Sub(r.j.Status.Tasks[i].RequestTime.Time)
-	if since >= r.s.cfg.ResendAfter && !bmc.PowerState(observed).Transitional() {
-		return r.resend(ctx, i, fmt.Sprintf("power still %s %s after the request", observed, since.Round(time.Second)))
+// notYet sends the action again when nothing changed for ResendAfter (no
+// transition either: the BMC dropped the request); otherwise it keeps
+// polling on the Stepper's (adaptive) schedule.
+func (k powerKind) notYet(_ context.Context, t *taskView, observed string) (decision, error) {
+	since := t.now.Sub(t.status.RequestTime.Time)
+	if since >= t.cfg.resendAfter && !bmc.PowerState(observed).Transitional() {
+		return resendBecause(fmt.Sprintf("power still %s %s after the request", observed, since.Round(time.Second))), nil
 	}
-	return r.powerPoll(ctx, i, k.action()), nil
+	return pollAfter(0), nil
 }

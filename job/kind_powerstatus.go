@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -20,30 +19,18 @@ func init() {
 // not "effect already present".
 type powerStatusKind struct{ a *task.PowerStatusAction }
 
-func (k powerStatusKind) defaultTimeout(cfg *StepperConfig) time.Duration {
-	return cfg.DefaultTaskTimeout
-}
-func (k powerStatusKind) grace(*StepperConfig) time.Duration { return 0 }
-func (k powerStatusKind) usesBMC() bool                      { return true }
-func (k powerStatusKind) recheckable() bool                  { return false }
+func (k powerStatusKind) defaultTimeout(c *kindConfig) time.Duration { return c.defaultTaskTimeout }
+func (k powerStatusKind) usesBMC() bool                              { return true }
+func (k powerStatusKind) recheckable() bool                          { return false }
 
-func (k powerStatusKind) send(context.Context, *stepRun, bmc.Driver) error { return nil }
+func (k powerStatusKind) send(context.Context, *taskView) error { return nil }
 
-func (k powerStatusKind) check(ctx context.Context, r *stepRun, drv bmc.Driver, _ bool) (bool, string, error) {
-	st, err := drv.PowerState(ctx)
+// check reads the state: any state read is the result.
+func (k powerStatusKind) check(ctx context.Context, t *taskView) (bool, string, error) {
+	st, err := t.BMC.PowerState(ctx)
 	if err != nil {
 		return false, "", err
 	}
-	r.recordPower(st)
+	t.status.PowerState = string(st)
 	return true, string(st), nil
-}
-
-// notYet is never reached: any state read is the result.
-func (k powerStatusKind) notYet(_ context.Context, r *stepRun, i int, _ string) (StepResult, error) {
-	return r.pollAfterAction(i), nil
-}
-
-// recordPower stores the power state the current task read in its status.
-func (r *stepRun) recordPower(st bmc.PowerState) {
-	r.j.Status.Tasks[r.j.Status.CurrentTask].PowerState = string(st)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -27,28 +26,23 @@ type reachableKind struct{ a *task.ReachableAction }
 // diagnostic should answer within a minute.
 const reachableTimeout = time.Minute
 
-func (k reachableKind) defaultTimeout(cfg *StepperConfig) time.Duration {
-	return min(cfg.DefaultTaskTimeout, reachableTimeout)
+func (k reachableKind) defaultTimeout(c *kindConfig) time.Duration {
+	return min(c.defaultTaskTimeout, reachableTimeout)
 }
-func (k reachableKind) grace(*StepperConfig) time.Duration { return 0 }
-func (k reachableKind) usesBMC() bool                      { return true }
+func (k reachableKind) usesBMC() bool { return true }
 
 // Not recheckable, for the same reason as powerStatusKind: the read is the
 // result (send does nothing, so this costs nothing).
 func (k reachableKind) recheckable() bool { return false }
 
-func (k reachableKind) send(context.Context, *stepRun, bmc.Driver) error { return nil }
+func (k reachableKind) send(context.Context, *taskView) error { return nil }
 
-func (k reachableKind) check(ctx context.Context, r *stepRun, drv bmc.Driver, _ bool) (bool, string, error) {
-	st, err := drv.PowerState(ctx)
+// check reads the state once: a successful read is the result.
+func (k reachableKind) check(ctx context.Context, t *taskView) (bool, string, error) {
+	st, err := t.BMC.PowerState(ctx)
 	if err != nil {
 		return false, "", err
 	}
-	r.recordPower(st)
+	t.status.PowerState = string(st)
 	return true, "the BMC answers with these credentials (power " + string(st) + ")", nil
-}
-
-// notYet is never reached: a successful read is the result.
-func (k reachableKind) notYet(_ context.Context, r *stepRun, i int, _ string) (StepResult, error) {
-	return r.pollAfterAction(i), nil
 }

@@ -27,9 +27,10 @@ func init() {
 // set again (if there is one) and the server is power cycled (powered on if
 // it is off), each step stored in Status.BootTries before its action is
 // sent (intent before action), so a resumed job repeats at most the action
-// of the step it stopped in. These are the only BMC calls the kind makes,
-// with the reads of the system's last reset time around the cycle (see
-// markReset and cycleLanded, lastreset.go).
+// of the step it stopped in. The kind makes no BMC call itself: the
+// override and the cycle are follow-ups it asks for and the Stepper sends
+// (followup.go), the cycle with the reads of the system's last reset time
+// around it (lastreset.go), so a cycle that landed is not sent twice.
 type waitForBootKind struct {
 	a *task.WaitForBootAction
 	// timeout is the task's Spec.Timeout: each try's boot deadline (zero:
@@ -39,21 +40,19 @@ type waitForBootKind struct {
 
 const defaultBootTimeout = 30 * time.Minute
 
-func (k waitForBootKind) defaultTimeout(*StepperConfig) time.Duration {
-	return defaultBootTimeout
-}
+func (k waitForBootKind) defaultTimeout(*kindConfig) time.Duration { return defaultBootTimeout }
 
 // grace covers, beyond the first try's deadline, every retry: its backoff,
 // the BMC calls that trigger it, and its own deadline.
-func (k waitForBootKind) grace(cfg *StepperConfig) time.Duration {
-	base := 2*cfg.BootPollInterval + 5*time.Second
+func (k waitForBootKind) grace(c *kindConfig) time.Duration {
+	base := 2*c.bootPollInterval + 5*time.Second
 	per := k.timeout
 	if per <= 0 {
 		per = defaultBootTimeout
 	}
 	g := base
 	for try := 2; try <= k.a.Retries+1; try++ {
-		g += k.a.BackoffBefore(try) + cfg.DefaultTaskTimeout + per + base
+		g += k.a.BackoffBefore(try) + c.defaultTaskTimeout + per + base
 	}
 	return g
 }
@@ -77,26 +76,30 @@ func (k waitForBootKind) attemptPolicy(timeout time.Duration) BootAttemptPolicy 
 }
 
 // bootUnsupported says why tracker b cannot serve the task, or "".
-func (w waitForBootKind) bootUnsupported(b BootTracker) string {
+func (k waitForBootKind) bootUnsupported(b BootTracker) string {
 	if b == nil {
 		return "no BootTracker configured for wait-for-boot tasks"
 	}
-	if _, ok := b.(BootPolicyStarter); !ok && w.a.TrackerPolicy() {
+	if _, ok := b.(BootPolicyStarter); !ok && k.a.TrackerPolicy() {
 		return "the task carries a boot policy (signals, deadlines or allowed sources) but the BootTracker cannot take one: it does not implement job.BootPolicyStarter"
 	}
 	return ""
 }
 
-// openBoot opens (idempotently) boot attempt attemptID of task i, with the
-// task's policy and timeout.
-func (k waitForBootKind) openBoot(ctx context.Context, r *stepRun, i int, attemptID string) error {
-	uuid, timeout := k.systemUUID(r.j), r.taskTimeout(i)
-	if !k.a.TrackerPolicy() {
-		return r.s.cfg.Boot.StartBoot(ctx, uuid, attemptID, timeout)
+// openBoot opens (idempotently) boot attempt attemptID of the task, with
+// the task's policy and timeout.
+func (k waitForBootKind) openBoot(ctx context.Context, t *taskView, attemptID string) error {
+	uuid, timeout := k.systemUUID(t.job), k.timeout
+	if timeout <= 0 {
+		timeout = k.defaultTimeout(t.cfg)
 	}
-	ps, ok := r.s.cfg.Boot.(BootPolicyStarter)
+	boot := t.cfg.boot
+	if !k.a.TrackerPolicy() {
+		return boot.StartBoot(ctx, uuid, attemptID, timeout)
+	}
+	ps, ok := boot.(BootPolicyStarter)
 	if !ok {
-		return &taskFailure{conditions.ReasonNotSupported, k.bootUnsupported(r.s.cfg.Boot)}
+		return &taskFailure{conditions.ReasonNotSupported, k.bootUnsupported(boot)}
 	}
 	return ps.StartBootWithPolicy(ctx, uuid, attemptID, k.attemptPolicy(timeout))
 }
@@ -112,7 +115,7 @@ func (k waitForBootKind) outcome(ctx context.Context, boot BootTracker, uuid, at
 }
 
 // overrideTask is the index of the most recent bootDevice task before task
-// i, or -1.
+// i of j, or -1.
 func overrideTask(j *Job, i int) int {
 	for b := i - 1; b >= 0; b-- {
 		if j.Spec.Tasks[b].BootDevice != nil {
@@ -124,38 +127,38 @@ func overrideTask(j *Job, i int) int {
 
 // currentTry returns the task's current try, recording try 1 (the boot the
 // job's earlier tasks triggered) on first use.
-func (k waitForBootKind) currentTry(r *stepRun, i int) *task.BootTry {
-	ts := &r.j.Status.Tasks[i]
+func (k waitForBootKind) currentTry(t *taskView) *task.BootTry {
+	ts := t.status
 	if len(ts.BootTries) == 0 {
-		ts.BootTries = []task.BootTry{{Try: 1, AttemptID: BootAttemptID(r.j, i), Step: task.BootTryWaiting, StartTime: ts.StartTime}}
+		ts.BootTries = []task.BootTry{{Try: 1, AttemptID: BootAttemptID(t.job, t.Task), Step: task.BootTryWaiting, StartTime: ts.StartTime}}
 	}
 	return &ts.BootTries[len(ts.BootTries)-1]
 }
 
 // send does nothing: the first attempt was opened before the tasks that
-// power the server on (see openNextBoot); retries act in notYet.
-func (k waitForBootKind) send(context.Context, *stepRun, bmc.Driver) error { return nil }
+// power the server on (bootWaiter); retries act through notYet.
+func (k waitForBootKind) send(context.Context, *taskView) error { return nil }
 
-func (k waitForBootKind) check(ctx context.Context, r *stepRun, _ bmc.Driver, _ bool) (bool, string, error) {
-	boot := r.s.cfg.Boot
+// check asks the tracker about the current try's attempt. A try that timed
+// out with retries left ends, and the next try's backoff is recorded (its
+// stages follow in notYet); the last try's failure fails the task.
+func (k waitForBootKind) check(ctx context.Context, t *taskView) (bool, string, error) {
+	boot := t.cfg.boot
 	if boot == nil {
 		return false, "", &taskFailure{conditions.ReasonNotSupported, "no BootTracker configured"}
 	}
-	i := r.j.Status.CurrentTask
-	ts := &r.j.Status.Tasks[i]
-	cur := k.currentTry(r, i)
+	cur := k.currentTry(t)
 	tries := k.a.Retries + 1
 	if cur.Step != task.BootTryWaiting {
 		return false, fmt.Sprintf("try %d of %d: %s", cur.Try, tries, cur.Step), nil
 	}
-	out, err := k.outcome(ctx, boot, k.systemUUID(r.j), cur.AttemptID)
+	out, err := k.outcome(ctx, boot, k.systemUUID(t.job), cur.AttemptID)
 	if err != nil {
 		return false, "", bmc.Transient(fmt.Errorf("reading boot state: %w", err))
 	}
 	if !out.Done {
 		return false, "waiting for boot signals", nil
 	}
-	now := r.now
 	reason := out.Reason
 	if reason == "" {
 		reason = string(out.Result)
@@ -163,7 +166,7 @@ func (k waitForBootKind) check(ctx context.Context, r *stepRun, _ bmc.Driver, _ 
 	if reason == "" {
 		reason = conditions.ReasonFailed
 	}
-	cur.Step, cur.Result, cur.Stage, cur.Message, cur.EndTime = task.BootTryDone, out.Result, reason, out.Message, timestamp.Ptr(now)
+	cur.Step, cur.Result, cur.Stage, cur.Message, cur.EndTime = task.BootTryDone, out.Result, reason, out.Message, timestamp.Ptr(t.now)
 	if out.Result == conditions.ResultSucceeded {
 		if cur.Try > 1 {
 			return true, fmt.Sprintf("booted on try %d of %d: %s", cur.Try, tries, out.Message), nil
@@ -171,14 +174,14 @@ func (k waitForBootKind) check(ctx context.Context, r *stepRun, _ bmc.Driver, _ 
 		return true, "booted: " + out.Message, nil
 	}
 	if out.Result == conditions.ResultTimedOut && cur.Try < tries {
-		next := now.Add(k.a.BackoffBefore(cur.Try + 1))
-		r.log.Info("boot try timed out; retrying", "task", i+1, "try", cur.Try, "of", tries, "stage", reason, "retryAt", next)
-		ts.BootTries = append(ts.BootTries, task.BootTry{Try: cur.Try + 1, AttemptID: BootTryAttemptID(r.j, i, cur.Try+1), Step: task.BootTryBackoff, NotBefore: timestamp.Ptr(next)})
+		next := t.now.Add(k.a.BackoffBefore(cur.Try + 1))
+		t.log.Info("boot try timed out; retrying", "task", t.Task+1, "try", cur.Try, "of", tries, "stage", reason, "retryAt", next)
+		t.status.BootTries = append(t.status.BootTries, task.BootTry{Try: cur.Try + 1, AttemptID: BootTryAttemptID(t.job, t.Task, cur.Try+1), Step: task.BootTryBackoff, NotBefore: timestamp.Ptr(next)})
 		return false, fmt.Sprintf("try %d of %d ended %s; retrying at %s", cur.Try, tries, reason, next.UTC().Format(time.RFC3339)), nil
 	}
 	msg := "boot " + string(out.Result) + ": " + out.Message
 	if cur.Try > 1 {
-		msg = fmt.Sprintf("boot %s on try %d of %d (%s): %s", out.Result, cur.Try, tries, triesSummary(ts.BootTries), out.Message)
+		msg = fmt.Sprintf("boot %s on try %d of %d (%s): %s", out.Result, cur.Try, tries, triesSummary(t.status.BootTries), out.Message)
 	}
 	return false, "", &taskFailure{reason, msg}
 }
@@ -194,118 +197,69 @@ func triesSummary(ts []task.BootTry) string {
 	return s
 }
 
-// notYet waits for the boot, or moves a retry on: after its backoff it
-// opens the new attempt, sets the boot override again and power cycles,
-// storing each step before its action.
-func (k waitForBootKind) notYet(ctx context.Context, r *stepRun, i int, _ string) (StepResult, error) {
-	ts := &r.j.Status.Tasks[i]
-	cur := &ts.BootTries[len(ts.BootTries)-1]
-	now := r.now
+// lastTry is the task's current try.
+func lastTry(t *taskView) *task.BootTry { return &t.status.BootTries[len(t.status.BootTries)-1] }
+
+// notYet waits for the boot, or moves a retry on through its stages, each
+// recorded in Status.BootTries and stored before its action (intent before
+// action): after its backoff the try opens its attempt (backoff), sets the
+// boot override of the most recent bootDevice task before this one again,
+// if there is one, and power cycles (follow-ups the Stepper sends).
+func (k waitForBootKind) notYet(ctx context.Context, t *taskView, _ string) (decision, error) {
+	cur := lastTry(t)
 	switch cur.Step {
 	case task.BootTryBackoff:
-		if now.Before(cur.NotBefore.Time) {
-			if prev := ts.BootTries[len(ts.BootTries)-2]; prev.EndTime != nil && prev.EndTime.Equal(now) {
-				// The previous try ended in this step: store its outcome
-				// and the retry's schedule.
-				if err := r.persist(ctx, r.j); err != nil {
-					return StepResult{}, err
-				}
-			}
-			return StepResult{RequeueAfter: cur.NotBefore.Sub(now)}, nil
-		}
-		// Open the attempt before anything can power the server on, so a
-		// quick callback is not lost (idempotent, so safe to repeat).
-		if err := k.openBoot(ctx, r, i, cur.AttemptID); err != nil {
-			return r.handleErr(ctx, i, asBootErr(fmt.Errorf("opening boot attempt %q: %w", cur.AttemptID, err)), false)
-		}
-		cur.StartTime, cur.NotBefore = timestamp.Ptr(now), nil
-		cur.Step = task.BootTryPowerCycling
-		if overrideTask(r.j, i) >= 0 {
-			cur.Step = task.BootTrySettingBootOverride
-		} else {
-			// The last reset time goes out with the cycle's intent. A
-			// failed dial stores the intent without it (handleErr writes
-			// the status), and the cycle is retried.
-			drv, err := r.driver(ctx)
-			if err != nil {
-				return r.handleErr(ctx, i, err, true)
-			}
-			r.markReset(r.callCtx(ctx, i), drv, i)
-		}
-		if err := r.persist(ctx, r.j); err != nil { // intent before action
-			return StepResult{}, err
-		}
-		return k.notYet(ctx, r, i, "")
+		return k.backoff(ctx, t, cur)
 	case task.BootTrySettingBootOverride:
-		bk := kindOf(&r.j.Spec.Tasks[overrideTask(r.j, i)]) // the override is that task's action, sent again
-		// A resumed or retried try: prove the copy current first.
-		if err := r.confirm(ctx); err != nil {
-			return StepResult{}, err
-		}
-		drv, err := r.driver(ctx)
-		if err != nil {
-			return r.handleErr(ctx, i, err, true)
-		}
-		cctx := r.callCtx(ctx, i)
-		if err := bk.send(cctx, r, drv); err != nil {
-			return r.handleErr(ctx, i, err, false)
-		}
-		ok, observed, err := bk.check(cctx, r, drv, true)
-		if err != nil {
-			return r.handleErr(ctx, i, err, false)
-		}
-		if !ok {
-			return r.handleErr(ctx, i, bmc.Transient(fmt.Errorf("try %d: the boot override read back as %s after setting it again", cur.Try, observed)), false)
-		}
-		cur.OverrideTime = timestamp.Ptr(now)
-		cur.Step = task.BootTryPowerCycling
-		// The last reset time goes out with the cycle's intent.
-		r.markReset(cctx, drv, i)
-		if err := r.persist(ctx, r.j); err != nil { // intent before the cycle
-			return StepResult{}, err
-		}
-		return k.notYet(ctx, r, i, "")
+		// The override is that task's action, sent again on this task's
+		// behalf, and read back.
+		return thenFollow(followUp{send: &t.job.Spec.Tasks[overrideTask(t.job, t.Task)], check: true}), nil
 	case task.BootTryPowerCycling:
-		cctx := r.callCtx(ctx, i)
-		send, release, err := r.gatePower(cctx, i) // as a power task's cycle
-		if err != nil {
-			var g *gated
-			if errors.As(err, &g) {
-				return StepResult{RequeueAfter: g.wait}, nil
-			}
-			return r.handleErr(ctx, i, err, false)
-		}
-		defer release(ctx) // after the request's call, whichever way this step ends
-		if err := r.confirm(ctx); err != nil {
-			return StepResult{}, err
-		}
-		drv, err := r.driver(ctx)
-		if err != nil {
-			return r.handleErr(ctx, i, err, true)
-		}
-		landed, err := r.cycleLanded(cctx, drv, i)
-		if err != nil {
-			return r.handleErr(ctx, i, err, false)
-		}
-		if !landed {
-			act := bmc.PowerActionCycle
-			if st, err := drv.PowerState(cctx); err == nil && st == bmc.PowerOff {
-				act = bmc.PowerActionOn
-			}
-			if err := drv.SetPower(send, act); err != nil {
-				return r.handleErr(ctx, i, err, false)
-			}
-		}
-		cur.PowerCycleTime = timestamp.Ptr(now)
-		cur.Step = task.BootTryWaiting
-		ts.RequestTime = timestamp.Ptr(now)
-		ts.LastResetBefore = nil // the result of sending is stored: done with
-		r.recordWire()
-		if err := r.persist(ctx, r.j); err != nil {
-			return StepResult{}, err
-		}
+		return thenFollow(followUp{cycle: true}), nil
 	}
-	return StepResult{RequeueAfter: r.s.cfg.BootPollInterval}, nil
+	return pollAfter(t.cfg.bootPollInterval), nil
+}
+
+// backoff waits out the try's backoff, then opens its attempt before
+// anything can power the server on, so a quick callback is not lost
+// (idempotent, so safe to repeat), and moves on to the override or the
+// cycle, whose intent goes out with this stage's end.
+func (k waitForBootKind) backoff(ctx context.Context, t *taskView, cur *task.BootTry) (decision, error) {
+	if t.now.Before(cur.NotBefore.Time) {
+		// Stored when the previous try ended in this step: its outcome and
+		// the retry's schedule.
+		prev := t.status.BootTries[len(t.status.BootTries)-2]
+		return decision{after: cur.NotBefore.Sub(t.now), store: prev.EndTime != nil && prev.EndTime.Equal(t.now)}, nil
+	}
+	if err := k.openBoot(ctx, t, cur.AttemptID); err != nil {
+		return decision{}, asBootErr(fmt.Errorf("opening boot attempt %q: %w", cur.AttemptID, err))
+	}
+	cur.StartTime, cur.NotBefore = timestamp.Ptr(t.now), nil
+	if overrideTask(t.job, t.Task) >= 0 {
+		cur.Step = task.BootTrySettingBootOverride
+		return storeThenAgain(), nil
+	}
+	cur.Step = task.BootTryPowerCycling
+	return thenFollow(followUp{cycle: true, store: true}), nil
+}
+
+// followed records a follow-up: the override set again (the cycle comes
+// next, its intent stored with it), or the cycle sent (or found landed):
+// the try waits for its boot.
+func (k waitForBootKind) followed(_ context.Context, t *taskView, f followUp, done bool, observed string) (decision, error) {
+	cur := lastTry(t)
+	if !f.cycle {
+		if !done {
+			return decision{}, bmc.Transient(fmt.Errorf("try %d: the boot override read back as %s after setting it again", cur.Try, observed))
+		}
+		cur.OverrideTime = timestamp.Ptr(t.now)
+		cur.Step = task.BootTryPowerCycling
+		return thenFollow(followUp{cycle: true, store: true}), nil
+	}
+	cur.PowerCycleTime = timestamp.Ptr(t.now)
+	cur.Step = task.BootTryWaiting
+	t.status.RequestTime = timestamp.Ptr(t.now)
+	return storeThenPoll(t.cfg.bootPollInterval), nil
 }
 
 // asBootErr keeps a task failure (a tracker that cannot take the policy)

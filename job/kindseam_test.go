@@ -116,3 +116,37 @@ func TestEveryActionHasAKind(t *testing.T) {
 		t.Fatalf("found only %d actions: %v", len(seen), seen)
 	}
 }
+
+// TestKindsSeeOnlyTheirTask: a kind file never reaches into the step. It
+// names none of the step machine's types (so it can call none of its
+// methods: persist, confirm, handleErr, failTask, driver, ...), and every
+// method of its kind takes the task's view, not the step: the Stepper
+// alone stores, fences, dials, retries and maps errors (kind.go).
+func TestKindsSeeOnlyTheirTask(t *testing.T) {
+	forbidden := map[string]bool{"stepRun": true, "stepEnv": true, "Stepper": true, "StepperConfig": true, "PersistFunc": true, "StepResult": true}
+	names, err := filepath.Glob("kind_*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	kinds := 0
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds++
+		ast.Inspect(f, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok && forbidden[id.Name] {
+				t.Errorf("%s: a kind names %s: kinds see their task (taskView) and return decisions; the step machine acts on them", fset.Position(id.Pos()), id.Name)
+			}
+			return true
+		})
+	}
+	if kinds < 7 {
+		t.Fatalf("found only %d kind files", kinds)
+	}
+}

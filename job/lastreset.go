@@ -13,7 +13,9 @@ import (
 // whether the cycle it had sent landed. Where the BMC reports when the
 // system last reset (bmc.LastResetReader, Redfish LastResetTime), the task
 // stores that time with the cycle's intent and compares it on resume
-// (issue 22); elsewhere the cycle is sent again (at least once).
+// (issue 22); elsewhere the cycle is sent again (at least once). The
+// power cycle a kind asks for as a follow-up (cycleSystem, followup.go:
+// a wait-for-boot retry's, a firmware update's reset) is sent this way.
 
 // markReset reads, before the intent of a power cycle that cannot be read
 // back is stored (a wait-for-boot retry's, a firmware update's reset),

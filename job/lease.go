@@ -40,7 +40,7 @@ func (r *Runner) storeCallTimeout() time.Duration {
 
 // renewal is the outcome of renewing one held system's lock.
 type renewal struct {
-	h    *held
+	h    *heldSystem
 	rev  int64
 	sent time.Time
 	err  error
@@ -48,7 +48,7 @@ type renewal struct {
 
 // renewAll renews the locks of hs concurrently (so a store with group commit
 // batches them) and reports each outcome on out.
-func (r *Runner) renewAll(ctx context.Context, hs []*held, out chan<- []renewal) {
+func (r *Runner) renewAll(ctx context.Context, hs []*heldSystem, out chan<- []renewal) {
 	res := make([]renewal, len(hs))
 	fanout.Do(len(hs), func(i int) {
 		h := hs[i]

@@ -24,8 +24,8 @@ import (
 // reused across steps, see (*loop).worker), bounded by Config.Workers, so
 // Workers bounds concurrent BMC calls, not jobs.
 
-// held is a system whose lock this runner holds, with the job it runs.
-type held struct {
+// heldSystem is a system whose lock this runner holds, with the job it runs.
+type heldSystem struct {
 	sys   string
 	ep    bmc.Endpoint
 	epKey string
@@ -54,13 +54,13 @@ type held struct {
 }
 
 // DueEntry implements dueheap.Item.
-func (h *held) DueEntry() *dueheap.Entry { return &h.Entry }
+func (h *heldSystem) DueEntry() *dueheap.Entry { return &h.Entry }
 
 // loop is the state of one Start.
 type loop struct {
 	r    *Runner
 	ctx  context.Context
-	held map[string]*held // by system
+	held map[string]*heldSystem // by system
 	// perEndpoint counts held systems (and claims in flight) per endpoint.
 	perEndpoint map[string]int
 	// retryAt is when to try again to claim a system another runner holds.
@@ -68,8 +68,8 @@ type loop struct {
 	// parked holds, per endpoint, systems waiting for a place under
 	// EndpointConcurrency.
 	parked   map[string]map[string]struct{}
-	due      dueheap.Heap[*held]
-	fenced   map[*held]bool // due, but the lease lapsed: waiting for renewal
+	due      dueheap.Heap[*heldSystem]
+	fenced   map[*heldSystem]bool // due, but the lease lapsed: waiting for renewal
 	running  int
 	steps    chan stepOutcome
 	idle     []*stepWorker // workers waiting for a step; idle[0] waited longest
@@ -86,10 +86,10 @@ type loop struct {
 
 	nextScan  time.Time
 	nextRenew time.Time
-	nextFence time.Time           // the earliest lease validity end among held systems
-	fenceBase time.Time           // the base of the held systems' fences
-	wg        sync.WaitGroup      // steps and background releases
-	lastQueue *observe.QueueEvent // what Observer.Queue was last told
+	nextFence time.Time      // the earliest lease validity end among held systems
+	fenceBase time.Time      // the base of the held systems' fences
+	wg        sync.WaitGroup // steps and background releases
+	queued    queueEvents    // what Observer.Queue was told
 }
 
 // Start runs jobs until ctx is done, then waits for in-flight steps to stop
@@ -106,7 +106,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	r.mu.Unlock()
 
 	l := &loop{
-		r: r, ctx: ctx, held: map[string]*held{}, fenced: map[*held]bool{},
+		r: r, ctx: ctx, held: map[string]*heldSystem{}, fenced: map[*heldSystem]bool{},
 		perEndpoint: map[string]int{}, retryAt: map[string]time.Time{}, parked: map[string]map[string]struct{}{},
 		steps: make(chan stepOutcome, 64), claims: make(chan []claimed, 1), renewals: make(chan []renewal, 1),
 		handovers: make(chan claimed, 64), handing: map[string]bool{},
@@ -133,7 +133,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		r.members.Stop(ctx)
 		r.fresh.close()
 		_ = r.stepper.Close(context.WithoutCancel(ctx))
-		l.observeStopped()
+		l.queued.report(r.log, r.cfg.Observer.Queue, len(r.queue.jobs), 0, 0) // stopped: nothing held, no step in flight
 	}()
 	for {
 		now := r.cfg.Clock.Now()
@@ -151,7 +151,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		}
 		l.launchDue(now)
 		l.retireIdle(now)
-		l.observeQueue()
+		l.queued.report(r.log, r.cfg.Observer.Queue, len(r.queue.jobs), len(l.held), l.running)
 		wait := l.nextScan.Sub(now)
 		if !l.renewing {
 			wait = min(wait, l.nextRenew.Sub(now))
@@ -236,13 +236,13 @@ func (l *loop) fence(now time.Time) {
 // releaseConn closes the BMC connection of h's job under h's fence: a
 // logout goes out only while the lease is valid (a lapsed or lost lease's
 // session is left to expire on the BMC; the fence admits nothing).
-func (l *loop) releaseConn(h *held) {
+func (l *loop) releaseConn(h *heldSystem) {
 	ctx := bmc.WithFence(context.WithoutCancel(l.ctx), &h.fence)
 	_ = l.r.stepper.Release(ctx, h.job, h.ep.String())
 }
 
 // schedule makes h due at t (or earlier, if it already is).
-func (l *loop) schedule(h *held, t time.Time) {
+func (l *loop) schedule(h *heldSystem, t time.Time) {
 	if h.running || h.done || h.lost {
 		return
 	}
@@ -310,7 +310,7 @@ func (l *loop) stepped(o stepOutcome) {
 // drop forgets a held system: its job completed (the lock is deleted), or
 // the lock was lost (nothing to release). The job's BMC connection is closed
 // first, so the next job or runner is alone on the BMC.
-func (l *loop) drop(h *held, completed bool) {
+func (l *loop) drop(h *heldSystem, completed bool) {
 	r := l.r
 	delete(l.held, h.sys)
 	if completed {
@@ -360,7 +360,7 @@ func (l *loop) drop(h *held, completed bool) {
 // (its completion was written after the close). If the write fails (the
 // lease was taken over, the store refused), the system is claimed again the
 // usual way (handedOver).
-func (l *loop) handOver(h *held, next *queued) {
+func (l *loop) handOver(h *heldSystem, next *queued) {
 	r := l.r
 	l.handing[h.sys] = true
 	want := claimWant{sys: h.sys, head: next.name, ep: next.ep}
@@ -390,7 +390,7 @@ func (l *loop) handedOver(c claimed) {
 
 // renew starts renewing every held lock in the background.
 func (l *loop) renew() {
-	var hs []*held
+	var hs []*heldSystem
 	for _, h := range l.held {
 		if !h.lost {
 			hs = append(hs, h)
@@ -441,7 +441,7 @@ func (l *loop) renewed(rs []renewal) {
 			r.log.Info("lost the system lock to another runner; stopping the job here", "system", h.sys, "job", h.job)
 			h.lost = true
 			h.fence.Close()
-			l.observeLeaseLost(h)
+			emit(l.r.log, l.r.cfg.Observer.LeaseLost, observe.LeaseEvent{System: h.sys, Job: h.job})
 			if h.running {
 				h.cancel() // stepped drops it
 			} else {
@@ -485,7 +485,7 @@ func (l *loop) stop() {
 	// made the batches of fanout.Do wait a lease each, one after the
 	// other: 2 minutes for 922 locks; bench/fleet -crash-at.)
 	deadline := r.cfg.Clock.Now().Add(r.cfg.LeaseDuration)
-	hs := make([]*held, 0, len(l.held))
+	hs := make([]*heldSystem, 0, len(l.held))
 	for _, h := range l.held {
 		hs = append(hs, h)
 	}
@@ -503,4 +503,20 @@ func (l *loop) stop() {
 	}
 	l.idle = nil
 	l.wg.Wait()
+}
+
+// wakeJobs makes the woken jobs this runner holds due now; a job whose step
+// is in flight is looked at again right after it.
+func (l *loop) wakeJobs(names map[string]struct{}) {
+	now := l.r.cfg.Clock.Now()
+	for _, h := range l.held {
+		if _, ok := names[h.job]; !ok {
+			continue
+		}
+		if h.running {
+			h.woken = true
+			continue
+		}
+		l.schedule(h, now)
+	}
 }

@@ -13,9 +13,10 @@ import (
 	"github.com/bmckit/bmckit/task"
 )
 
-// This file reports to the observer hook (package job/observe): what a
-// Runner or Stepper reports for metrics and traces (docs/observability.md
-// has the decisions).
+// This file reports to the observer hook (package job/observe) what a
+// Stepper reports for metrics and traces: jobs, tasks, BMC errors and wire
+// costs (docs/observability.md has the decisions; the Runner's loop
+// reports its queue and leases, loopevents.go).
 
 // emit calls f(e) if f is set, recovering (and logging) a panic, so an
 // observer cannot unwind a step between its writes.
@@ -37,7 +38,7 @@ func jobEvents(o *observe.Observer) bool {
 }
 
 // observeSetup connects the pool's wire accounting to the observer.
-func (s *Stepper) observeSetup() {
+func (s *stepEnv) observeSetup() {
 	if f := s.cfg.Observer.Wire; f != nil {
 		log := s.cfg.Logger
 		s.pool.SetWire(func(proto, endpoint string, d bmc.Stats) {
@@ -73,7 +74,7 @@ func observedOf(j *Job) observedRun {
 // observePersist wraps a step's persist so that each successful write
 // reports what it stored that the previous one had not. Without job or
 // task observers it returns persist.
-func (s *Stepper) observePersist(j *Job, persist PersistFunc) PersistFunc {
+func (s *stepEnv) observePersist(j *Job, persist PersistFunc) PersistFunc {
 	o := &s.cfg.Observer
 	if !jobEvents(o) {
 		return persist
@@ -91,7 +92,7 @@ func (s *Stepper) observePersist(j *Job, persist PersistFunc) PersistFunc {
 }
 
 // report emits the events of the change from prev to cur.
-func (s *Stepper) report(j *Job, prev, cur observedRun) {
+func (s *stepEnv) report(j *Job, prev, cur observedRun) {
 	o, log := &s.cfg.Observer, s.cfg.Logger
 	if prev.gen != cur.gen || !prev.start.Equal(cur.start) {
 		prev = observedRun{} // a new run (first start, or a new generation)
@@ -153,7 +154,7 @@ func taskEvent(j *Job, i int, sys, drv string) observe.TaskEvent {
 }
 
 // observeStepEnd reports what the job's connection cost during the step.
-func (s *Stepper) observeStepEnd(j *Job) {
+func (s *stepEnv) observeStepEnd(j *Job) {
 	if s.cfg.Observer.Wire == nil {
 		return
 	}
@@ -189,39 +190,4 @@ func (r *stepRun) observeBMCError(i int, err error, dialing bool) {
 	emit(r.s.cfg.Logger, f, observe.BMCErrorEvent{
 		Job: r.j.Name, System: r.ep.SystemKey(), Driver: r.ep.Protocol, Task: i, Login: dialing, Class: class,
 	})
-}
-
-// observeQueue reports the loop's queue when it changed since the last
-// report.
-func (l *loop) observeQueue() {
-	f := l.r.cfg.Observer.Queue
-	if f == nil {
-		return
-	}
-	jobs, held := len(l.r.queue.jobs), len(l.held)
-	e := observe.QueueEvent{Jobs: jobs, Held: held, Waiting: max(jobs-held, 0), Steps: l.running}
-	if l.lastQueue != nil && *l.lastQueue == e {
-		return
-	}
-	l.lastQueue = &e
-	emit(l.r.log, f, e)
-}
-
-// observeStopped reports the queue of a stopped loop: nothing held, no
-// step in flight.
-func (l *loop) observeStopped() {
-	if l.r.cfg.Observer.Queue == nil {
-		return
-	}
-	jobs := len(l.r.queue.jobs)
-	e := observe.QueueEvent{Jobs: jobs, Waiting: jobs}
-	if l.lastQueue == nil || *l.lastQueue != e {
-		emit(l.r.log, l.r.cfg.Observer.Queue, e)
-	}
-}
-
-// observeLeaseLost reports a lock of h's system taken over by another
-// runner.
-func (l *loop) observeLeaseLost(h *held) {
-	emit(l.r.log, l.r.cfg.Observer.LeaseLost, observe.LeaseEvent{System: h.sys, Job: h.job})
 }

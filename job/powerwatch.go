@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
@@ -11,35 +10,21 @@ import (
 	"github.com/bmckit/bmckit/task"
 )
 
-// Event-driven confirmation of power changes.
-//
-// Where the job's driver implements bmc.PowerWatcher (Redfish with an
-// EventService that offers Server-Sent Events) and the host can be woken
-// (StepperConfig.Wake; the Runner always can), a power task that is still
-// waiting after its read-back registers a watch on the driver. The driver
-// keeps one stream per session, shared by every system on it, and calls the
-// watch's notify from its own goroutine; notify only records the event and
-// calls Wake, so a waiting job costs no goroutine. The woken step confirms the
-// change with one read (PowerState stays the only source of truth).
-//
-// Polling never stops, it only thins out: while a watch is live on an
-// endpoint whose events proved themselves ("trusted": a change came with an
-// event, and no two changes in a row were found by polls while a watch was
-// live and silent), the next poll is at least PowerEvents.PollInterval
-// away; otherwise the usual (adaptive or fixed) schedule applies and events
-// only shorten it. When the stream ends mid-wait (notify with an error), the
-// job is woken and polls on the usual schedule for the rest of that wait.
+// How the Stepper follows a power change a task requested (the rules:
+// powerevents.go, [AdaptivePoll]): the watch opened before the request or
+// after the read-back, every read-back noted (learning when changes land,
+// and whether the event stream announced them), and when to read again.
+// Kinds that change the power declare it (powerChanger); the rest poll on
+// the fixed schedule (pollAfterAction).
 
-// PowerEvents configures event-driven confirmation of power changes; the
-// zero value turns it on with the defaults below.
-type PowerEvents struct {
-	// Disabled turns it off: power tasks only poll. Defaults to false (on
-	// where the driver implements bmc.PowerWatcher and the host can be woken,
-	// see StepperConfig.Wake).
-	Disabled bool
-	// PollInterval is how often a task still polls while a trusted event
-	// stream is live, in case an event is lost. Defaults to 10s.
-	PollInterval time.Duration
+// pollAfterAction is the common "keep polling" answer: fast right after the
+// action, slower after SlowPollAfter.
+func (r *stepRun) pollAfterAction(i int) StepResult {
+	since := r.now.Sub(r.j.Status.Tasks[i].RequestTime.Time)
+	if since < r.s.cfg.SlowPollAfter {
+		return StepResult{RequeueAfter: r.s.cfg.PollInterval}
+	}
+	return StepResult{RequeueAfter: r.s.cfg.SlowPollInterval}
 }
 
 // powerWaitFor is the wait of the power task i (job/internal/powerwait),
@@ -135,52 +120,6 @@ func (r *stepRun) watchPower(ctx context.Context, i int) bool {
 		r.log.V(1).Info("no power event stream; polling", "error", err.Error())
 	}
 	return live
-}
-
-// jobWakes collects the Runner's StepperConfig.Wake calls for its loop,
-// without blocking the driver goroutine that makes them.
-type jobWakes struct {
-	mu    sync.Mutex
-	names map[string]struct{}
-	ch    chan struct{} // signalled when names is not empty
-}
-
-func newJobWakes() *jobWakes {
-	return &jobWakes{names: map[string]struct{}{}, ch: make(chan struct{}, 1)}
-}
-
-func (w *jobWakes) add(name string) {
-	w.mu.Lock()
-	w.names[name] = struct{}{}
-	w.mu.Unlock()
-	select {
-	case w.ch <- struct{}{}:
-	default:
-	}
-}
-
-func (w *jobWakes) take() map[string]struct{} {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	names := w.names
-	w.names = map[string]struct{}{}
-	return names
-}
-
-// wakeJobs makes the woken jobs this runner holds due now; a job whose step
-// is in flight is looked at again right after it.
-func (l *loop) wakeJobs(names map[string]struct{}) {
-	now := l.r.cfg.Clock.Now()
-	for _, h := range l.held {
-		if _, ok := names[h.job]; !ok {
-			continue
-		}
-		if h.running {
-			h.woken = true
-			continue
-		}
-		l.schedule(h, now)
-	}
 }
 
 // watchBeforeSend opens the watch of power task i before its action is sent,

@@ -19,17 +19,8 @@ import (
 // off). A task whose needs the BMC shows it lacks ends the job there, with
 // 0 state-changing requests; where the BMC advertises nothing either way,
 // the task proceeds as it would without the check. Spec.SkipPreflight
-// turns it off for a job.
-
-// preflighter is implemented by kinds that need something of the BMC a
-// read can check. preflight checks task i of the job (not necessarily the
-// current one): nil when the BMC advertises what it needs or says nothing
-// either way; a *taskFailure, or an error wrapping bmc.ErrNotSupported,
-// when it cannot run; any other error as a BMC call's (transient ones are
-// retried as the first task's).
-type preflighter interface {
-	preflight(ctx context.Context, r *stepRun, drv bmc.Driver, i int) error
-}
+// turns it off for a job. Each kind declares its needs (preflighter,
+// kind.go); this file runs the check and ends a job that fails it.
 
 // preflightDue says whether task i's action is the job's first that
 // talks to the BMC: the job's needs are checked just before it.
@@ -63,7 +54,7 @@ func (r *stepRun) preflight(ctx context.Context, drv bmc.Driver, from int) error
 		if !ok {
 			continue
 		}
-		err := p.preflight(ctx, r, drv, i)
+		err := p.preflight(ctx, r.view(i, drv, false))
 		if err == nil {
 			continue
 		}
@@ -102,13 +93,4 @@ func (r *stepRun) refuse(ctx context.Context, current int, pf *preflightFailure)
 	conditions.MarkCompleted(&ts.Conditions, j.Generation, conditions.ResultFailed, pf.reason, msg, now)
 	return r.finish(ctx, conditions.ResultFailed, pf.reason,
 		fmt.Sprintf("task %d (%s) failed: %s", pf.task+1, j.Spec.Tasks[pf.task].Describe(), msg), conditions.ReasonSkipped)
-}
-
-// checkNeed asks drv whether the BMC advertises n (bmc.NeedChecker); a
-// driver that cannot tell passes.
-func checkNeed(ctx context.Context, drv bmc.Driver, n bmc.Need) error {
-	if nc, ok := drv.(bmc.NeedChecker); ok {
-		return nc.CheckNeed(ctx, n)
-	}
-	return nil
 }

@@ -19,7 +19,7 @@ import (
 
 // stepOutcome is what a step reports back to the loop.
 type stepOutcome struct {
-	h    *held
+	h    *heldSystem
 	j    *Job  // the job as this step left it; nil: reload
 	rev  int64 // j's revision
 	res  StepResult
@@ -31,7 +31,7 @@ type stepOutcome struct {
 
 // step loads the job if needed (j nil) and runs one Step under ctx, which
 // ends when the lease's validity does.
-func (r *Runner) step(ctx context.Context, h *held, j *Job, rev int64) stepOutcome {
+func (r *Runner) step(ctx context.Context, h *heldSystem, j *Job, rev int64) stepOutcome {
 	o := stepOutcome{h: h}
 	if j == nil {
 		rec, err := r.cfg.Store.Get(ctx, r.jobKey(h.job))
@@ -156,7 +156,7 @@ func (l *loop) launchDue(now time.Time) {
 type stepWork struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-	h      *held
+	h      *heldSystem
 	j      *Job
 	rev    int64
 }

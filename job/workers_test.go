@@ -22,7 +22,7 @@ func TestRetireIdle(t *testing.T) {
 	var ws []*stepWorker
 	for i, age := range []time.Duration{5 * time.Second, idleWorkerTimeout, idleWorkerTimeout - 1, 0} {
 		w := &stepWorker{work: make(chan stepWork, 1), since: t0.Add(-age)}
-		w.work <- stepWork{h: &held{sys: fmt.Sprint(i)}} // marker: replaced by a zero stepWork if retired
+		w.work <- stepWork{h: &heldSystem{sys: fmt.Sprint(i)}} // marker: replaced by a zero stepWork if retired
 		<-w.work
 		ws = append(ws, w)
 		l.idle = append(l.idle, w)
