@@ -36,6 +36,9 @@ type biosKind struct{ a *task.BIOSAction }
 // maxBIOSStatus bounds the attributes a bios task stores.
 const maxBIOSStatus = 1024
 
+// maxBIOSValue bounds each attribute value a bios task stores, in bytes.
+const maxBIOSValue = 1024
+
 func (k biosKind) defaultTimeout(c *kindConfig) time.Duration { return c.defaultTaskTimeout }
 func (k biosKind) usesBMC() bool                              { return true }
 
@@ -178,14 +181,30 @@ func merged(a, b bmc.BIOSAttributes) bmc.BIOSAttributes {
 }
 
 // boundAttrs returns a with at most maxBIOSStatus entries (the first by
-// name), and whether it cut any (or truncated already).
+// name), each value cut to maxBIOSValue bytes (a structured attribute kept
+// as JSON can be long: Cray EX boot orders); truncated reports either cut.
 func boundAttrs(a bmc.BIOSAttributes, truncated bool) (bmc.BIOSAttributes, bool) {
-	if len(a) <= maxBIOSStatus {
+	long := false
+	for _, v := range a {
+		if len(v) > maxBIOSValue {
+			long = true
+			break
+		}
+	}
+	if len(a) <= maxBIOSStatus && !long {
 		return a, truncated
 	}
-	out := bmc.BIOSAttributes{}
-	for _, k := range slices.Sorted(maps.Keys(a))[:maxBIOSStatus] {
-		out[k] = a[k]
+	names := slices.Sorted(maps.Keys(a))
+	if len(names) > maxBIOSStatus {
+		names, truncated = names[:maxBIOSStatus], true
 	}
-	return out, true
+	out := bmc.BIOSAttributes{}
+	for _, k := range names {
+		v := a[k]
+		if len(v) > maxBIOSValue {
+			v, truncated = strings.ToValidUTF8(v[:maxBIOSValue], ""), true
+		}
+		out[k] = v
+	}
+	return out, truncated
 }

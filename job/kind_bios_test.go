@@ -1,6 +1,7 @@
 package job_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -120,4 +121,19 @@ func TestInventoryTask(t *testing.T) {
 	j, _ = e.reconcile(t, newJob(task.Spec{Inventory: &task.InventoryAction{}}), 10)
 	assertCompleted(t, j, conditions.ResultFailed)
 	assert.Equal(t, conditions.ReasonNotSupported, j.Status.Tasks[0].Reason)
+}
+
+// A read stores each value bounded: a structured attribute kept as JSON
+// (a Cray EX boot order) is cut to 1024 bytes, and Truncated says so.
+func TestBIOSReadBoundsLongValues(t *testing.T) {
+	attrs := fake.DefaultBIOSAttributes()
+	attrs["AssetTag"] = strings.Repeat(`"Pxe",`, 1000)
+	e := newStepEnv(t, fake.Options{Power: bmc.PowerOn, BIOSAttributes: attrs}, job.StepperConfig{})
+	j, _ := e.reconcile(t, newJob(task.Spec{BIOS: &task.BIOSAction{}}), 10)
+	assertCompleted(t, j, conditions.ResultSucceeded)
+	st := j.Status.Tasks[0].BIOS
+	require.NotNil(t, st)
+	assert.Len(t, st.Attributes["AssetTag"], 1024)
+	assert.Equal(t, "Uefi", st.Attributes["BootMode"])
+	assert.True(t, st.Truncated)
 }

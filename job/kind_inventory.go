@@ -47,6 +47,13 @@ func (inventoryKind) check(ctx context.Context, t *taskView) (bool, string, erro
 	t.status.Inventory = &inv
 	msg := fmt.Sprintf("%d processors, %d memory modules, %d drives, %d network interfaces, %d firmware components",
 		len(inv.Processors), len(inv.Memory), len(inv.Drives), len(inv.NetworkInterfaces), len(inv.Firmware))
+	if n := len(inv.Accelerators); n > 0 {
+		msg += fmt.Sprintf(", %d accelerators", n)
+	}
+	if n := len(inv.Unreadable); n > 0 {
+		// A partial inventory says so: the rest was read (Status.Inventory.Unreadable).
+		msg += fmt.Sprintf("; %d members unreadable", n)
+	}
 	if inv.Truncated {
 		msg += " (truncated)"
 	}

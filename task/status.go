@@ -93,7 +93,8 @@ type Status struct {
 type BIOSStatus struct {
 	// Attributes are the current values a task without Attributes read;
 	// for the others, the current values of the attributes it names. At
-	// most 1024 entries (Truncated says when more were left out).
+	// most 1024 entries, each value at most 1024 bytes (Truncated says when
+	// something was cut).
 	Attributes bmc.BIOSAttributes `json:"attributes,omitempty"`
 	// Pending are the values waiting for the next boot, as last read.
 	Pending bmc.BIOSAttributes `json:"pending,omitempty"`
@@ -101,7 +102,8 @@ type BIOSStatus struct {
 	// effect at the system's next boot (the job's next tasks reboot and
 	// verify).
 	RebootRequired bool `json:"rebootRequired,omitempty"`
-	// Truncated is set when Attributes or Pending were cut to 1024 entries.
+	// Truncated is set when Attributes or Pending were cut to 1024 entries
+	// or a value to 1024 bytes.
 	Truncated bool `json:"truncated,omitempty"`
 }
 
