@@ -46,7 +46,7 @@ func TestDurabilityAcrossSIGKILL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer s.Close(ctx)
+		defer s.Close()
 		tr := durableTracker(t, s)
 		for i := range uuids {
 			uuids[i] = fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
@@ -228,7 +228,7 @@ func openBolt(t *testing.T, path string) *boltstore.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 

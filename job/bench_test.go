@@ -151,7 +151,7 @@ func BenchmarkRunnerBoltstore(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer bs.Close(context.Background())
+	defer bs.Close()
 	store := &countingStore{feedStore: feedStore{bs}}
 	r, urls := benchRunner(b, store, bmcs, 0)
 	ctx := context.Background()

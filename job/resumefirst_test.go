@@ -207,7 +207,7 @@ func rfSecondChild() {
 	if err := <-done; err != nil {
 		rfFail("runner: %v", err)
 	}
-	if err := store.Close(context.Background()); err != nil {
+	if err := store.Close(); err != nil {
 		rfFail("close store: %v", err)
 	}
 	mu.Lock()
@@ -333,7 +333,7 @@ func TestResumeFirstAfterSIGKILL(t *testing.T) {
 
 			store, err := boltstore.Open(db, boltstore.Options{LockTimeout: 10 * time.Second})
 			require.NoError(t, err)
-			defer store.Close(context.Background())
+			defer store.Close()
 			reader, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: fake.NewFleet()}})
 			require.NoError(t, err)
 			jobs := map[string]*job.Job{}

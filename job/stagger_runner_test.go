@@ -375,7 +375,7 @@ func TestStaggerRunnerRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bmckit.db")
 	store, err := boltstore.Open(path, boltstore.Options{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close(context.Background()) }) // after the runner stopped
+	t.Cleanup(func() { _ = store.Close() }) // after the runner stopped
 	r := h.runner(store, "runner")
 	for i, u := range h.urls {
 		_, err := r.Submit(context.Background(), staggerJob(i), staggerSpec(u, false))
@@ -396,10 +396,10 @@ func TestStaggerRunnerRestart(t *testing.T) {
 	h.mu.Lock()
 	before, held := len(h.ons), h.heldSystem
 	h.mu.Unlock()
-	require.NoError(t, store.Close(context.Background()))
+	require.NoError(t, store.Close())
 	store, err = boltstore.Open(path, boltstore.Options{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	t.Cleanup(func() { _ = store.Close() })
 	r = h.runner(store, "runner")
 	h.start(r)
 	h.paused.Unlock()

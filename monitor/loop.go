@@ -69,7 +69,7 @@ type loop struct {
 // left to do at time now: it handled every Add, Remove and
 // CredentialsChanged made so far, no read is in flight, and nothing is due
 // before a time later than now. It is for tests that drive a fake clock
-// (Config.Clock): move the clock, then poll Idle(clock.Now()) before looking
+// (Config.Clock): move the clock, then poll Idle(clk.Now()) before looking
 // at the records or moving the clock again. It is false before Start and
 // while the loop runs; on the wall clock it is true only by chance.
 func (m *Monitor) Idle(now time.Time) bool {

@@ -8,9 +8,12 @@
 #   scripts/release.sh -prepare v0.1.0   only rewrite requirements (used by
 #                                        scripts/releasecheck.sh on a copy)
 #
-# The replace directives to sibling directories stay: they make the
-# repository build as one piece for its developers and are ignored for users,
-# who get the required versions from the proxy. Push with
+# The replace directives to sibling directories stay in library modules: they
+# make the repository build as one piece for its developers and are ignored
+# for users, who get the required versions from the proxy. Command modules
+# (cmd/...) are different: "go install MODULE@VERSION" refuses a go.mod with
+# any replace directive, so the release commit drops theirs, and a second
+# commit after the tags puts them back for development. Push with
 #   git push origin main $(scripts/release.sh -tags v0.1.0)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +51,25 @@ for gm in $(find . -name go.mod -not -path './.git/*' | sort); do
     echo "release: $dir requires ${#edits[@]} bmckit module(s) at $version"
   fi
 done
+
+# Commands: no replace directive in the released go.mod (go install
+# refuses one). Their go.mod is kept as it is now (requirements at VERSION,
+# replaces and comments) to be put back after the tags.
+saved=$(mktemp -d)
+trap 'rm -rf "$saved"' EXIT
+cmds=()
+for m in "${mods[@]}"; do
+  [[ $m == cmd/* ]] || continue
+  cmds+=("$m")
+  mkdir -p "$saved/$m"
+  cp "$m/go.mod" "$saved/$m/go.mod"
+  drops=$(cd "$m" && GOWORK=off go mod edit -json | python3 -c 'import json,sys; print(" ".join("-dropreplace=" + r["Old"]["Path"] + ("@" + r["Old"]["Version"] if r["Old"].get("Version") else "") for r in json.load(sys.stdin).get("Replace") or []))')
+  if [ -n "$drops" ]; then
+    # shellcheck disable=SC2086
+    (cd "$m" && GOWORK=off go mod edit $drops)
+    echo "release: $m drops its replace directives (go install refuses them)"
+  fi
+done
 $prepare_only && exit 0
 
 if [ -n "$(git status --porcelain --untracked-files=no | grep -v 'go.mod$' || true)" ]; then
@@ -60,4 +82,9 @@ for m in "${mods[@]}"; do
   git tag -a "$t" -m "bmckit $t"
   echo "release: tagged $t"
 done
+if [ ${#cmds[@]} -gt 0 ]; then
+  for m in "${cmds[@]}"; do cp "$saved/$m/go.mod" "$m/go.mod"; done
+  git commit -qam "after release $version: commands build from the checkout again (replace directives back)"
+  echo "release: replace directives of ${cmds[*]} restored in a commit after the tags"
+fi
 echo "release: push with: git push origin HEAD $(for m in "${mods[@]}"; do printf '%s ' "$(tag_of "$m")"; done)"

@@ -17,7 +17,10 @@
 //		Limit:    10,
 //		Interval: 5 * time.Second,
 //	})
-//	runner, err := job.NewRunner(job.Config{Store: store, Dialer: d, PowerGate: lim})
+//	runner, err := job.NewRunner(job.Config{
+//		Store:         store,
+//		StepperConfig: job.StepperConfig{Dialer: d, PowerGate: lim},
+//	})
 //
 // While the gate says to wait, the task waits without touching the BMC and
 // asks again after the wait. The wait counts towards the task's timeout:

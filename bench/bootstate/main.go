@@ -84,7 +84,7 @@ func run(n, c int, dir string) error {
 	if err != nil {
 		return err
 	}
-	defer bolt.Close(ctx)
+	defer bolt.Close()
 	for _, s := range []struct {
 		name  string
 		store storage.Store
@@ -125,7 +125,7 @@ func serve(mode string, n, c int, dir, bodiesFile string) error {
 			if err != nil {
 				return err
 			}
-			defer b.Close(context.Background())
+			defer b.Close()
 			s = b
 		}
 		tr, err := bootstate.NewTracker(bootstate.Config{Store: s, Secret: secret})

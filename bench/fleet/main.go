@@ -196,7 +196,7 @@ func openStores(ctx context.Context, c config) (stores []storage.Store, desc str
 			return nil, "", nil, nil, err
 		}
 		return []storage.Store{s}, "boltstore (" + path + ")", func() {
-			_ = s.Close(context.Background())
+			_ = s.Close()
 			_ = os.RemoveAll(dir)
 		}, nil, nil
 	}

@@ -5,7 +5,8 @@
 // # Providers
 //
 // [New] wraps any value with bmclib's PowerStateGet and PowerSet methods
-// (its bmc.PowerStateGetter and bmc.PowerSetter interfaces); Open, Close,
+// (its PowerStateGetter and PowerSetter interfaces, in package
+// github.com/bmc-toolbox/bmclib/v2/bmc); Open, Close,
 // BootDeviceSet and BmcReset are used when the provider has them. The
 // interfaces are declared here with the same method sets, so this package
 // imports no bmclib package but the ipmitool provider: bmclib's root package

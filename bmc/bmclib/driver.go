@@ -14,7 +14,8 @@ import (
 )
 
 // PowerProvider is the part of a bmclib provider the adapter requires: the
-// method sets of bmclib's bmc.PowerStateGetter and bmc.PowerSetter.
+// method sets of bmclib's PowerStateGetter and PowerSetter (package
+// github.com/bmc-toolbox/bmclib/v2/bmc).
 type PowerProvider interface {
 	PowerStateGet(ctx context.Context) (state string, err error)
 	PowerSet(ctx context.Context, state string) (ok bool, err error)

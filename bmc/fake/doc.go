@@ -16,9 +16,11 @@
 //	srv, err := f.AddNew("redfish://10.0.0.1/redfish/v1/Systems/1", fake.Options{Username: "admin", Password: "pw"})
 //	...
 //	runner, err := job.NewRunner(job.Config{
-//		Store:       memstore.New(),
-//		Dialer:      f,
-//		Credentials: bmc.StaticCredentials{"lab": {Username: "admin", Password: "pw"}},
+//		Store: memstore.New(),
+//		StepperConfig: job.StepperConfig{
+//			Dialer:      f,
+//			Credentials: bmc.StaticCredentials{"lab": {Username: "admin", Password: "pw"}},
+//		},
 //	})
 //
 // (ExampleFleet_runner runs this, compiled and checked by go test.)

@@ -266,8 +266,8 @@ func (d *Driver) exchange(ctx context.Context, c *client.Client, req types.Reque
 // (or own the driver exclusively, in Open).
 //
 // The RMCP+ handshake (Open Session, RAKP 1-4, Set Session Privilege Level)
-// is driven here through go-ipmi's exported steps rather than
-// client.Connect, because Connect flattens the causes of a failure into
+// is driven here through go-ipmi's exported steps rather than its
+// Client.Connect, because Connect flattens the causes of a failure into
 // text (so a wrong password could not be told from an unsupported suite),
 // first asks for the BMC's cipher suites (which ipmi_sim ignores), and
 // starts a keep-alive goroutine that is not serialized with our calls.

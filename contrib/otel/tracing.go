@@ -6,7 +6,7 @@
 // # Use
 //
 //	tracing := otel.New(otel.Options{TracerProvider: tp})
-//	runner, _ := job.NewRunner(job.Config{..., Observer: tracing.JobObserver()})
+//	runner, _ := job.NewRunner(job.Config{..., StepperConfig: job.StepperConfig{..., Observer: tracing.JobObserver()}})
 //
 // With the Prometheus adapter too, join the observers:
 // observe.Join(metrics.JobObserver(), tracing.JobObserver()).

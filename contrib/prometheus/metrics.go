@@ -10,7 +10,7 @@
 //
 //	m := prometheus.New(prometheus.Options{})
 //	registry.MustRegister(m)
-//	runner, _ := job.NewRunner(job.Config{..., Observer: m.JobObserver()})
+//	runner, _ := job.NewRunner(job.Config{..., StepperConfig: job.StepperConfig{..., Observer: m.JobObserver()}})
 //	tracker, _ := bootstate.NewTracker(bootstate.Config{..., Observer: m.BootObserver()})
 //
 // # Metrics

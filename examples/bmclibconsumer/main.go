@@ -104,7 +104,7 @@ func run(ctx context.Context, path string) (conditions.Result, error) {
 	if err != nil {
 		return "", err
 	}
-	defer store.Close(context.Background())
+	defer store.Close()
 
 	fleet := fake.NewFleet()
 	const addr = "redfish://10.1.2.3/redfish/v1/Systems/1"

@@ -175,7 +175,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer store.Close(context.Background())
+	defer store.Close()
 
 	cfg := bootstate.Config{
 		Store:          store,

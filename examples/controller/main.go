@@ -133,7 +133,7 @@ func run(ctx context.Context, args []string, logOut io.Writer) error {
 }
 
 func closeStore(log logr.Logger, s *boltstore.Store) {
-	if err := s.Close(context.Background()); err != nil {
+	if err := s.Close(); err != nil {
 		log.Error(err, "closing the store")
 	}
 }

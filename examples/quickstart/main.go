@@ -117,7 +117,7 @@ func run(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer store.Close(context.Background())
+	defer store.Close()
 	fmt.Fprintf(out, "jobs are stored in %s\n", path)
 
 	// 3. The runner.

@@ -110,7 +110,7 @@ func TestQuickstartRerunWithTheSameDB(t *testing.T) {
 	if _, err := r.Submit(ctx, "netboot-02", spec); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Close(ctx); err != nil {
+	if err := store.Close(); err != nil {
 		t.Fatal(err)
 	}
 	var out syncBuffer
@@ -121,7 +121,7 @@ func TestQuickstartRerunWithTheSameDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close(ctx)
+	defer store.Close()
 	r, err = job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: fake.NewFleet(), Credentials: bmc.StaticCredentials{}}})
 	if err != nil {
 		t.Fatal(err)

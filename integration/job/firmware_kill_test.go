@@ -429,7 +429,7 @@ func fwKillRun(t *testing.T, m fwKillMode, seed int64, wantKills int, imageURI s
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close(context.Background())
+	defer store.Close()
 	reader, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: &bmc.SchemeDialer{}}})
 	if err != nil {
 		t.Fatal(err)

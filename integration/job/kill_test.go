@@ -145,7 +145,7 @@ func TestRunnerSIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close(context.Background())
+	defer store.Close()
 	reader, err := job.NewRunner(job.Config{Store: store, StepperConfig: job.StepperConfig{Dialer: &bmc.SchemeDialer{}}})
 	if err != nil {
 		t.Fatal(err)
@@ -497,7 +497,7 @@ func runChildUntilDone(ctx context.Context, cancel context.CancelFunc, r *job.Ru
 	if err := <-done; err != nil {
 		fail("runner: %v", err)
 	}
-	if err := store.Close(context.Background()); err != nil {
+	if err := store.Close(); err != nil {
 		fail("close store: %v", err)
 	}
 }

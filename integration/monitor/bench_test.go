@@ -116,7 +116,7 @@ func benchFleet(b *testing.B, n int, target, storeName, poolMode string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer s.Close(ctx)
+		defer s.Close()
 		store = s
 	case "postgres":
 		dsn := pgtest.DSN(b)

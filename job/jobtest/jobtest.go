@@ -3,7 +3,8 @@
 // does for river. Use it in your own tests with the fake driver (bmc/fake),
 // a simulator (redfishtest, ipmitest) or your own Driver:
 //
-//	j := jobtest.Run(t, job.Config{Dialer: fleet}, creds, jobtest.Netboot(addr, "", 0), 10*time.Second)
+//	cfg := job.Config{StepperConfig: job.StepperConfig{Dialer: fleet}}
+//	j := jobtest.Run(t, cfg, creds, jobtest.Netboot(addr, "", 0), 10*time.Second)
 //	if j.Status.Result != conditions.ResultSucceeded { ... }
 //
 // bmckit's own driver packages use it for their end-to-end tests, so each

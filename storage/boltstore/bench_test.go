@@ -1,7 +1,6 @@
 package boltstore_test
 
 import (
-	"context"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
@@ -24,7 +23,7 @@ func benchStore(b *testing.B) *boltstore.Store {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = s.Close(context.Background()) })
+	b.Cleanup(func() { _ = s.Close() })
 	return s
 }
 

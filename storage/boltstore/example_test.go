@@ -21,11 +21,11 @@ func Example() {
 	}
 	rev, _ := s.Create(ctx, "jobs/a", []byte("pending"))
 	_, _ = s.Update(ctx, "jobs/a", []byte("done"), rev)
-	_ = s.Close(ctx)
+	_ = s.Close()
 
 	// Reopened, the write is still there.
 	s, _ = boltstore.Open(filepath.Join(dir, "bmckit.db"), boltstore.Options{})
-	defer s.Close(ctx)
+	defer s.Close()
 	r, _ := s.Get(ctx, "jobs/a")
 	fmt.Printf("%s\n", r.Value)
 	// Output: done

@@ -65,7 +65,7 @@ func TestSecondProcessLocked(t *testing.T) {
 		}
 		fmt.Println("opened")
 		time.Sleep(time.Minute) // hold the lock until the parent kills us
-		_ = s.Close(context.Background())
+		_ = s.Close()
 		os.Exit(0)
 	}
 	path := filepath.Join(t.TempDir(), "locked.db")

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 )
 
 var (
+	_ io.Closer            = (*Store)(nil)
 	_ storage.Store        = (*Store)(nil)
 	_ storage.ChangeFeed   = (*Store)(nil)
 	_ storage.Compactor    = (*Store)(nil)
@@ -130,9 +132,16 @@ func Open(path string, opts Options) (*Store, error) {
 		compact: autocompact.New(opts.TombstoneRevisions)}, nil
 }
 
-// Close closes the file and releases its lock. Calls after the first return
+// Close closes the file and releases its lock, like any io.Closer. It
+// waits for the transactions in flight to finish first (bbolt's Close
+// cannot be abandoned halfway: the file would stay locked), so close the
+// store after everything using it stopped: cancel a job.Runner's ctx and
+// wait for its Start to return, then Close. Calls after the first return
 // an error.
-func (s *Store) Close(ctx context.Context) error {
+//
+// It took a context.Context until issue 36, which it never honoured: a
+// Close that cannot give up should not promise to.
+func (s *Store) Close() error {
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("boltstore: close %s: %w", s.path, err)
 	}

@@ -17,7 +17,7 @@ func open(t *testing.T, path string) *boltstore.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 
@@ -45,7 +45,7 @@ func TestReopenKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(ctx); err != nil {
+	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	s = open(t, path)
@@ -77,6 +77,6 @@ func TestAutomaticCompaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close(context.Background())
+	defer s.Close()
 	storagetest.CheckAutoCompaction(t, s, 10)
 }

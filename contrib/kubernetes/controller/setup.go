@@ -36,7 +36,7 @@ type Options[O Object] struct {
 	// (Reconciler.MaxConcurrentReconciles). Defaults to
 	// DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
-	// Dialer opens BMC connections (a bmc.Registry with the drivers you
+	// Dialer opens BMC connections (a bmc.SchemeDialer with the drivers you
 	// import, or a fake.Fleet in tests). Required.
 	Dialer bmc.Dialer
 	// Store, if set, is the store of a job.Runner that Setup adds to the

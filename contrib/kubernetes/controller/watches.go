@@ -56,7 +56,7 @@ func sameMeta(a, b client.Object) bool {
 // WakeSource is the source of the Stepper's wakes for the controller of O's
 // objects: each job on r.Wakes (sent by [WakeFunc] when a BMC event a job
 // waits for landed) is enqueued at once. Add it to exactly one controller
-// (builder.WatchesRawSource): two sources on one Wakes channel would each
+// (builder.Builder.WatchesRawSource): two sources on one Wakes channel would each
 // get only some of the wakes. With no Wakes it is a source that never
 // fires (the jobs are stepped on their RequeueAfter).
 func (r *Reconciler[O]) WakeSource() source.Source {

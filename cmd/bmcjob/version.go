@@ -22,7 +22,7 @@ func versionCmd(_ context.Context, e *env, args []string) error {
 }
 
 // buildVersion is the main module's version from the build information:
-// v0.1.0 when built by "go install github.com/bmckit/bmckit/examples/bmcjob@v0.1.0",
+// v0.1.0 when built by "go install github.com/bmckit/bmckit/cmd/bmcjob@v0.1.0",
 // "(devel)" (or a pseudo-version from the VCS stamp) when built from a
 // checkout, and "(devel)" when the binary carries no build information.
 func (e *env) buildVersion() string {

@@ -199,7 +199,9 @@ func waitsFor(spec task.Spec, st task.Status, now time.Time) string {
 }
 
 // phaseName is a task's progress word: a finished task says how it ended
-// ("done", or "failed: <message>"), never "done" for a failure.
+// ("done", or "failed (<reason>)"), never "done" for a failure. The
+// failure's message is not repeated here: it is in the result on standard
+// output.
 func phaseName(ts task.Status) string {
 	switch ts.Phase {
 	case task.PhaseStarted:
@@ -213,9 +215,11 @@ func phaseName(ts task.Status) string {
 		case "":
 			return "finished"
 		default:
+			// The reason only: the message is the result's, printed once
+			// on standard output.
 			word := strings.ToLower(string(ts.Result))
-			if ts.Message != "" {
-				word += ": " + ts.Message
+			if ts.Reason != "" {
+				word += " (" + ts.Reason + ")"
 			}
 			return word
 		}

@@ -34,7 +34,7 @@ func TestRunNetbootSpecSimulated(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, want := range []string{"task 1/3 power off: done", "task 2/3 boot pxe (once, uefi): done", "task 3/3 power on: done", `"result": "Succeeded"`} {
+	for _, want := range []string{"task 1/3 power off: done", "task 2/3 boot pxe (once, uefi): done", "task 3/3 power on: done", "job Succeeded: all 3 tasks succeeded"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

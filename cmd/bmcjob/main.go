@@ -2,21 +2,26 @@
 // or one-shot power and boot commands that need no spec, and prints their
 // progress and result.
 //
-//	bmcjob run -spec job.json [-bmc URL] [-user NAME] [-insecure] [-simulate] [-json=false]
-//	bmcjob power status|on|off|soft-off|cycle|reset -bmc URL [-user NAME]
-//	bmcjob boot pxe|disk|cd|bios|http [-uri URL] [-persistent] [-mode uefi|legacy] -bmc URL
-//	bmcjob firmware update -image URL -component ID -version V [-reset auto|none] -bmc URL
-//	bmcjob inventory -bmc URL [-json]
-//	bmcjob bios get | set NAME=VALUE... [-reboot] | verify NAME=VALUE... -bmc URL
+//	go install github.com/bmckit/bmckit/cmd/bmcjob@latest
+//
+//	bmcjob run -spec job.json [-bmc URL] [-user NAME] [-insecure] [-simulate] [-json]
+//	bmcjob power status|on|off|soft-off|cycle|reset -bmc URL -user NAME
+//	bmcjob boot pxe|disk|cd|bios|http [-uri URL] [-persistent] [-mode uefi|legacy] -bmc URL -user NAME
+//	bmcjob firmware update -image URL -component ID -version V [-reset auto|none] -bmc URL -user NAME
+//	bmcjob inventory -bmc URL -user NAME [-json]
+//	bmcjob bios get | set NAME=VALUE... [-reboot] | verify NAME=VALUE... -bmc URL -user NAME
+//	bmcjob spec [NAME]            (the example specs built in: list, or print one)
 //	bmcjob version                (also --version)
 //	bmcjob -spec job.json ...     (the flags alone, as before: same as run)
 //	bmcjob -h                     (usage; also "bmcjob COMMAND -h")
 //
 // For example:
 //
-//	BMC_PASSWORD=... go run ./examples/bmcjob power status -bmc redfish://10.0.0.5 -user admin
-//	go run ./examples/bmcjob boot http -uri https://boot.example/ipxe.efi -simulate
-//	go run ./examples/bmcjob run -simulate -spec job.json
+//	BMC_PASSWORD=... bmcjob power status -bmc redfish://10.0.0.5 -user admin
+//	bmcjob boot http -uri https://boot.example/ipxe.efi -simulate
+//	bmcjob spec netboot | bmcjob run -simulate -spec -
+//
+// From a checkout, "go run ./cmd/bmcjob" is bmcjob.
 //
 // The spec of run is a job.Spec (decoded strictly: unknown fields are errors):
 //
@@ -30,24 +35,34 @@
 //	}
 //
 // -bmc overrides the spec's "bmc" (it is required by the one-shot commands).
-// The password comes from the environment variable BMC_PASSWORD (never a
-// flag: flags show in process listings). -simulate runs against an
-// in-process simulated Redfish BMC instead (its address replaces any other).
-// -insecure skips TLS verification for BMCs with self-signed certificates.
-// Flags may come before or after a command's arguments. Jobs are kept in
-// memory; the exit code is 0 only when the job succeeded (and for -h).
+// -user names the BMC account and is required against a real BMC (-user ""
+// for an IPMI null user); the password comes from the environment variable
+// BMC_PASSWORD (never a flag: flags show in process listings). Both are
+// checked before anything is dialed. -simulate runs against an in-process
+// simulated Redfish BMC instead (its address and credentials replace any
+// other). -insecure skips TLS verification for BMCs with self-signed
+// certificates; -cacert FILE trusts a private CA instead. Flags may come
+// before or after a command's arguments. Jobs are kept in memory; the exit
+// code is 0 only when the job succeeded (and for -h).
 //
 // # Output
 //
-// Results go to standard output: the job's final status as JSON (run, and
-// the one-shot commands with -json: one JSON document, nothing else), or a
-// one-shot command's result line. Progress goes to standard error: a line
-// for every task that moves on, and while a task waits a line every
-// -progress (default 3s) naming the task and what it waits for, so a BMC
-// that does not answer shows as retries, not silence. When -timeout ends the
-// wait, the message names the task and what it was waiting for. Help asked
-// for with -h goes to standard output; usage printed for a mistake goes to
-// standard error.
+// Results go to standard output: a line per task (the one-shot commands:
+// "<task>: <result>: <message>"), or with -json the job's final status as
+// one JSON document and nothing else. -json defaults to false for every
+// command: people read the lines, scripts ask for JSON. Progress goes to
+// standard error: a line for every task that moves on, and while a task
+// waits a line every -progress (default 3s) naming the task and what it
+// waits for, so a BMC that does not answer shows as retries, not silence.
+// When -timeout ends the wait, the message names the task and what it was
+// waiting for. Help asked for with -h goes to standard output; usage
+// printed for a mistake goes to standard error.
+//
+// A failure is told once: a job that ran and failed has its reason and
+// message in its result on standard output; its progress line says only
+// "failed (<reason>)", and bmcjob exits 1 without repeating it on standard
+// error. An error that kept a job from running or completing (a bad flag,
+// -timeout, Ctrl-C) has no result, and is printed once on standard error.
 //
 // Why this shape: scripts read results and people read progress, so they
 // cannot share a stream. Rejected: -json silencing progress (a 20-minute
@@ -56,15 +71,49 @@
 // parsers do not). The waiting lines run on an injected clock, so tests
 // advance it instead of sleeping.
 //
+// # A BMC that cannot be reached
+//
+// A job retries a refused connection until its task's timeout (10 minutes
+// for a power task): a controller must ride out a BMC that reboots. At a
+// terminal, a refused connection is far more often a wrong address or port,
+// so bmcjob gives up when every connection to the BMC has been refused (or
+// had no route) for -unreachable, default 30s, before the BMC was ever
+// reached; the job then fails with a message saying so. Once one
+// connection succeeded, later refusals (the BMC's own reset) are retried as
+// the library retries them. -unreachable 0 retries until -timeout.
+//
+// # BMCs that store a one-time boot override as persistent
+//
+// The shipped netboot spec asks for a one-time PXE boot, which the BMC
+// clears by itself after the boot, even if bmcjob dies before it could.
+// Some BMCs and emulators (sushy-tools, some Supermicro firmware) store or
+// revert it instead; the boot task then fails and its message says to add
+// ?bootOnce=emulate to the BMC address:
+//
+//	bmcjob run -spec netboot.json -bmc 'redfish://10.0.0.5/redfish/v1/Systems/1?bootOnce=emulate' -user admin
+//
+// That sets the override persistent and puts back the one it found after
+// the boot. The spec keeps the one-time override (decided in issue 36):
+// emulation is a property of the BMC, so it belongs to the BMC's address,
+// and a persistent override left behind by a process that died is worse on
+// the BMCs that do honour Once.
+//
 // With -simulate, a job with wait-for-boot tasks runs too: the simulated
 // server "boots" (reports SignalBootStateReceived to an in-process boot
 // tracker) once it is powered on while a boot attempt is open. Rejected: an
 // HTTP boot server and callback inside bmcjob (examples/bootserver shows
 // that path; here it would add ports and tokens for nothing the job sees).
 //
-// "bmcjob version" prints the module version Go stamped into the binary
-// (runtime/debug.ReadBuildInfo): the tag for "go install ...@v0.1.0",
-// "(devel)" or a VCS pseudo-version for a build from a checkout.
+// # Version
+//
+// "bmcjob version" (or --version) prints the module version Go stamped into
+// the binary (runtime/debug.ReadBuildInfo): the tag for "go install
+// github.com/bmckit/bmckit/cmd/bmcjob@v0.1.0", "(devel)" or a VCS
+// pseudo-version for a build from a checkout. The command is a module of
+// its own (github.com/bmckit/bmckit/cmd/bmcjob) so that go install can fetch
+// it: go install refuses a module with replace directives, and the release
+// script drops this module's in the commit it tags (docs/modules.md,
+// "Releases").
 package main
 
 import (
@@ -86,7 +135,12 @@ func main() {
 	defer stop()
 	e := &env{password: os.Getenv("BMC_PASSWORD"), stdout: os.Stdout, stderr: os.Stderr}
 	if err := run(ctx, e, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "bmcjob:", err)
+		// A job that ran and failed has its result, message included, on
+		// standard output already.
+		var printed *resultError
+		if !errors.As(err, &printed) {
+			fmt.Fprintln(os.Stderr, "bmcjob:", err)
+		}
 		os.Exit(1)
 	}
 }
@@ -138,6 +192,7 @@ var commands = []command{
 	{"inventory", "[flags]", "read the hardware inventory (-json: the whole of it)", inventoryCmd},
 	{"bios", "get | set NAME=VALUE... [-reboot] | verify NAME=VALUE...", "read, set (checked against the BMC's registry) or verify BIOS attributes", biosCmd},
 	{"monitor", "[BMC URL ...] [-simulate N] [flags]", "live table of machines: Contactable and power (Ctrl-C quits)", monitorCmd},
+	{"spec", "[NAME]", "list the example specs built into bmcjob, or print one (bmcjob spec netboot | bmcjob run -spec -)", specCmd},
 	{"version", "", "print the version of bmcjob (also --version)", versionCmd},
 }
 
@@ -194,15 +249,16 @@ func usage(out io.Writer) {
 	fmt.Fprintln(out, "\"bmcjob -spec FILE\" (flags only) is the same as \"bmcjob run -spec FILE\".")
 	fmt.Fprintln(out, "Results go to standard output (-json: one JSON document), progress to standard error.")
 	fmt.Fprintln(out)
-	fmt.Fprintln(out, "A job spec (more in examples/bmcjob/specs; -bmc replaces \"bmc\"):")
+	fmt.Fprintln(out, "A job spec (\"bmcjob spec\" lists the examples built in; -bmc replaces \"bmc\"):")
 	fmt.Fprintln(out, specExample)
 	fmt.Fprintln(out, "examples:")
-	fmt.Fprintln(out, "  bmcjob run -simulate -spec examples/bmcjob/specs/netboot.json")
+	fmt.Fprintln(out, "  bmcjob spec netboot | bmcjob run -simulate -spec -")
 	fmt.Fprintln(out, "  BMC_PASSWORD=... bmcjob run -spec netboot.json -bmc redfish://10.0.0.5/redfish/v1/Systems/1 -user admin -cacert bmc-ca.pem")
 	fmt.Fprintln(out, "  BMC_PASSWORD=... bmcjob power status -bmc ipmi://10.0.0.6 -user admin")
+	fmt.Fprintln(out, "A BMC that keeps a one-time boot as persistent (sushy-tools): add ?bootOnce=emulate to -bmc.")
 }
 
-// specExample is examples/bmcjob/specs/netboot.json (a test keeps them equal).
+// specExample is specs/netboot.json (a test keeps them equal).
 const specExample = `{
   "bmc": "redfish://10.0.0.5/redfish/v1/Systems/1",
   "tasks": [

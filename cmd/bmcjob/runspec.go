@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/bmckit/bmckit/conditions"
@@ -14,12 +15,12 @@ import (
 )
 
 // runSpec is "bmcjob run": one job from a JSON spec file; it prints the
-// job's final status on e.stdout, as JSON by default (-json=false: a line
-// per task), and the progress on e.stderr.
+// job's outcome on e.stdout, a line per task (-json: the final status as
+// one JSON document), and the progress on e.stderr.
 func runSpec(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "run", "-spec FILE [flags]")
 	specPath := fs.String("spec", "", "JSON job spec file (- for standard input); required")
-	asJSON := fs.Bool("json", true, "print the job's final status as JSON; -json=false prints a line per task instead")
+	asJSON := fs.Bool("json", false, "print the job's final status as JSON (one document) instead of a line per task")
 	tf := addTargetFlags(fs, 30*time.Minute)
 	pos, err := parseInterspersed(e, fs, args)
 	if err != nil {
@@ -74,15 +75,23 @@ func runSpec(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(e.stdout, "job %s: %s\n", j.Status.Result, j.Status.Message)
+		fmt.Fprintf(e.stdout, "job %s: %s\n", resultWord(j.Status.Result, j.Status.Reason), j.Status.Message)
 		for i, ts := range j.Status.Tasks {
-			if i < len(j.Spec.Tasks) {
-				fmt.Fprintf(e.stdout, "  task %d/%d %s: %s: %s\n", i+1, len(j.Spec.Tasks), j.Spec.Tasks[i].Describe(), ts.Result, ts.Message)
+			if i >= len(j.Spec.Tasks) {
+				continue
 			}
+			line := fmt.Sprintf("  task %d/%d %s: %s", i+1, len(j.Spec.Tasks), j.Spec.Tasks[i].Describe(), resultWord(ts.Result, ts.Reason))
+			// A failed task's message is in the job's line above (it
+			// names the failing task), and a skipped task's says "not
+			// run: " and the job's: once is enough.
+			if ts.Message != "" && (ts.Result == conditions.ResultSucceeded || !strings.Contains(j.Status.Message, ts.Message) && !strings.Contains(ts.Message, j.Status.Message)) {
+				line += ": " + ts.Message
+			}
+			fmt.Fprintln(e.stdout, line)
 		}
 	}
 	if j.Status.Result != conditions.ResultSucceeded {
-		return fmt.Errorf("job %s: %s", j.Status.Result, j.Status.Message)
+		return &resultError{fmt.Sprintf("job %s (%s): %s", j.Status.Result, j.Status.Reason, j.Status.Message)}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -19,6 +20,7 @@ import (
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/monitor"
+	"github.com/bmckit/bmckit/oneshot"
 	"github.com/bmckit/bmckit/storage/memstore"
 )
 
@@ -68,7 +70,12 @@ func monitorCmd(ctx context.Context, e *env, args []string) error {
 		}
 		go sim.churn(runCtx, *interval)
 	} else {
-		d, err := newDialer(redfish.Options{InsecureSkipVerify: *insecure})
+		userGiven := false
+		fs.Visit(func(f *flag.Flag) { userGiven = userGiven || f.Name == "user" })
+		if !userGiven {
+			return errors.New("-user is required: the BMC account to log in as (the password comes from $BMC_PASSWORD; -user \"\" for an IPMI null user)")
+		}
+		d, err := oneshot.NewDialer(oneshot.Options{Redfish: redfish.Options{InsecureSkipVerify: *insecure}})
 		if err != nil {
 			return err
 		}

@@ -1,16 +1,19 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
-	"github.com/bmckit/bmckit/bmc/ipmi"
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/oneshot"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -26,10 +29,25 @@ type targetFlags struct {
 	simDelay   time.Duration
 	timeout    time.Duration
 	progress   time.Duration
+	// unreachable bounds how long a BMC that was never reached is
+	// retried (-unreachable).
+	unreachable time.Duration
+	// fs is the command's flag set, to learn whether -user was given
+	// (-user "" is an IPMI null user, not a missing user).
+	fs *flag.FlagSet
 }
 
+// defaultUnreachable is -unreachable's default. The library's own default
+// for a job is to retry a refused connection until the task's timeout (10
+// minutes for a power task): a controller must ride out a BMC's reboot.
+// A person at a terminal who typed a wrong address or port should not
+// wait that long, so the CLI gives up sooner, and only until the BMC was
+// reached once: a BMC that refuses connections later (its own reset, a
+// firmware update) is retried as the library retries it.
+const defaultUnreachable = 30 * time.Second
+
 func addTargetFlags(fs *flag.FlagSet, timeout time.Duration) *targetFlags {
-	t := &targetFlags{}
+	t := &targetFlags{fs: fs}
 	fs.StringVar(&t.bmcURL, "bmc", "", "BMC address, e.g. redfish://10.0.0.5/redfish/v1/Systems/1 or ipmi://10.0.0.6")
 	fs.StringVar(&t.user, "user", "", "BMC user name (password from $BMC_PASSWORD)")
 	fs.BoolVar(&t.insecure, "insecure", false, "skip TLS certificate verification (self-signed BMCs)")
@@ -39,7 +57,15 @@ func addTargetFlags(fs *flag.FlagSet, timeout time.Duration) *targetFlags {
 	fs.DurationVar(&t.simDelay, "simulate-power-delay", 2*time.Second, "with -simulate: how long the simulated BMC's power changes take")
 	fs.DurationVar(&t.timeout, "timeout", timeout, "give up waiting after this long")
 	fs.DurationVar(&t.progress, "progress", 3*time.Second, "while a task waits, print what it waits for this often (on standard error)")
+	fs.DurationVar(&t.unreachable, "unreachable", defaultUnreachable, "give up when the BMC refused every connection (or had no route) for this long before it was ever reached; 0: retry until -timeout")
 	return t
+}
+
+// userGiven reports whether -user was on the command line.
+func (t *targetFlags) userGiven() bool {
+	given := false
+	t.fs.Visit(func(f *flag.Flag) { given = given || f.Name == "user" })
+	return given
 }
 
 // conn is what a command needs to reach its BMC.
@@ -53,7 +79,8 @@ type conn struct {
 	boot job.BootTracker
 	// sim is the simulation (-simulate), nil otherwise.
 	sim *simulation
-	// missing is set when $BMC_PASSWORD is empty without -no-password.
+	// missing is set when -user was not given, or $BMC_PASSWORD is empty
+	// without -no-password (both without -simulate).
 	missing error
 }
 
@@ -70,9 +97,13 @@ func (t *targetFlags) open(e *env) (*conn, error) {
 		}
 		rfOpts.CACertPEM = pem
 	}
-	if !t.simulate && password == "" && !t.noPassword {
-		// Reported when the job is about to run, after the spec and the
-		// address were validated, so input errors come first.
+	// Both reported when the job is about to run, after the spec and the
+	// address were validated, so input errors come first; either way
+	// before anything is dialed.
+	switch {
+	case !t.simulate && !t.userGiven():
+		c.missing = errors.New("-user is required: the BMC account to log in as (the password comes from $BMC_PASSWORD; -user \"\" for an IPMI null user)")
+	case !t.simulate && password == "" && !t.noPassword:
 		c.missing = errors.New("the BMC password is missing: set $BMC_PASSWORD (it is never a flag, so it stays out of ps and shell history), or pass -no-password for an account without one")
 	}
 	if t.simulate {
@@ -88,25 +119,65 @@ func (t *targetFlags) open(e *env) (*conn, error) {
 		rfOpts.CACertPEM = sim.srv.CACertPEM()
 		fmt.Fprintf(e.stderr, "simulated Redfish BMC at %s\n", c.addr)
 	}
-	d, err := newDialer(rfOpts)
+	// redfish:// and ipmi:// to their drivers, as oneshot.Run maps them.
+	d, err := oneshot.NewDialer(oneshot.Options{Redfish: rfOpts})
 	if err != nil {
 		c.close()
 		return nil, err
 	}
 	c.dialer = d
+	if t.unreachable > 0 && !t.simulate {
+		c.dialer = &reachGuard{Dialer: d, limit: t.unreachable, now: e.now}
+	}
 	return c, nil
 }
 
-// newDialer maps redfish:// and ipmi:// addresses to their drivers.
-func newDialer(rfOpts redfish.Options) (*bmc.SchemeDialer, error) {
-	var dialer bmc.SchemeDialer
-	dialer.Register("redfish", redfish.NewDialer(rfOpts))
-	ipmiDialer, err := ipmi.NewDialer(ipmi.Options{})
-	if err != nil {
+// reachGuard is the CLI's bound on a BMC that was never reached (see
+// defaultUnreachable): once every dial has failed with "connection
+// refused", "no route to host" or "network unreachable" for limit, the
+// next such failure is permanent, so the job fails at once with a message
+// that says what to check, instead of retrying until -timeout. The first
+// successful dial turns the bound off for the rest of the run.
+type reachGuard struct {
+	bmc.Dialer
+	limit time.Duration
+	now   func() time.Time
+
+	mu      sync.Mutex
+	since   time.Time // the first unreached dial; zero: none yet
+	reached bool
+}
+
+func (g *reachGuard) Dial(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (bmc.Driver, error) {
+	drv, err := g.Dialer.Dial(ctx, ep, creds)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err == nil {
+		g.reached = true
+		return drv, nil
+	}
+	if g.reached || !unreached(err) {
 		return nil, err
 	}
-	dialer.Register("ipmi", ipmiDialer)
-	return &dialer, nil
+	now := g.now()
+	if g.since.IsZero() {
+		g.since = now
+	}
+	if now.Sub(g.since) < g.limit {
+		return nil, err
+	}
+	return nil, bmc.Permanent(fmt.Errorf("%w; gave up: no connection to %s for %s (-unreachable): check the address and port, and that this host can reach the BMC", err, ep.HostPort(), now.Sub(g.since).Round(time.Second)))
+}
+
+// unreached reports a dial error that means the BMC was not reached at
+// all, as opposed to a BMC that answered badly or slowly.
+func unreached(err error) bool {
+	for _, errno := range []error{syscall.ECONNREFUSED, syscall.EHOSTUNREACH, syscall.ENETUNREACH} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
 }
 
 // simulatedImage points a firmwareUpdate task at an image the simulation

@@ -80,7 +80,7 @@ func TestJSONOutputPipesIntoPython(t *testing.T) {
 
 // Results on standard output, progress on standard error, in process.
 func TestStreamsSplitResultsAndProgress(t *testing.T) {
-	stdout, stderr, err := runIO(t, "", "run", "-simulate", "-simulate-power-delay", "0", "-spec", "specs/netboot.json")
+	stdout, stderr, err := runIO(t, "", "run", "-simulate", "-simulate-power-delay", "0", "-json", "-spec", "specs/netboot.json")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
@@ -114,7 +114,7 @@ func TestEveryShippedSpecRunsSimulated(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			stdout, stderr, err := runIO(t, "", "run", "-simulate", "-simulate-power-delay", "0", "-spec", f)
+			stdout, stderr, err := runIO(t, "", "run", "-simulate", "-simulate-power-delay", "0", "-json", "-spec", f)
 			if err != nil {
 				t.Fatalf("%v\n%s\n%s", err, stderr, stdout)
 			}
@@ -180,7 +180,7 @@ func waitFor(t *testing.T, what string, cond func() bool, show func() string) {
 func TestProgressAndTimeoutAgainstAnUnreachableBMC(t *testing.T) {
 	addr := refusedAddress(t)
 	stderr, clk, done := startRun(t, context.Background(), "pw", "run", "-spec", "specs/netboot.json",
-		"-bmc", "redfish://"+addr+"/redfish/v1/Systems/1", "-progress", "3s", "-timeout", "5m")
+		"-bmc", "redfish://"+addr+"/redfish/v1/Systems/1", "-user", "admin", "-progress", "3s", "-timeout", "5m", "-unreachable", "0")
 	// The job retries the refused connection, and runJob waits on the
 	// clock for the timeout and the first progress line.
 	waitFor(t, "a retry and the clock waiters", func() bool {
@@ -237,7 +237,7 @@ func TestVersion(t *testing.T) {
 			t.Errorf("bmcjob %s: %v, %q", args[0], err, stdout)
 		}
 	}
-	if got := moduleVersion(&debug.BuildInfo{Main: debug.Module{Path: "github.com/bmckit/bmckit/examples", Version: "v0.1.0"}}, true); got != "v0.1.0" {
+	if got := moduleVersion(&debug.BuildInfo{Main: debug.Module{Path: "github.com/bmckit/bmckit/cmd/bmcjob", Version: "v0.1.0"}}, true); got != "v0.1.0" {
 		t.Errorf("module version v0.1.0 reads %q", got)
 	}
 	if got := moduleVersion(nil, false); got != "(devel)" {
@@ -270,9 +270,10 @@ func TestErrorsAreWordedForOperators(t *testing.T) {
 	}
 }
 
-// run -json=false prints the outcome as lines instead of the status.
+// run prints the outcome as lines by default (-json=false), as every
+// command does.
 func TestRunWithoutJSONPrintsLines(t *testing.T) {
-	stdout, stderr, err := runIO(t, "", "run", "-json=false", "-simulate", "-simulate-power-delay", "0", "-spec", "specs/power-cycle.json")
+	stdout, stderr, err := runIO(t, "", "run", "-simulate", "-simulate-power-delay", "0", "-spec", "specs/power-cycle.json")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}

@@ -133,8 +133,14 @@ func runTasks(ctx context.Context, e *env, tf *targetFlags, asJSON bool, tasks .
 		}
 	} else {
 		for i, st := range j.Status.Tasks {
-			if st.Result != "" {
-				fmt.Fprintf(out, "%s: %s: %s\n", tasks[i].Describe(), st.Result, st.Message)
+			switch {
+			case st.Result == "":
+			case st.Result != conditions.ResultSucceeded && j.Status.Message != "" && strings.Contains(st.Message, j.Status.Message):
+				// A task skipped because another failed: its message
+				// repeats that failure, which has its own line.
+				fmt.Fprintf(out, "%s: %s\n", tasks[i].Describe(), resultWord(st.Result, st.Reason))
+			default:
+				fmt.Fprintf(out, "%s: %s: %s\n", tasks[i].Describe(), resultWord(st.Result, st.Reason), st.Message)
 			}
 		}
 	}
@@ -143,7 +149,23 @@ func runTasks(ctx context.Context, e *env, tf *targetFlags, asJSON bool, tasks .
 		if len(tasks) == 1 {
 			what = tasks[0].Describe()
 		}
-		return fmt.Errorf("%s %s (%s): %s", what, j.Status.Result, j.Status.Reason, j.Status.Message)
+		return &resultError{fmt.Sprintf("%s %s (%s): %s", what, j.Status.Result, j.Status.Reason, j.Status.Message)}
 	}
 	return nil
 }
+
+// resultWord is a result as the text output prints it: "Succeeded", or
+// "Failed (Reason)".
+func resultWord(r conditions.Result, reason string) string {
+	if r == conditions.ResultSucceeded || reason == "" {
+		return string(r)
+	}
+	return fmt.Sprintf("%s (%s)", r, reason)
+}
+
+// resultError is the error of a command whose job ran and did not
+// succeed. Its result, message included, is already on standard output, so
+// main exits 1 without printing it again: one message per failure.
+type resultError struct{ msg string }
+
+func (e *resultError) Error() string { return e.msg }

@@ -24,7 +24,7 @@ const netbootSpec = `{"bmc": "redfish://placeholder.invalid", "tasks": [
   {"power": {"op": "on"}}]}`
 
 func TestBMCJobSimulated(t *testing.T) {
-	s, err := runOut(t, "", "-simulate", "-spec", writeSpec(t, netbootSpec))
+	s, err := runOut(t, "", "-simulate", "-json", "-spec", writeSpec(t, netbootSpec))
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, s)
 	}
@@ -57,7 +57,7 @@ func TestBMCJobWrongPasswordFailsWithoutLeakingIt(t *testing.T) {
 	srv := redfishtest.NewTLSServer(redfishtest.Config{})
 	defer srv.Close()
 	const pw = "Tr0ub4dor-and-3"
-	out, err := runOut(t, pw, "-spec", writeSpec(t, netbootSpec), "-bmc", srv.Address("1"), "-user", srv.Credentials().Username, "-insecure")
+	out, err := runOut(t, pw, "-spec", writeSpec(t, netbootSpec), "-bmc", srv.Address("1"), "-user", srv.Credentials().Username, "-insecure", "-json")
 	if err == nil {
 		t.Fatalf("job with a wrong password succeeded:\n%s", out)
 	}

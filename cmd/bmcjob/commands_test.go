@@ -82,7 +82,7 @@ func TestRunCommandAndOldFlagsAgree(t *testing.T) {
 		{"run", "-spec", spec, "-simulate", "-simulate-power-delay", "0"},
 	} {
 		out, err := runOut(t, "", args...)
-		if err != nil || !strings.Contains(out, `"result": "Succeeded"`) {
+		if err != nil || !strings.Contains(out, "job Succeeded: all 3 tasks succeeded") {
 			t.Errorf("bmcjob %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
@@ -228,7 +228,7 @@ func TestInventoryAndBIOSSimulated(t *testing.T) {
 		t.Errorf("bios set without a value: %v", err)
 	}
 	for _, spec := range []string{"specs/bios-settings.json", "specs/inventory.json"} {
-		out, err := runOut(t, "", "run", "-simulate", "-simulate-power-delay", "0", "-spec", spec)
+		out, err := runOut(t, "", "run", "-simulate", "-simulate-power-delay", "0", "-json", "-spec", spec)
 		if err != nil || !strings.Contains(out, `"result": "Succeeded"`) {
 			t.Errorf("run %s: %v\n%s", spec, err, out)
 		}

@@ -1,0 +1,43 @@
+module github.com/bmckit/bmckit/oneshot
+
+go 1.24.0
+
+replace (
+	github.com/bmckit/bmckit => ..
+	github.com/bmckit/bmckit/bmc/ipmi => ../bmc/ipmi
+	github.com/bmckit/bmckit/bmc/redfish => ../bmc/redfish
+)
+
+require (
+	github.com/bmckit/bmckit v0.0.0-00010101000000-000000000000
+	github.com/bmckit/bmckit/bmc/ipmi v0.0.0-00010101000000-000000000000
+	github.com/bmckit/bmckit/bmc/redfish v0.0.0-00010101000000-000000000000
+)
+
+require (
+	github.com/bougou/go-ipmi v0.9.0 // indirect
+	github.com/davecgh/go-spew v1.1.1 // indirect
+	github.com/fatih/color v1.15.0 // indirect
+	github.com/go-logr/logr v1.4.3 // indirect
+	github.com/go-ole/go-ole v1.3.0 // indirect
+	github.com/goccy/go-json v0.12.0 // indirect
+	github.com/google/uuid v1.1.2 // indirect
+	github.com/kr/pretty v0.3.0 // indirect
+	github.com/kr/text v0.2.0 // indirect
+	github.com/mattn/go-colorable v0.1.13 // indirect
+	github.com/mattn/go-isatty v0.0.20 // indirect
+	github.com/mattn/go-runewidth v0.0.16 // indirect
+	github.com/olekukonko/errors v1.1.0 // indirect
+	github.com/olekukonko/ll v0.0.9 // indirect
+	github.com/olekukonko/tablewriter v1.0.9 // indirect
+	github.com/pmezard/go-difflib v1.0.0 // indirect
+	github.com/rivo/uniseg v0.2.0 // indirect
+	github.com/rogpeppe/go-internal v1.14.1 // indirect
+	github.com/stmcginnis/gofish v0.26.0 // indirect
+	github.com/stretchr/testify v1.11.1 // indirect
+	golang.org/x/net v0.43.0 // indirect
+	golang.org/x/sys v0.35.0 // indirect
+	golang.org/x/term v0.34.0 // indirect
+	golang.org/x/time v0.9.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
+)

@@ -1,0 +1,3 @@
+module github.com/bmckit/bmckit/scripts/doccheck
+
+go 1.24.0

@@ -1,0 +1,3 @@
+module example.com/rot
+
+go 1.24
