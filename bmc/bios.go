@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/bmckit/bmckit/internal/clip"
 )
 
 // BIOSConfigurer is implemented by drivers that can read and change the
@@ -289,7 +291,7 @@ func regName(r BIOSRegistry) string {
 
 // maxQuoted bounds, in bytes, one piece of text (a vendor's or a user's)
 // that an error message quotes.
-const maxQuoted = 200
+const maxQuoted = clip.Max
 
 // quoteList quotes vs, separated by commas, in about maxQuoted bytes: the
 // values that fit, then how many more there are.
@@ -312,26 +314,8 @@ func quoteList(vs []string) string {
 	return b.String()
 }
 
-// quoteClip quotes s (strconv.Quote: one line, control characters
-// escaped) in at most maxQuoted bytes; a longer s is cut at a rune
-// boundary, with "..." after the closing quote.
-func quoteClip(s string) string {
-	q := strconv.Quote(s)
-	if len(q) <= maxQuoted {
-		return q
-	}
-	n := min(len(s), maxQuoted)
-	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	for s = s[:n]; ; {
-		if q = strconv.Quote(s); len(q) <= maxQuoted-3 || s == "" {
-			return q + "..."
-		}
-		_, w := utf8.DecodeLastRuneInString(s)
-		s = s[:len(s)-w]
-	}
-}
+// quoteClip quotes s in one bounded line (internal/clip).
+func quoteClip(s string) string { return clip.Quote(s) }
 
 // nameText is a name for a message: as it is when it is short and
 // printable, else quoted and cut (quoteClip).

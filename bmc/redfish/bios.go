@@ -15,6 +15,7 @@ import (
 	"github.com/stmcginnis/gofish/schemas"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/internal/clip"
 )
 
 var _ bmc.BIOSConfigurer = (*Driver)(nil)
@@ -245,28 +246,10 @@ func checkLink(what, uri string) error {
 }
 
 // maxQuoted bounds, in bytes, a vendor's text that a message quotes.
-const maxQuoted = 200
+const maxQuoted = clip.Max
 
-// quoteClip quotes s (one line, control characters escaped) in at most
-// maxQuoted bytes; a longer s is cut at a rune boundary, with "..." after
-// the closing quote.
-func quoteClip(s string) string {
-	q := strconv.Quote(s)
-	if len(q) <= maxQuoted {
-		return q
-	}
-	n := min(len(s), maxQuoted)
-	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	for s = s[:n]; ; {
-		if q = strconv.Quote(s); len(q) <= maxQuoted-3 || s == "" {
-			return q + "..."
-		}
-		_, w := utf8.DecodeLastRuneInString(s)
-		s = s[:len(s)-w]
-	}
-}
+// quoteClip quotes s in one bounded line (internal/clip).
+func quoteClip(s string) string { return clip.Quote(s) }
 
 // pendingOf is what the settings object holds that differs from the
 // current values: a BMC that copies every attribute there (iLO) and one
