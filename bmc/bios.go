@@ -10,8 +10,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/bmckit/bmckit/internal/clip"
 )
 
 // BIOSConfigurer is implemented by drivers that can read and change the
@@ -289,9 +287,11 @@ func regName(r BIOSRegistry) string {
 	return nameText(r.ID)
 }
 
-// maxQuoted bounds, in bytes, one piece of text (a vendor's or a user's)
-// that an error message quotes.
-const maxQuoted = clip.Max
+// MaxQuoted bounds, in bytes, one piece of text (a vendor's or a user's)
+// that an error message quotes (QuoteBounded's result, "..." included).
+const MaxQuoted = 200
+
+const maxQuoted = MaxQuoted
 
 // quoteList quotes vs, separated by commas, in about maxQuoted bytes: the
 // values that fit, then how many more there are.
@@ -314,8 +314,30 @@ func quoteList(vs []string) string {
 	return b.String()
 }
 
-// quoteClip quotes s in one bounded line (internal/clip).
-func quoteClip(s string) string { return clip.Quote(s) }
+// QuoteBounded quotes s for an error message: strconv.Quote (one line,
+// control characters escaped) in at most MaxQuoted bytes; a longer s is
+// cut at a rune boundary, with "..." after the closing quote. Drivers use
+// it for a vendor's or a user's text, so a message stays one short line
+// whatever a BMC answered.
+func QuoteBounded(s string) string {
+	q := strconv.Quote(s)
+	if len(q) <= MaxQuoted {
+		return q
+	}
+	n := min(len(s), MaxQuoted)
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	for s = s[:n]; ; {
+		if q = strconv.Quote(s); len(q) <= MaxQuoted-3 || s == "" {
+			return q + "..."
+		}
+		_, w := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-w]
+	}
+}
+
+func quoteClip(s string) string { return QuoteBounded(s) }
 
 // nameText is a name for a message: as it is when it is short and
 // printable, else quoted and cut (quoteClip).

@@ -15,7 +15,6 @@ import (
 	"github.com/stmcginnis/gofish/schemas"
 
 	"github.com/bmckit/bmckit/bmc"
-	"github.com/bmckit/bmckit/internal/clip"
 )
 
 var _ bmc.BIOSConfigurer = (*Driver)(nil)
@@ -246,10 +245,10 @@ func checkLink(what, uri string) error {
 }
 
 // maxQuoted bounds, in bytes, a vendor's text that a message quotes.
-const maxQuoted = clip.Max
+const maxQuoted = bmc.MaxQuoted
 
-// quoteClip quotes s in one bounded line (internal/clip).
-func quoteClip(s string) string { return clip.Quote(s) }
+// quoteClip quotes s in one bounded line (bmc.QuoteBounded).
+func quoteClip(s string) string { return bmc.QuoteBounded(s) }
 
 // pendingOf is what the settings object holds that differs from the
 // current values: a BMC that copies every attribute there (iLO) and one
