@@ -64,20 +64,7 @@ func TestConformanceFirmware(t *testing.T) {
 			}
 			skip := []string{"Power", "BootOverride", "BootHTTP", "VirtualMedia", "Concurrency", "Dial"}
 			bmctest.Run(t, bmctest.Options{PollInterval: time.Millisecond, SettleTimeout: 20 * time.Second, Skip: skip}, func(t *testing.T) bmctest.Target {
-				clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-				srv, dialer := startSim(t, redfishtest.Config{Firmware: p.fw, Clock: clk}, testOptions(), false)
-				ep := srv.Endpoint("")
-				drv, err := dialer.Dial(t.Context(), ep, srv.Credentials())
-				if err != nil {
-					t.Fatal(err)
-				}
-				return bmctest.Target{Driver: drv, Credentials: srv.Credentials(),
-					Firmware: &bmctest.FirmwareTarget{Image: imageOf(images, component, "2.0.0"), Version: "2.0.0"},
-					Dial: func(ctx context.Context, c bmc.Credentials) (bmc.Driver, error) {
-						return dialer.Dial(ctx, ep, c)
-					},
-					Advance: func() { clk.Advance(time.Minute) },
-				}
+				return firmwareSuiteTarget(t, redfishtest.Config{Firmware: p.fw}, "", imageOf(images, component, "2.0.0"))
 			})
 		})
 	}
@@ -347,5 +334,25 @@ func TestFirmwareFindsAStagedPush(t *testing.T) {
 	other := imageOf(images, "BMC", "3.1.0")
 	if _, ok, err := d.FindFirmwareUpdate(ctx, other); err != nil || ok {
 		t.Fatalf("a staged BIOS push was found for component BMC: %v %v", ok, err)
+	}
+}
+
+// firmwareSuiteTarget is a bmctest target on a simulator with cfg on a fake
+// clock (a minute passes at each Advance), installing img at 2.0.0.
+func firmwareSuiteTarget(t *testing.T, cfg redfishtest.Config, system string, img bmc.FirmwareImage) bmctest.Target {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cfg.Clock = clk
+	srv, dialer := startSim(t, cfg, testOptions(), false)
+	ep := srv.Endpoint(system)
+	drv, err := dialer.Dial(t.Context(), ep, srv.Credentials())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bmctest.Target{Driver: drv, Credentials: srv.Credentials(),
+		Firmware: &bmctest.FirmwareTarget{Image: img, Version: "2.0.0"},
+		Dial: func(ctx context.Context, c bmc.Credentials) (bmc.Driver, error) {
+			return dialer.Dial(ctx, ep, c)
+		},
+		Advance: func() { clk.Advance(time.Minute) },
 	}
 }

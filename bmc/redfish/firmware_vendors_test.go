@@ -415,22 +415,9 @@ func TestConformanceFirmwareVendors(t *testing.T) {
 			skip := append([]string{"Power", "BootOverride", "BootHTTP", "VirtualMedia", "ResetBMC", "LastResetTime", "BIOS",
 				"Needs", "Context", "Dial", "Concurrency", "Close", "Stats"}, p.skip...)
 			bmctest.Run(t, bmctest.Options{PollInterval: time.Millisecond, SettleTimeout: 20 * time.Second, Skip: skip}, func(t *testing.T) bmctest.Target {
-				clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 				cfg := redfishtest.VendorConfig(v)
-				cfg.Clock, cfg.Firmware.Duration = clk, 5*time.Minute
-				srv, dialer := startSim(t, cfg, testOptions(), false)
-				ep := srv.Endpoint(p.system)
-				drv, err := dialer.Dial(t.Context(), ep, srv.Credentials())
-				if err != nil {
-					t.Fatal(err)
-				}
-				return bmctest.Target{Driver: drv, Credentials: srv.Credentials(),
-					Firmware: &bmctest.FirmwareTarget{Image: imageOf(images, component, "2.0.0"), Version: "2.0.0"},
-					Dial: func(ctx context.Context, c bmc.Credentials) (bmc.Driver, error) {
-						return dialer.Dial(ctx, ep, c)
-					},
-					Advance: func() { clk.Advance(time.Minute) },
-				}
+				cfg.Firmware.Duration = 5 * time.Minute
+				return firmwareSuiteTarget(t, cfg, p.system, imageOf(images, component, "2.0.0"))
 			})
 		})
 	}
