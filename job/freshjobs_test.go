@@ -20,10 +20,10 @@ import (
 
 // changeOnClaim is a store that, when the runner claims a system (creates its
 // lock record), first has another writer change job name: the runner's copy
-// of the job from Submit (freshjobs.go) is then stale when its first step
-// starts, and the scan has not seen the change yet (a long ScanInterval, and
-// the other writer is another Runner, which does not wake this one). It
-// counts the compare-and-swap conflicts on job records.
+// of the job from Submit (job/internal/sched/freshjobs.go) is then stale
+// when its first step starts, and the scan has not seen the change yet (a
+// long ScanInterval, and the other writer is another Runner, which does not
+// wake this one). It counts the compare-and-swap conflicts on job records.
 type changeOnClaim struct {
 	feedStore
 	once      sync.Once

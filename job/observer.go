@@ -15,8 +15,8 @@ import (
 
 // This file reports to the observer hook (package job/observe) what a
 // Stepper reports for metrics and traces: jobs, tasks, BMC errors and wire
-// costs (docs/observability.md has the decisions; the Runner's loop
-// reports its queue and leases, loopevents.go).
+// costs (docs/observability.md has the decisions; the Runner's scheduling
+// engine reports its queue and leases, job/internal/sched, through observed).
 
 // emit calls f(e) if f is set, recovering (and logging) a panic, so an
 // observer cannot unwind a step between its writes.
@@ -30,6 +30,15 @@ func emit[E any](log logr.Logger, f func(E), e E) {
 		}
 	}()
 	f(e)
+}
+
+// observed is f (nil: nil) called through emit: the scheduling engine's
+// hooks (sched.Config.Queue, LeaseLost).
+func observed[E any](log logr.Logger, f func(E)) func(E) {
+	if f == nil {
+		return nil
+	}
+	return func(e E) { emit(log, f, e) }
 }
 
 // jobEvents says whether o wants job or task events.

@@ -15,8 +15,7 @@ import (
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/internal/owner"
 	"github.com/bmckit/bmckit/job/internal/health"
-	"github.com/bmckit/bmckit/job/internal/locksweep"
-	"github.com/bmckit/bmckit/job/internal/membership"
+	"github.com/bmckit/bmckit/job/internal/sched"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/syslock"
 )
@@ -91,26 +90,15 @@ type Runner struct {
 	cfg     Config
 	stepper *Stepper
 	log     logr.Logger
-	locks   *syslock.Table
-
-	wake     chan struct{}
-	jobWakes *jobWakes // jobs to step now (StepperConfig.Wake)
-	own      ownWrites
-
-	fresh   freshJobs        // jobs Submit created, until their first step (freshjobs.go)
-	members *membership.View // heartbeats and the share of systems (replicas.go)
-	// sweep deletes the locks this runner's Owner left behind, beside the
-	// loop, which tells it the systems it holds (job/internal/locksweep).
-	sweep *locksweep.Sweeper
+	// sched is the scheduling engine: the queues, claims, leases and fences,
+	// the event loop and its workers (job/internal/sched). It knows jobs
+	// through runnerJobs (runnerjobs.go).
+	sched *sched.Engine
 
 	mu      sync.Mutex
 	waiters map[string]*waiters // per job, closed by signal
 	started bool
 	health  health.State // what Healthz reports (health.go)
-
-	// Used only by the scheduling goroutine.
-	follower *storage.Follower
-	queue    *queue
 }
 
 // NewRunner validates cfg and applies defaults.
@@ -148,29 +136,35 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Locks != nil || cfg.Wake != nil {
 		return nil, errors.New("job: Config.Locks and Config.Wake must be unset: the Runner locks systems and wakes jobs itself")
 	}
-	wakes := newJobWakes()
+	r := &Runner{cfg: cfg, log: cfg.Logger, waiters: map[string]*waiters{}}
+	r.sched = sched.New(sched.Config{Jobs: (*runnerJobs)(r), Store: cfg.Store, KeyPrefix: cfg.KeyPrefix, Owner: cfg.Owner,
+		LeaseDuration: cfg.LeaseDuration, ScanInterval: cfg.ScanInterval, Workers: cfg.Workers,
+		EndpointConcurrency: cfg.EndpointConcurrency, Clock: cfg.Clock, Log: r.log, Health: &r.health,
+		Queue: observed(r.log, cfg.Observer.Queue), LeaseLost: observed(r.log, cfg.Observer.LeaseLost)})
 	sc := cfg.StepperConfig
-	sc.Wake = wakes.add
-	sc.Locks = syslock.NoLocking // the Runner's own locks and fences (loop.go; syslock.Fence)
+	sc.Wake = r.sched.Wake
+	sc.Locks = syslock.NoLocking // the Runner's own locks and fences (job/internal/sched; syslock.Fence)
 	st, err := NewStepper(sc)
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{
-		cfg: cfg, stepper: st, log: cfg.Logger, locks: syslock.NewTable(cfg.Store, cfg.KeyPrefix, cfg.Clock),
-		follower: storage.NewFollower(cfg.Store, cfg.KeyPrefix+"jobs/"), queue: newQueue(&st.eps),
-		wake: make(chan struct{}, 1), jobWakes: wakes, own: ownWrites{rev: map[string]int64{}}, waiters: map[string]*waiters{},
-		fresh: freshJobs{jobs: map[string]freshJob{}},
-	}
-	r.members = membership.New(membership.Config{Store: cfg.Store, Prefix: cfg.KeyPrefix + "runners/", Owner: cfg.Owner,
-		Lease: cfg.LeaseDuration, ScanInterval: cfg.ScanInterval, Clock: cfg.Clock, Log: r.log})
-	r.sweep = locksweep.New(locksweep.Config{Store: cfg.Store, Locks: r.locks, Owner: cfg.Owner,
-		Lease: cfg.LeaseDuration, Clock: cfg.Clock, Log: r.log, Unfinished: r.unfinished})
-	// The scan skips the runner's own writes without reading them: a store
-	// that can (storage.ValueSkipper) leaves their values out of the feed.
-	prefix := len(cfg.KeyPrefix + "jobs/")
-	r.follower.SkipValues(func(key string, rev int64) bool { return r.own.covers(key[prefix:], rev) })
+	r.stepper = st
 	return r, nil
+}
+
+// Start runs jobs until ctx is done, then waits for in-flight steps to stop
+// and releases its system locks (keeping each unfinished job as its system's
+// holder, so the next runner resumes it first). It returns nil after a clean
+// stop. A Runner can be started once.
+func (r *Runner) Start(ctx context.Context) error {
+	r.mu.Lock()
+	if r.started {
+		r.mu.Unlock()
+		return errors.New("job: Runner already started")
+	}
+	r.started = true
+	r.mu.Unlock()
+	return r.sched.Run(ctx) // job/internal/sched
 }
 
 var nameRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9._-]{0,198}[a-zA-Z0-9])?$`)
@@ -197,9 +191,20 @@ func (r *Runner) Submit(ctx context.Context, name string, spec Spec) (*Job, erro
 	if err != nil {
 		return nil, fmt.Errorf("job %q: storing: %w", name, err)
 	}
-	r.fresh.put(name, cp, rev)
-	r.poke()
+	r.sched.Created(name, sched.Copy{Job: cp, Rev: rev})
+	r.sched.Poke()
 	return j, nil
+}
+
+// copyJob is a deep copy of j: for Submit, made before the job is created,
+// so that keeping it (sched.Engine.Created), right after, is quick and the
+// scan rarely reads the create before it.
+func copyJob(j *Job) *Job {
+	cp := new(Job)
+	*cp = *j
+	j.Spec.DeepCopyInto(&cp.Spec)
+	j.Status.DeepCopyInto(&cp.Status)
+	return cp
 }
 
 // Pool is the Runner's BMC connection pool, for components that must share
@@ -260,7 +265,7 @@ func (r *Runner) Cancel(ctx context.Context, name string) error {
 		return err
 	}
 	r.signal(name)
-	r.poke()
+	r.sched.Poke()
 	return nil
 }
 
@@ -353,11 +358,4 @@ func (r *Runner) load(ctx context.Context, name string) (*Job, int64, error) {
 		return nil, 0, fmt.Errorf("job %q: decoding stored record: %w", name, err)
 	}
 	return &j, rec.Revision, nil
-}
-
-func (r *Runner) poke() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
 }

@@ -1,46 +1,20 @@
-package job
+package sched
 
 import (
 	"context"
 	"errors"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/storage"
 )
 
-// This file is the Runner's queue: per system, the jobs waiting to run in
+// This file is the engine's queue: per system, the jobs waiting to run in
 // submission order, fed by the scan of the store's change feed (which skips
 // the runner's own writes without decoding them, ownWrites). Claiming a
 // system for the head of its queue is claims.go; running a claimed job's
-// steps is loop.go and worker.go.
-
-// jobHead is the part of a stored job the scheduler needs; decoding only it
-// skips most of the record's allocations.
-type jobHead struct {
-	CancelRequested bool `json:"cancelRequested"`
-	Spec            struct {
-		BMC string `json:"bmc"`
-	} `json:"spec"`
-	Status struct {
-		StartTime  *time.Time `json:"startTime"`
-		Conditions []struct {
-			Type   string `json:"type"`
-			Status string `json:"status"`
-		} `json:"conditions"`
-	} `json:"status"`
-}
-
-func (h *jobHead) completed() bool {
-	for _, c := range h.Status.Conditions {
-		if c.Type == "Completed" {
-			return c.Status == "True"
-		}
-	}
-	return false
-}
+// steps is loop.go and workers.go.
 
 // queued is an unfinished job in its system's queue.
 type queued struct {
@@ -67,29 +41,29 @@ func (a *queued) before(b *queued) bool {
 // queue holds every unfinished job, by name and per system in order, and
 // the systems that may be claimable (free: the loop drops held ones lazily).
 type queue struct {
-	eps   *endpointCache // the Runner's Stepper's
+	parse func(bmcURL string) (bmc.Endpoint, error) // Jobs.Endpoint
 	jobs  map[string]*queued
 	bySys map[string][]*queued
 	free  map[string]struct{}
 }
 
-func newQueue(eps *endpointCache) *queue {
-	return &queue{eps: eps, jobs: map[string]*queued{}, bySys: map[string][]*queued{}, free: map[string]struct{}{}}
+func newQueue(parse func(string) (bmc.Endpoint, error)) *queue {
+	return &queue{parse: parse, jobs: map[string]*queued{}, bySys: map[string][]*queued{}, free: map[string]struct{}{}}
 }
 
 // put adds or updates a job seen at revision rev.
-func (q *queue) put(name string, h *jobHead, rev int64) *queued {
+func (q *queue) put(name string, h *Head, rev int64) *queued {
 	e := q.jobs[name]
 	if e == nil {
 		e = &queued{name: name, seq: rev}
-		if ep, err := q.eps.parse(h.Spec.BMC); err == nil {
+		if ep, err := q.parse(h.BMC); err == nil {
 			e.ep, e.sys = ep, ep.SystemKey()
 		}
 		q.jobs[name] = e
 	} else {
 		q.unlink(e)
 	}
-	e.started = h.Status.StartTime != nil
+	e.started = h.Started
 	e.cancel = h.CancelRequested
 	if e.sys != "" {
 		list := q.bySys[e.sys]
@@ -150,7 +124,7 @@ func (w *ownWrites) note(name string, rev int64) {
 }
 
 // covers reports whether the change of job name at revision rev is one this
-// runner wrote (or older than one it wrote), like Runner.ownWrite, without
+// runner wrote (or older than one it wrote), like Engine.ownWrite, without
 // forgetting anything: the change feed asks it while reading, before the
 // scan sees the event. Only the scan forgets (ownWrite), and writes only
 // raise a job's revision, so ownWrite later gives the same answer.
@@ -163,92 +137,90 @@ func (w *ownWrites) covers(name string, rev int64) bool {
 
 // ownWrite reports whether the change of job name at revision rev is one
 // this runner wrote (or older than one it wrote).
-func (r *Runner) ownWrite(name string, rev int64) bool {
-	r.own.mu.Lock()
-	defer r.own.mu.Unlock()
-	w, ok := r.own.rev[name]
+func (e *Engine) ownWrite(name string, rev int64) bool {
+	e.own.mu.Lock()
+	defer e.own.mu.Unlock()
+	w, ok := e.own.rev[name]
 	if ok && rev >= w {
-		delete(r.own.rev, name) // caught up: nothing newer of ours to skip
+		delete(e.own.rev, name) // caught up: nothing newer of ours to skip
 	}
 	return ok && rev <= w
 }
-
-func decodeHead(data []byte, h *jobHead) error { return unmarshalRecord(data, h) }
 
 // scan applies the store's changes to the queues, completes jobs that need no
 // BMC, and starts claiming free systems. The runner's own writes are skipped
 // without decoding them (their revisions are known).
 func (l *loop) scan() {
-	r := l.r
+	e := l.e
 	// Store calls on the loop get a deadline: a store that hangs must not
 	// stop the loop (the fence keeps requests safe without it, but
 	// renewals, steps and stop wait for the loop).
-	ctx, cancel := context.WithTimeout(l.ctx, r.storeCallTimeout())
+	ctx, cancel := context.WithTimeout(l.ctx, e.storeCallTimeout())
 	defer cancel()
-	events, err := r.follower.Next(ctx)
+	events, err := e.follower.Next(ctx)
 	if l.ctx.Err() == nil {
-		r.health.Store(r.cfg.Clock.Now(), err)
+		e.cfg.Health.Store(e.cfg.Clock.Now(), err)
 	}
 	if err != nil && l.ctx.Err() == nil {
-		r.log.Error(err, "reading job changes failed; will retry")
+		e.log.Error(err, "reading job changes failed; will retry")
 	}
-	prefix := r.cfg.KeyPrefix + "jobs/"
-	r.fresh.saw(prefix, events) // before any claim can take a copy (freshjobs.go)
+	prefix := e.cfg.KeyPrefix + "jobs/"
+	e.fresh.saw(prefix, events) // before any claim can take a copy (freshjobs.go)
 	var noBMC []string
 	for _, ev := range events {
 		name := ev.Key[len(prefix):]
 		if ev.Type == storage.EventDelete {
-			r.queue.remove(name)
-			r.signal(name)
+			e.queue.remove(name)
+			e.jobs.Signal(name)
 			continue
 		}
-		if r.ownWrite(name, ev.Revision) {
+		if e.ownWrite(name, ev.Revision) {
 			continue
 		}
 		if ev.Value == nil {
-			// Left out by the feed as one of ours (Runner.follower's
+			// Left out by the feed as one of ours (Engine.follower's
 			// SkipValues), yet not ours now: cannot happen while only the
 			// scan forgets own writes; read it rather than drop the job.
-			rec, err := r.cfg.Store.Get(l.ctx, ev.Key)
+			rec, err := e.cfg.Store.Get(l.ctx, ev.Key)
 			if err != nil {
 				if !errors.Is(err, storage.ErrNotFound) {
-					r.log.Error(err, "reading a changed job failed", "key", ev.Key)
+					e.log.Error(err, "reading a changed job failed", "key", ev.Key)
 				}
 				continue
 			}
 			ev.Value = rec.Value
 		}
-		var h jobHead
-		if err := decodeHead(ev.Value, &h); err != nil {
-			r.log.Error(err, "skipping undecodable job record", "key", ev.Key)
-			r.queue.remove(name)
+		h, err := e.jobs.Head(ev.Value)
+		if err != nil {
+			e.log.Error(err, "skipping undecodable job record", "key", ev.Key)
+			e.queue.remove(name)
 			continue
 		}
-		if h.completed() {
-			r.signal(name) // another replica completed it
+		if h.Completed {
+			e.jobs.Signal(name) // another replica completed it
 			// It may have given the system back (replicas.go).
 			l.completedElsewhere(name)
 		}
-		if e := r.queue.jobs[name]; e != nil {
-			if hd := l.held[e.sys]; hd != nil && hd.job == name {
+		if q := e.queue.jobs[name]; q != nil {
+			if hd := l.held[q.sys]; hd != nil && hd.job == name {
 				// Changed under the job this runner runs (a cancel, a spec
 				// edit): reload it, and look at it now (or after the step
 				// in flight, which must not bring its stale copy back).
-				hd.j, hd.stale = nil, true
-				l.schedule(hd, r.cfg.Clock.Now())
+				hd.copy, hd.stale = Copy{}, true
+				l.schedule(hd, e.cfg.Clock.Now())
 			}
 		}
-		if h.completed() {
-			r.queue.remove(name)
+		if h.Completed {
+			e.queue.remove(name)
 			continue
 		}
-		e := r.queue.put(name, &h, ev.Revision)
-		if (e.cancel && !e.started) || e.sys == "" {
+		q := e.queue.put(name, &h, ev.Revision)
+		if (q.cancel && !q.started) || q.sys == "" {
 			noBMC = append(noBMC, name)
 		}
 	}
 	for _, name := range noBMC {
-		r.completeWithoutBMC(ctx, name)
+		e.jobs.CompleteWithoutBMC(ctx, name)
 	}
 	l.claim()
 }

@@ -1,13 +1,10 @@
-package job
+package sched
 
-import (
-	"github.com/go-logr/logr"
+import "github.com/bmckit/bmckit/job/observe"
 
-	"github.com/bmckit/bmckit/job/observe"
-)
-
-// queueEvents reports a Runner loop's queue to the observer hook
-// (Observer.Queue; the Stepper's events: observer.go), each change once.
+// queueEvents reports the loop's queue to the observer hook (Config.Queue:
+// Observer.Queue; the Stepper's events are job/observer.go's), each change
+// once.
 type queueEvents struct {
 	last *observe.QueueEvent // what Observer.Queue was last told
 }
@@ -15,7 +12,7 @@ type queueEvents struct {
 // report tells f (nil: nobody) the queue when it changed since the last
 // report: jobs known, systems held, steps in flight. A stopped loop reports
 // nothing held and no step in flight.
-func (q *queueEvents) report(log logr.Logger, f func(observe.QueueEvent), jobs, held, steps int) {
+func (q *queueEvents) report(f func(observe.QueueEvent), jobs, held, steps int) {
 	if f == nil {
 		return
 	}
@@ -24,5 +21,5 @@ func (q *queueEvents) report(log logr.Logger, f func(observe.QueueEvent), jobs, 
 		return
 	}
 	q.last = &e
-	emit(log, f, e)
+	f(e)
 }

@@ -1,4 +1,4 @@
-package job
+package sched
 
 import (
 	"context"
@@ -16,11 +16,11 @@ import (
 	"github.com/bmckit/bmckit/syslock"
 )
 
-// This file is the Runner's event loop. One goroutine owns all scheduling
+// This file is the engine's event loop. One goroutine owns all scheduling
 // state: the per-system queues, the systems this runner holds, and a timer
 // heap of when each held job is due for its next step. A job that waits (for
 // a power change to land, a boot, a retry) is an entry in the heap and costs
-// no goroutine; a due job's step runs on a worker goroutine (worker.go,
+// no goroutine; a due job's step runs on a worker goroutine (workers.go,
 // reused across steps, see (*loop).worker), bounded by Config.Workers, so
 // Workers bounds concurrent BMC calls, not jobs.
 
@@ -39,9 +39,8 @@ type heldSystem struct {
 	watch        syslock.LapseWatch // cancels the step in flight when the fence lapses
 	renewFailing bool
 
-	j     *Job  // as last loaded or written; nil: load before the next step
-	rev   int64 // j's revision
-	stale bool  // another writer changed the job during the step in flight
+	copy  Copy // the job as last loaded or written; zero: load it before the next step
+	stale bool // another writer changed the job during the step in flight
 
 	dueheap.Entry // when the next step is due, in the loop's timer heap
 
@@ -56,9 +55,9 @@ type heldSystem struct {
 // DueEntry implements dueheap.Item.
 func (h *heldSystem) DueEntry() *dueheap.Entry { return &h.Entry }
 
-// loop is the state of one Start.
+// loop is the state of one Run.
 type loop struct {
-	r    *Runner
+	e    *Engine
 	ctx  context.Context
 	held map[string]*heldSystem // by system
 	// perEndpoint counts held systems (and claims in flight) per endpoint.
@@ -92,55 +91,47 @@ type loop struct {
 	queued    queueEvents    // what Observer.Queue was told
 }
 
-// Start runs jobs until ctx is done, then waits for in-flight steps to stop
-// and releases its system locks (keeping each unfinished job as its system's
-// holder, so the next runner resumes it first). It returns nil after a clean
-// stop. A Runner can be started once.
-func (r *Runner) Start(ctx context.Context) error {
-	r.mu.Lock()
-	if r.started {
-		r.mu.Unlock()
-		return errors.New("job: Runner already started")
-	}
-	r.started = true
-	r.mu.Unlock()
-
+// Run runs the engine until ctx is done, then waits for in-flight steps to
+// stop and releases its system locks (keeping each unfinished job as its
+// system's holder, so the next runner resumes it first). It returns nil
+// after a clean stop. An Engine runs once.
+func (e *Engine) Run(ctx context.Context) error {
 	l := &loop{
-		r: r, ctx: ctx, held: map[string]*heldSystem{}, fenced: map[*heldSystem]bool{},
+		e: e, ctx: ctx, held: map[string]*heldSystem{}, fenced: map[*heldSystem]bool{},
 		perEndpoint: map[string]int{}, retryAt: map[string]time.Time{}, parked: map[string]map[string]struct{}{},
 		steps: make(chan stepOutcome, 64), claims: make(chan []claimed, 1), renewals: make(chan []renewal, 1),
 		handovers: make(chan claimed, 64), handing: map[string]bool{},
 	}
-	now := r.cfg.Clock.Now()
+	now := e.cfg.Clock.Now()
 	l.fenceBase = now
-	r.health.Start(now)
-	defer r.health.Stop()
-	l.nextRenew = now.Add(r.cfg.LeaseDuration / 3)
-	if _, ok := r.cfg.Store.(storage.ChangeFeed); !ok {
-		r.log.Info("the Store has no change feed (storage.ChangeFeed): every scan lists all jobs, which costs time in proportion to the jobs stored; a wrapper around a store should pass Changes through")
+	e.cfg.Health.Start(now)
+	defer e.cfg.Health.Stop()
+	l.nextRenew = now.Add(e.cfg.LeaseDuration / 3)
+	if _, ok := e.cfg.Store.(storage.ChangeFeed); !ok {
+		e.log.Info("the Store has no change feed (storage.ChangeFeed): every scan lists all jobs, which costs time in proportion to the jobs stored; a wrapper around a store should pass Changes through")
 	}
 	// Count the live replicas before claiming (job/internal/membership).
-	sctx, cancel := context.WithTimeout(ctx, r.storeCallTimeout())
-	r.members.Start(sctx)
+	sctx, cancel := context.WithTimeout(ctx, e.storeCallTimeout())
+	e.members.Start(sctx)
 	cancel()
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		r.sweep.Run(ctx) // job/internal/locksweep
+		e.sweep.Run(ctx) // job/internal/locksweep
 	}()
 	defer func() {
 		l.stop()
-		r.members.Stop(ctx)
-		r.fresh.close()
-		_ = r.stepper.Close(context.WithoutCancel(ctx))
-		l.queued.report(r.log, r.cfg.Observer.Queue, len(r.queue.jobs), 0, 0) // stopped: nothing held, no step in flight
+		e.members.Stop(ctx)
+		e.fresh.close()
+		_ = e.jobs.Close(context.WithoutCancel(ctx))
+		l.queued.report(e.cfg.Queue, len(e.queue.jobs), 0, 0) // stopped: nothing held, no step in flight
 	}()
 	for {
-		now := r.cfg.Clock.Now()
-		r.health.Turn(now)
+		now := e.cfg.Clock.Now()
+		e.cfg.Health.Turn(now)
 		if !now.Before(l.nextScan) {
 			l.scan()
-			l.nextScan = r.cfg.Clock.Now().Add(r.cfg.ScanInterval)
+			l.nextScan = e.cfg.Clock.Now().Add(e.cfg.ScanInterval)
 		}
 		if !l.renewing && !now.Before(l.nextRenew) {
 			l.renew()
@@ -151,7 +142,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		}
 		l.launchDue(now)
 		l.retireIdle(now)
-		l.queued.report(r.log, r.cfg.Observer.Queue, len(r.queue.jobs), len(l.held), l.running)
+		l.queued.report(e.cfg.Queue, len(e.queue.jobs), len(l.held), l.running)
 		wait := l.nextScan.Sub(now)
 		if !l.renewing {
 			wait = min(wait, l.nextRenew.Sub(now))
@@ -159,18 +150,18 @@ func (r *Runner) Start(ctx context.Context) error {
 		if !l.nextFence.IsZero() {
 			wait = min(wait, l.nextFence.Sub(now))
 		}
-		if first, ok := l.due.Peek(); ok && l.running < r.cfg.Workers {
+		if first, ok := l.due.Peek(); ok && l.running < e.cfg.Workers {
 			wait = min(wait, first.Due().Sub(now))
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-r.wake:
+		case <-e.wake:
 			l.nextScan = time.Time{}
 		case o := <-l.steps:
 			l.stepped(o)
-		case <-r.jobWakes.ch:
-			l.wakeJobs(r.jobWakes.take())
+		case <-e.wakes.ch:
+			l.wakeJobs(e.wakes.take())
 		case cs := <-l.claims:
 			l.claimed(cs, true)
 			l.claimAgain() // replicas.go
@@ -178,7 +169,7 @@ func (r *Runner) Start(ctx context.Context) error {
 			l.handedOver(c)
 		case rs := <-l.renewals:
 			l.renewed(rs)
-		case <-r.cfg.Clock.After(max(wait, 0)):
+		case <-e.cfg.Clock.After(max(wait, 0)):
 		}
 	}
 }
@@ -190,7 +181,7 @@ func (l *loop) endpointDone(epKey string) {
 	}
 	// The systems parked at this endpoint's limit may be claimed again.
 	for sys := range l.parked[epKey] {
-		l.r.queue.free[sys] = struct{}{}
+		l.e.queue.free[sys] = struct{}{}
 	}
 	delete(l.parked, epKey)
 }
@@ -238,7 +229,7 @@ func (l *loop) fence(now time.Time) {
 // session is left to expire on the BMC; the fence admits nothing).
 func (l *loop) releaseConn(h *heldSystem) {
 	ctx := bmc.WithFence(context.WithoutCancel(l.ctx), &h.fence)
-	_ = l.r.stepper.Release(ctx, h.job, h.ep.String())
+	_ = l.e.jobs.Release(ctx, h.job, h.ep.String())
 }
 
 // schedule makes h due at t (or earlier, if it already is).
@@ -257,51 +248,51 @@ func (l *loop) schedule(h *heldSystem, t time.Time) {
 
 // stepped takes in one step's outcome.
 func (l *loop) stepped(o stepOutcome) {
-	r, h := l.r, o.h
+	e, h := l.e, o.h
 	if o.worker != nil {
-		o.worker.since = r.cfg.Clock.Now()
+		o.worker.since = e.cfg.Clock.Now()
 		l.idle = append(l.idle, o.worker)
 	}
 	h.running, h.cancel = false, nil
 	woken := h.woken
 	h.woken = false
 	l.running--
-	now := r.cfg.Clock.Now()
-	h.j, h.rev = o.j, o.rev
+	now := e.cfg.Clock.Now()
+	h.copy = o.Copy
 	if h.stale {
 		// Another writer changed the job while the step ran; a step that
 		// did not write (a poll) would not have noticed.
-		h.j, h.stale = nil, false
-		if o.err == nil && !o.done {
-			o.res.RequeueAfter = 0
+		h.copy, h.stale = Copy{}, false
+		if o.Err == nil && !o.Done {
+			o.After = 0
 		}
 	}
 	switch {
 	case h.lost:
 		l.drop(h, false)
 		return
-	case o.done:
+	case o.Done:
 		h.done = true
 		l.drop(h, true)
 		return
-	case o.err == nil:
+	case o.Err == nil:
 		h.storeErrs = 0
-		l.schedule(h, now.Add(o.res.RequeueAfter))
+		l.schedule(h, now.Add(o.After))
 		if woken { // an event came during the step: look again now
 			l.schedule(h, now)
 		}
-	case errors.Is(o.err, storage.ErrConflict):
-		h.j = nil // changed under us (cancel, spec edit): reload at once
+	case errors.Is(o.Err, storage.ErrConflict):
+		h.copy = Copy{} // changed under us (cancel, spec edit): reload at once
 		l.schedule(h, now)
 	case l.ctx.Err() != nil:
-		h.j = nil
+		h.copy = Copy{}
 	case l.fenced[h]:
-		h.j = nil // the lease lapsed mid-step; the status may be half written
+		h.copy = Copy{} // the lease lapsed mid-step; the status may be half written
 	default:
-		h.j = nil
+		h.copy = Copy{}
 		h.storeErrs++
 		if h.storeErrs == 1 || h.storeErrs%20 == 0 {
-			r.log.Error(o.err, "step failed; will retry", "job", h.job, "failures", h.storeErrs)
+			e.log.Error(o.Err, "step failed; will retry", "job", h.job, "failures", h.storeErrs)
 		}
 		l.schedule(h, now.Add(storeRetryDelay(h.storeErrs)))
 	}
@@ -311,41 +302,41 @@ func (l *loop) stepped(o stepOutcome) {
 // the lock was lost (nothing to release). The job's BMC connection is closed
 // first, so the next job or runner is alone on the BMC.
 func (l *loop) drop(h *heldSystem, completed bool) {
-	r := l.r
+	e := l.e
 	delete(l.held, h.sys)
 	if completed {
 		// The queue learns of other runners' completions from the change
 		// feed; this runner's own writes are skipped there.
-		r.queue.remove(h.job)
+		e.queue.remove(h.job)
 	}
 	delete(l.fenced, h)
 	l.due.Remove(h)
 	if h.lost {
 		h.fence.Close()
 	}
-	if completed && !h.lost && l.ctx.Err() == nil && len(r.queue.bySys[h.sys]) > 0 && len(l.parked[h.epKey]) == 0 &&
-		!r.members.GiveBack(len(l.held)+len(l.handing)+1, len(r.queue.bySys)) {
-		l.handOver(h, r.queue.bySys[h.sys][0])
-		r.signal(h.job)
+	if completed && !h.lost && l.ctx.Err() == nil && len(e.queue.bySys[h.sys]) > 0 && len(l.parked[h.epKey]) == 0 &&
+		!e.members.GiveBack(len(l.held)+len(l.handing)+1, len(e.queue.bySys)) {
+		l.handOver(h, e.queue.bySys[h.sys][0])
+		e.jobs.Signal(h.job)
 		return
 	}
 	l.endpointDone(h.epKey)
-	r.sweep.Drop(h.sys)
-	if len(r.queue.bySys[h.sys]) > 0 {
-		r.queue.free[h.sys] = struct{}{}
+	e.sweep.Drop(h.sys)
+	if len(e.queue.bySys[h.sys]) > 0 {
+		e.queue.free[h.sys] = struct{}{}
 	}
 	l.wg.Add(1)
-	deadline := r.cfg.Clock.Now().Add(r.cfg.LeaseDuration)
+	deadline := e.cfg.Clock.Now().Add(e.cfg.LeaseDuration)
 	go func() {
 		defer l.wg.Done()
 		l.releaseConn(h)
 		h.fence.Close()
 		if completed && !h.lost {
-			r.release(l.ctx, h.sys, h.job, h.lockRev, true, deadline)
-			r.poke() // the system may have more jobs
+			e.release(l.ctx, h.sys, h.job, h.lockRev, true, deadline)
+			e.Poke() // the system may have more jobs
 		}
 	}()
-	r.signal(h.job)
+	e.jobs.Signal(h.job)
 }
 
 // handOver passes the lock of h's system, whose job completed, to next, the
@@ -361,7 +352,7 @@ func (l *loop) drop(h *heldSystem, completed bool) {
 // lease was taken over, the store refused), the system is claimed again the
 // usual way (handedOver).
 func (l *loop) handOver(h *heldSystem, next *queued) {
-	r := l.r
+	e := l.e
 	l.handing[h.sys] = true
 	want := claimWant{sys: h.sys, head: next.name, ep: next.ep}
 	l.wg.Add(1)
@@ -369,10 +360,10 @@ func (l *loop) handOver(h *heldSystem, next *queued) {
 		defer l.wg.Done()
 		l.releaseConn(h)
 		h.fence.Close()
-		sent := r.cfg.Clock.Now()
-		rev, err := r.locks.Write(l.ctx, h.sys, syslock.Record{Holder: next.name, Owner: r.cfg.Owner}, h.lockRev, r.cfg.LeaseDuration)
+		sent := e.cfg.Clock.Now()
+		rev, err := e.locks.Write(l.ctx, h.sys, syslock.Record{Holder: next.name, Owner: e.cfg.Owner}, h.lockRev, e.cfg.LeaseDuration)
 		if err != nil && !syslock.LostRace(err) && l.ctx.Err() == nil {
-			r.log.Error(err, "passing the system lock to the next job failed; will claim it again", "system", h.sys, "job", next.name)
+			e.log.Error(err, "passing the system lock to the next job failed; will claim it again", "system", h.sys, "job", next.name)
 		}
 		l.handovers <- claimed{claimWant: want, job: next.name, rev: rev, sent: sent, ok: err == nil}
 	}()
@@ -383,7 +374,7 @@ func (l *loop) handOver(h *heldSystem, next *queued) {
 func (l *loop) handedOver(c claimed) {
 	delete(l.handing, c.sys)
 	if !c.ok {
-		l.r.sweep.Drop(c.sys)
+		l.e.sweep.Drop(c.sys)
 	}
 	l.claimed([]claimed{c}, false)
 }
@@ -397,25 +388,25 @@ func (l *loop) renew() {
 		}
 	}
 	if len(hs) == 0 {
-		l.nextRenew = l.r.cfg.Clock.Now().Add(l.r.cfg.LeaseDuration / 3)
+		l.nextRenew = l.e.cfg.Clock.Now().Add(l.e.cfg.LeaseDuration / 3)
 		return
 	}
 	l.renewing = true
 	go func() {
 		// A renewal that has not returned within a lease's validity can
 		// grant none (validity counts from its sending).
-		ctx, cancel := context.WithTimeout(l.ctx, l.r.storeCallTimeout())
+		ctx, cancel := context.WithTimeout(l.ctx, l.e.storeCallTimeout())
 		defer cancel()
-		l.r.renewAll(ctx, hs, l.renewals)
+		l.e.renewAll(ctx, hs, l.renewals)
 	}()
 }
 
 // renewed takes in a renewal batch: extended leases, lost ones, and failures
 // to retry soon.
 func (l *loop) renewed(rs []renewal) {
-	r := l.r
+	e := l.e
 	l.renewing = false
-	now := r.cfg.Clock.Now()
+	now := e.cfg.Clock.Now()
 	failing := false
 	for _, x := range rs {
 		h := x.h
@@ -424,12 +415,12 @@ func (l *loop) renewed(rs []renewal) {
 		}
 		switch {
 		case x.err == nil:
-			r.health.Store(now, nil)
-			h.lockRev, h.until = x.rev, r.validUntil(x.sent)
+			e.cfg.Health.Store(now, nil)
+			h.lockRev, h.until = x.rev, e.validUntil(x.sent)
 			h.fence.Set(h.until)
 			l.noteUntil(h.until)
 			if h.renewFailing {
-				r.log.Info("system lock renewed after store errors", "system", h.sys, "job", h.job)
+				e.log.Info("system lock renewed after store errors", "system", h.sys, "job", h.job)
 			}
 			h.renewFailing = false
 			if l.fenced[h] {
@@ -438,27 +429,29 @@ func (l *loop) renewed(rs []renewal) {
 			}
 		case l.ctx.Err() != nil:
 		case syslock.LostRace(x.err):
-			r.log.Info("lost the system lock to another runner; stopping the job here", "system", h.sys, "job", h.job)
+			e.log.Info("lost the system lock to another runner; stopping the job here", "system", h.sys, "job", h.job)
 			h.lost = true
 			h.fence.Close()
-			emit(l.r.log, l.r.cfg.Observer.LeaseLost, observe.LeaseEvent{System: h.sys, Job: h.job})
+			if f := e.cfg.LeaseLost; f != nil {
+				f(observe.LeaseEvent{System: h.sys, Job: h.job})
+			}
 			if h.running {
 				h.cancel() // stepped drops it
 			} else {
 				l.drop(h, false)
 			}
 		default:
-			r.health.Store(now, x.err)
+			e.cfg.Health.Store(now, x.err)
 			if !h.renewFailing {
-				r.log.Error(x.err, "renewing the system lock failed; will retry", "system", h.sys, "job", h.job)
+				e.log.Error(x.err, "renewing the system lock failed; will retry", "system", h.sys, "job", h.job)
 			}
 			h.renewFailing = true
 			failing = true
 		}
 	}
-	every := r.cfg.LeaseDuration / 3
+	every := e.cfg.LeaseDuration / 3
 	if failing {
-		every = max(r.cfg.LeaseDuration/30, 100*time.Millisecond)
+		every = max(e.cfg.LeaseDuration/30, 100*time.Millisecond)
 	}
 	l.nextRenew = now.Add(every)
 }
@@ -467,7 +460,7 @@ func (l *loop) renewed(rs []renewal) {
 // held lock: deleted for completed jobs, and kept with the job as holder and
 // no owner for unfinished ones, so the next runner resumes them at once.
 func (l *loop) stop() {
-	r := l.r
+	e := l.e
 	for l.running > 0 {
 		l.stepped(<-l.steps)
 	}
@@ -484,7 +477,7 @@ func (l *loop) stop() {
 	// until it, so the stop ends within a lease. (A deadline per release
 	// made the batches of fanout.Do wait a lease each, one after the
 	// other: 2 minutes for 922 locks; bench/fleet -crash-at.)
-	deadline := r.cfg.Clock.Now().Add(r.cfg.LeaseDuration)
+	deadline := e.cfg.Clock.Now().Add(e.cfg.LeaseDuration)
 	hs := make([]*heldSystem, 0, len(l.held))
 	for _, h := range l.held {
 		hs = append(hs, h)
@@ -494,7 +487,7 @@ func (l *loop) stop() {
 		l.releaseConn(h)
 		h.fence.Close()
 		if !h.lost {
-			r.release(l.ctx, h.sys, h.job, h.lockRev, h.done, deadline)
+			e.release(l.ctx, h.sys, h.job, h.lockRev, h.done, deadline)
 		}
 	})
 	// Every step's outcome is in, so every worker is idle.
@@ -508,7 +501,7 @@ func (l *loop) stop() {
 // wakeJobs makes the woken jobs this runner holds due now; a job whose step
 // is in flight is looked at again right after it.
 func (l *loop) wakeJobs(names map[string]struct{}) {
-	now := l.r.cfg.Clock.Now()
+	now := l.e.cfg.Clock.Now()
 	for _, h := range l.held {
 		if _, ok := names[h.job]; !ok {
 			continue

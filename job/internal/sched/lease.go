@@ -1,4 +1,4 @@
-package job
+package sched
 
 import (
 	"context"
@@ -26,16 +26,16 @@ import (
 // succeeds (nobody took the lock meanwhile) the job goes on. A conflict means
 // the lock was taken over: the lease is lost for good.
 
-func (r *Runner) validUntil(sent time.Time) time.Time {
-	return sent.Add(r.cfg.LeaseDuration - syslock.Margin(r.cfg.LeaseDuration))
+func (e *Engine) validUntil(sent time.Time) time.Time {
+	return sent.Add(e.cfg.LeaseDuration - syslock.Margin(e.cfg.LeaseDuration))
 }
 
 // storeCallTimeout bounds the store calls the Runner makes while it holds
 // systems (scans, claims, renewals): a lease's validity. A call that hangs
 // longer could not have granted anything anyway, and the loop must keep
 // turning.
-func (r *Runner) storeCallTimeout() time.Duration {
-	return r.cfg.LeaseDuration - syslock.Margin(r.cfg.LeaseDuration)
+func (e *Engine) storeCallTimeout() time.Duration {
+	return e.cfg.LeaseDuration - syslock.Margin(e.cfg.LeaseDuration)
 }
 
 // renewal is the outcome of renewing one held system's lock.
@@ -48,12 +48,12 @@ type renewal struct {
 
 // renewAll renews the locks of hs concurrently (so a store with group commit
 // batches them) and reports each outcome on out.
-func (r *Runner) renewAll(ctx context.Context, hs []*heldSystem, out chan<- []renewal) {
+func (e *Engine) renewAll(ctx context.Context, hs []*heldSystem, out chan<- []renewal) {
 	res := make([]renewal, len(hs))
 	fanout.Do(len(hs), func(i int) {
 		h := hs[i]
-		sent := r.cfg.Clock.Now()
-		rev, err := r.locks.Write(ctx, h.sys, syslock.Record{Holder: h.job, Owner: r.cfg.Owner}, h.lockRev, r.cfg.LeaseDuration)
+		sent := e.cfg.Clock.Now()
+		rev, err := e.locks.Write(ctx, h.sys, syslock.Record{Holder: h.job, Owner: e.cfg.Owner}, h.lockRev, e.cfg.LeaseDuration)
 		res[i] = renewal{h: h, rev: rev, sent: sent, err: err}
 	})
 	out <- res
@@ -66,37 +66,37 @@ func (r *Runner) renewAll(ctx context.Context, hs []*heldSystem, out chan<- []re
 // then the lock expires by itself, and a runner with the same Owner takes it
 // back at once). The releases of one stop share one deadline, so a Runner
 // whose store is down stops within a lease however many locks it holds.
-func (r *Runner) release(ctx context.Context, sys, job string, rev int64, completed bool, deadline time.Time) {
+func (e *Engine) release(ctx context.Context, sys, job string, rev int64, completed bool, deadline time.Time) {
 	ctx = context.WithoutCancel(ctx)
 	for failures := 1; ; failures++ {
 		var err error
 		if completed {
-			err = r.cfg.Store.Delete(ctx, r.locks.Key(sys), rev)
+			err = e.cfg.Store.Delete(ctx, e.locks.Key(sys), rev)
 			if errors.Is(err, storage.ErrConflict) {
 				// A renewal in flight when the job completed may have
 				// rewritten the lock since rev. Still this job's and this
 				// runner's: delete it at its current revision. (Left alone,
 				// it would stay until its lease ran out.)
-				cur, curRev, rerr := r.locks.Read(ctx, sys)
+				cur, curRev, rerr := e.locks.Read(ctx, sys)
 				switch {
 				case rerr != nil:
 					err = rerr
-				case curRev != 0 && cur.Holder == job && cur.Owner == r.cfg.Owner && curRev != rev:
+				case curRev != 0 && cur.Holder == job && cur.Owner == e.cfg.Owner && curRev != rev:
 					rev = curRev
 					continue
 				}
 			}
 		} else {
-			_, err = r.locks.Write(ctx, sys, syslock.Record{Holder: job}, rev, r.cfg.LeaseDuration)
+			_, err = e.locks.Write(ctx, sys, syslock.Record{Holder: job}, rev, e.cfg.LeaseDuration)
 		}
 		if err == nil || syslock.LostRace(err) {
 			return
 		}
-		if !r.cfg.Clock.Now().Before(deadline) {
-			r.log.Error(err, "releasing the system lock failed; it expires after the lease", "system", sys, "job", job)
+		if !e.cfg.Clock.Now().Before(deadline) {
+			e.log.Error(err, "releasing the system lock failed; it expires after the lease", "system", sys, "job", job)
 			return
 		}
-		<-r.cfg.Clock.After(storeRetryDelay(failures))
+		<-e.cfg.Clock.After(storeRetryDelay(failures))
 	}
 }
 

@@ -1,4 +1,4 @@
-package job
+package sched
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/bmckit/bmckit/syslock"
 )
 
-// This file claims systems for the Runner: the lock write that takes a
+// This file claims systems for the engine: the lock write that takes a
 // system for the head of its queue (queue.go) or for the unfinished job
 // that holds it, many at once so a store with group commit batches them,
 // and the loop's handling of the outcomes.
@@ -20,40 +20,40 @@ import (
 // lock's holder if it is unfinished (a started job is resumed before any
 // other), else head, the first of this runner's queue for sys. It returns
 // that job, the lock's revision and when the lock write was sent.
-func (r *Runner) claim(ctx context.Context, sys, head string) (job string, rev int64, sent time.Time, ok bool) {
-	if !r.locks.Observed(sys) {
+func (e *Engine) claim(ctx context.Context, sys, head string) (job string, rev int64, sent time.Time, ok bool) {
+	if !e.locks.Observed(sys) {
 		// Most systems are free: try to create the lock first (one write,
 		// no read). No lock record means no job holds the system: a lock is
 		// deleted only after its holder completed.
-		sent = r.cfg.Clock.Now()
-		rev, err := r.locks.Write(ctx, sys, syslock.Record{Holder: head, Owner: r.cfg.Owner}, 0, r.cfg.LeaseDuration)
+		sent = e.cfg.Clock.Now()
+		rev, err := e.locks.Write(ctx, sys, syslock.Record{Holder: head, Owner: e.cfg.Owner}, 0, e.cfg.LeaseDuration)
 		if err == nil {
 			return head, rev, sent, true
 		}
 		if !errors.Is(err, storage.ErrExists) {
 			if ctx.Err() == nil {
-				r.log.Error(err, "taking system lock failed; will retry", "system", sys)
+				e.log.Error(err, "taking system lock failed; will retry", "system", sys)
 			}
 			return "", 0, time.Time{}, false
 		}
 	}
-	cur, curRev, err := r.locks.Read(ctx, sys)
+	cur, curRev, err := e.locks.Read(ctx, sys)
 	if err != nil {
 		if ctx.Err() == nil {
-			r.log.Error(err, "reading system lock failed; will retry", "system", sys)
+			e.log.Error(err, "reading system lock failed; will retry", "system", sys)
 		}
 		return "", 0, time.Time{}, false
 	}
 	job = head
-	if !r.takeable(sys, cur, curRev) {
+	if !e.takeable(sys, cur, curRev) {
 		return "", 0, time.Time{}, false
 	}
-	if cur.Holder != "" && r.locks.Ours(cur) && cur.Holder != head {
+	if cur.Holder != "" && e.locks.Ours(cur) && cur.Holder != head {
 		// A started job is resumed before any other.
-		unfinished, err := r.unfinished(ctx, cur.Holder)
+		unfinished, err := e.unfinished(ctx, cur.Holder)
 		if err != nil {
 			if ctx.Err() == nil {
-				r.log.Error(err, "reading the lock holder's job failed; will retry", "system", sys, "job", cur.Holder)
+				e.log.Error(err, "reading the lock holder's job failed; will retry", "system", sys, "job", cur.Holder)
 			}
 			return "", 0, time.Time{}, false
 		}
@@ -61,16 +61,16 @@ func (r *Runner) claim(ctx context.Context, sys, head string) (job string, rev i
 			job = cur.Holder
 		}
 	}
-	sent = r.cfg.Clock.Now()
-	rev, err = r.locks.Write(ctx, sys, syslock.Record{Holder: job, Owner: r.cfg.Owner}, curRev, r.cfg.LeaseDuration)
+	sent = e.cfg.Clock.Now()
+	rev, err = e.locks.Write(ctx, sys, syslock.Record{Holder: job, Owner: e.cfg.Owner}, curRev, e.cfg.LeaseDuration)
 	if err != nil {
 		if !syslock.LostRace(err) && ctx.Err() == nil {
-			r.log.Error(err, "taking system lock failed; will retry", "system", sys)
+			e.log.Error(err, "taking system lock failed; will retry", "system", sys)
 		}
 		return "", 0, time.Time{}, false
 	}
-	if cur.Owner != "" && cur.Owner != r.cfg.Owner {
-		r.log.Info("took over an expired system lock", "system", sys, "previousOwner", cur.Owner, "job", job)
+	if cur.Owner != "" && cur.Owner != e.cfg.Owner {
+		e.log.Info("took over an expired system lock", "system", sys, "previousOwner", cur.Owner, "job", job)
 	}
 	return job, rev, sent, true
 }
@@ -84,31 +84,31 @@ func (r *Runner) claim(ctx context.Context, sys, head string) (job string, rev i
 // to be freed or to expire, then takes the system for its own queue's
 // head. It records lease observations (syslock.Table.Expired); claim and
 // the replicas' watch (replicas.go) share it.
-func (r *Runner) takeable(sys string, cur syslock.Record, rev int64) bool {
+func (e *Engine) takeable(sys string, cur syslock.Record, rev int64) bool {
 	switch {
 	case rev == 0 || cur.Holder == "":
 		return true
-	case !r.locks.Ours(cur):
-		return r.locks.Expired(sys, cur, rev)
+	case !e.locks.Ours(cur):
+		return e.locks.Expired(sys, cur, rev)
 	default:
-		return cur.Owner == "" || cur.Owner == r.cfg.Owner || r.locks.Expired(sys, cur, rev)
+		return cur.Owner == "" || cur.Owner == e.cfg.Owner || e.locks.Expired(sys, cur, rev)
 	}
 }
 
 // unfinished reports whether job name exists and has not completed.
-func (r *Runner) unfinished(ctx context.Context, name string) (bool, error) {
-	rec, err := r.cfg.Store.Get(ctx, r.jobKey(name))
+func (e *Engine) unfinished(ctx context.Context, name string) (bool, error) {
+	rec, err := e.cfg.Store.Get(ctx, e.cfg.KeyPrefix+"jobs/"+name)
 	if errors.Is(err, storage.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	var h jobHead
-	if err := unmarshalRecord(rec.Value, &h); err != nil {
+	h, err := e.jobs.Head(rec.Value)
+	if err != nil {
 		return false, nil // undecodable: it cannot be run
 	}
-	return !h.completed(), nil
+	return !h.Completed, nil
 }
 
 // claim takes the locks of free systems with queued jobs, concurrently, in
@@ -119,46 +119,46 @@ func (l *loop) claim() {
 	if l.ctx.Err() != nil {
 		return
 	}
-	now := l.r.cfg.Clock.Now()
+	now := l.e.cfg.Clock.Now()
 	l.tick(now) // heartbeat listings (replicas.go)
 	if l.claiming {
 		return
 	}
-	r, m := l.r, l.r.members
+	e, m := l.e, l.e.members
 	cands := l.cands[:0]
-	for sys := range r.queue.free {
+	for sys := range e.queue.free {
 		if l.held[sys] != nil || l.handing[sys] {
-			delete(r.queue.free, sys)
+			delete(e.queue.free, sys)
 			m.Forget(sys)
 			continue
 		}
 		if t, ok := l.retryAt[sys]; ok && now.Before(t) {
 			continue // held by another runner: look again at the next scan interval
 		}
-		if len(r.queue.bySys[sys]) == 0 {
-			delete(r.queue.free, sys)
+		if len(e.queue.bySys[sys]) == 0 {
+			delete(e.queue.free, sys)
 			m.Forget(sys)
 			continue
 		}
 		cands = append(cands, sys)
 	}
-	room := m.Share(len(r.queue.bySys)) - len(l.held) - len(l.handing)
+	room := m.Share(len(e.queue.bySys)) - len(l.held) - len(l.handing)
 	if len(cands) > room {
-		m.Prefer(cands, r.locks.Observed)
+		m.Prefer(cands, e.locks.Observed)
 	}
 	var want []claimWant
 	var watch []string
 	for _, sys := range cands {
-		head := r.queue.bySys[sys][0]
+		head := e.queue.bySys[sys][0]
 		if len(want) >= room && !m.Overdue(sys, now) {
 			watch = append(watch, sys)
-			l.retryAt[sys] = now.Add(r.cfg.ScanInterval)
+			l.retryAt[sys] = now.Add(e.cfg.ScanInterval)
 			continue
 		}
 		epKey := head.ep.Key()
-		if l.perEndpoint[epKey] >= r.cfg.EndpointConcurrency {
+		if l.perEndpoint[epKey] >= e.cfg.EndpointConcurrency {
 			// Parked until a system of its endpoint is released.
-			delete(r.queue.free, sys)
+			delete(e.queue.free, sys)
 			pk := l.parked[epKey]
 			if pk == nil {
 				pk = map[string]struct{}{}
@@ -177,14 +177,14 @@ func (l *loop) claim() {
 		return
 	}
 	for _, w := range want {
-		delete(r.queue.free, w.sys)
+		delete(e.queue.free, w.sys)
 	}
 	l.claiming = true
 	go func() {
-		ctx, cancel := context.WithTimeout(l.ctx, r.storeCallTimeout())
+		ctx, cancel := context.WithTimeout(l.ctx, e.storeCallTimeout())
 		defer cancel()
-		cs := r.claimAll(ctx, want)
-		r.watch(ctx, watch)
+		cs := e.claimAll(ctx, want)
+		e.watch(ctx, watch)
 		l.claims <- cs
 	}()
 }
@@ -194,28 +194,28 @@ func (l *loop) claimed(cs []claimed, batch bool) {
 	if batch {
 		l.claiming = false
 	}
-	r := l.r
-	now := r.cfg.Clock.Now()
+	e := l.e
+	now := e.cfg.Clock.Now()
 	for _, c := range cs {
 		if !c.ok {
 			l.endpointDone(c.ep.Key())
-			if len(r.queue.bySys[c.sys]) > 0 {
-				r.queue.free[c.sys] = struct{}{}
-				l.retryAt[c.sys] = now.Add(r.cfg.ScanInterval)
+			if len(e.queue.bySys[c.sys]) > 0 {
+				e.queue.free[c.sys] = struct{}{}
+				l.retryAt[c.sys] = now.Add(e.cfg.ScanInterval)
 			}
 			continue
 		}
 		delete(l.retryAt, c.sys)
-		h := &heldSystem{sys: c.sys, ep: c.ep, epKey: c.ep.Key(), job: c.job, lockRev: c.rev, until: l.r.validUntil(c.sent),
-			log: l.r.log.WithValues("job", c.job, "system", c.sys)}
-		h.fence.Init(r.cfg.Clock, l.fenceBase, c.sys)
+		h := &heldSystem{sys: c.sys, ep: c.ep, epKey: c.ep.Key(), job: c.job, lockRev: c.rev, until: l.e.validUntil(c.sent),
+			log: l.e.log.WithValues("job", c.job, "system", c.sys)}
+		h.fence.Init(e.cfg.Clock, l.fenceBase, c.sys)
 		h.fence.Set(h.until)
 		h.fctx, h.watch.F = bmc.WithFence(l.ctx, &h.fence), &h.fence
-		if j, rev, ok := r.fresh.take(c.job); ok {
-			h.j, h.rev = j, rev // as Submit created it: no read back (freshjobs.go)
+		if fc, ok := e.fresh.take(c.job); ok {
+			h.copy = fc // as Submit created it: no read back (freshjobs.go)
 		}
 		l.held[c.sys] = h
-		r.sweep.Hold(c.sys)
+		e.sweep.Hold(c.sys)
 		l.noteUntil(h.until)
 		l.schedule(h, now)
 	}
@@ -240,11 +240,11 @@ type claimed struct {
 
 // claimAll claims systems concurrently, so a store with group commit
 // batches the lock writes into few commits.
-func (r *Runner) claimAll(ctx context.Context, want []claimWant) []claimed {
+func (e *Engine) claimAll(ctx context.Context, want []claimWant) []claimed {
 	out := make([]claimed, len(want))
 	fanout.Do(len(want), func(i int) {
 		w := want[i]
-		job, rev, sent, ok := r.claim(ctx, w.sys, w.head)
+		job, rev, sent, ok := e.claim(ctx, w.sys, w.head)
 		out[i] = claimed{claimWant: w, job: job, rev: rev, sent: sent, ok: ok}
 	})
 	return out

@@ -1,9 +1,9 @@
-package job
+package sched
 
 import "sync"
 
-// jobWakes collects the Runner's StepperConfig.Wake calls for its loop,
-// without blocking the driver goroutine that makes them.
+// jobWakes collects the Wake calls (the Runner's StepperConfig.Wake) for
+// the loop, without blocking the driver goroutine that makes them.
 type jobWakes struct {
 	mu    sync.Mutex
 	names map[string]struct{}

@@ -1,4 +1,4 @@
-package job
+package sched
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // heartbeat writes this runner's record and lists the others' in the
 // background (with the lock renewals, every LeaseDuration/3).
 func (l *loop) heartbeat() {
-	if l.r.members.Heartbeat() {
+	if l.e.members.Heartbeat() {
 		l.launchBeat(true)
 	}
 }
@@ -25,8 +25,8 @@ func (l *loop) heartbeat() {
 // tick lists the other runners' records again when due, from each claim
 // round (membership.View.Tick).
 func (l *loop) tick(now time.Time) {
-	q := l.r.queue
-	if launch, write := l.r.members.Tick(now, len(q.bySys), func(sys string) bool { return len(q.bySys[sys]) > 0 }); launch {
+	q := l.e.queue
+	if launch, write := l.e.members.Tick(now, len(q.bySys), func(sys string) bool { return len(q.bySys[sys]) > 0 }); launch {
 		l.launchBeat(write)
 	}
 }
@@ -38,9 +38,9 @@ func (l *loop) launchBeat(write bool) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		ctx, cancel := context.WithTimeout(l.ctx, l.r.storeCallTimeout())
+		ctx, cancel := context.WithTimeout(l.ctx, l.e.storeCallTimeout())
 		defer cancel()
-		l.r.members.Beat(ctx, held, write)
+		l.e.members.Beat(ctx, held, write)
 	}()
 }
 
@@ -50,14 +50,14 @@ func (l *loop) launchBeat(write bool) {
 // grows (a dead replica stopped counting) is taken at once instead of a
 // lease later, and it tells the membership view which systems are
 // takeable. It costs what a failed claim of them would: one Get each.
-func (r *Runner) watch(ctx context.Context, systems []string) {
+func (e *Engine) watch(ctx context.Context, systems []string) {
 	fanout.Do(len(systems), func(i int) {
 		sys := systems[i]
-		cur, rev, err := r.locks.Read(ctx, sys)
+		cur, rev, err := e.locks.Read(ctx, sys)
 		if err != nil {
 			return
 		}
-		r.members.Watched(sys, r.takeable(sys, cur, rev)) // Runner.claim's rules, without the write
+		e.members.Watched(sys, e.takeable(sys, cur, rev)) // Engine.claim's rules, without the write
 	})
 }
 
@@ -69,18 +69,18 @@ func (r *Runner) watch(ctx context.Context, systems []string) {
 // waited up to 4 s in 1 s rounds whose claims were partly spent on systems
 // still held.) A round that finds nothing new ends the sequence.
 func (l *loop) claimAgain() {
-	m := l.r.members
+	m := l.e.members
 	found := m.TakeFound()
 	if len(found) == 0 || l.claiming || l.ctx.Err() != nil {
 		return
 	}
-	if m.Share(len(l.r.queue.bySys))-len(l.held)-len(l.handing) <= 0 {
+	if m.Share(len(l.e.queue.bySys))-len(l.held)-len(l.handing) <= 0 {
 		return
 	}
 	again := false
 	for _, sys := range found {
-		if l.held[sys] == nil && !l.handing[sys] && len(l.r.queue.bySys[sys]) > 0 {
-			if _, ok := l.r.queue.free[sys]; ok {
+		if l.held[sys] == nil && !l.handing[sys] && len(l.e.queue.bySys[sys]) > 0 {
+			if _, ok := l.e.queue.free[sys]; ok {
 				delete(l.retryAt, sys)
 				again = true
 			}
@@ -99,11 +99,11 @@ func (l *loop) claimAgain() {
 // yet, instead of at its next retry. A handed-over system costs that round
 // one failed claim or watch read.
 func (l *loop) completedElsewhere(name string) {
-	e := l.r.queue.jobs[name]
-	if e == nil || e.sys == "" || l.held[e.sys] != nil || l.handing[e.sys] || len(l.r.queue.bySys[e.sys]) < 2 {
+	e := l.e.queue.jobs[name]
+	if e == nil || e.sys == "" || l.held[e.sys] != nil || l.handing[e.sys] || len(l.e.queue.bySys[e.sys]) < 2 {
 		return
 	}
 	delete(l.retryAt, e.sys)
-	l.r.queue.free[e.sys] = struct{}{}
-	l.r.members.Hint(e.sys)
+	l.e.queue.free[e.sys] = struct{}{}
+	l.e.members.Hint(e.sys)
 }
