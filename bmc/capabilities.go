@@ -56,6 +56,17 @@ const (
 	// CapabilityBIOS: BIOSSettings, BIOSRegistry and SetBIOSAttributes
 	// (bmc.BIOSConfigurer) fail, as on IPMI BMCs.
 	CapabilityBIOS Capability = "bios"
+	// CapabilityHealth: Health (bmc.HealthReader) fails, as on BMCs
+	// whose resources carry no Status. SystemStatus still reads power,
+	// with the health unknown.
+	CapabilityHealth Capability = "health"
+	// CapabilityEventLogs: LogServices and LogEntries (bmc.EventLogReader)
+	// fail, as on BMCs without LogServices.
+	CapabilityEventLogs Capability = "event-logs"
+	// CapabilityEventLogClear: ClearLog (bmc.EventLogClearer) fails on
+	// every log, as on logs without a ClearLog action. Implied by
+	// CapabilityEventLogs.
+	CapabilityEventLogClear Capability = "event-log-clear"
 )
 
 // Capabilities lists every Capability, in a stable order.
@@ -67,6 +78,7 @@ func Capabilities() []Capability {
 		CapabilityPowerSoftOff, CapabilityPowerCycle, CapabilityPowerReset, CapabilityLastResetTime, CapabilityFirmwareUpdate,
 		CapabilityInventory,
 		CapabilityBIOS,
+		CapabilityHealth, CapabilityEventLogs, CapabilityEventLogClear,
 	}
 }
 

@@ -24,7 +24,10 @@
 // [StatsReporter], [SystemOpener], [PowerWatcher] (the BMC announces
 // power changes, e.g. Redfish Server-Sent Events, so callers poll less), and
 // [LastResetReader] (when the system last reset, the evidence that a power
-// cycle landed). A driver that implements an interface but whose BMC lacks
+// cycle landed), [HealthReader] and [SystemStatusReader] (the health of the
+// system, its chassis and manager; power and health from one request), and
+// [EventLogReader] and [EventLogClearer] (the system's and the manager's
+// event logs, newest first, paged by [PageLog]). A driver that implements an interface but whose BMC lacks
 // the feature returns an error wrapping [ErrNotSupported]; [Capability] names
 // such features for the fake BMC and the conformance suite.
 //

@@ -17,6 +17,9 @@ type Need struct {
 	Media MediaKind `json:"media,omitempty"`
 	// BMCReset: ResetBMC with this type.
 	BMCReset BMCResetType `json:"bmcReset,omitempty"`
+	// ClearLog: ClearLog of this log (an EventLogClearer, and a log the
+	// BMC offers to clear).
+	ClearLog *LogRef `json:"clearLog,omitempty"`
 }
 
 // String names the need for errors and logs ("power cycle", "boot pxe
@@ -41,6 +44,8 @@ func (n Need) String() string {
 		return "virtual media " + string(n.Media)
 	case n.BMCReset != "":
 		return "BMC reset " + string(n.BMCReset)
+	case n.ClearLog != nil:
+		return "clear log " + n.ClearLog.String()
 	}
 	return "nothing"
 }

@@ -121,6 +121,9 @@ func (o Options) lacks(c Capability) bool {
 	if (c == bmc.CapabilityBMCResetWarm || c == bmc.CapabilityBMCResetCold) && slices.Contains(o.Unsupported, bmc.CapabilityBMCReset) {
 		return true
 	}
+	if c == bmc.CapabilityEventLogClear && slices.Contains(o.Unsupported, bmc.CapabilityEventLogs) {
+		return true
+	}
 	return slices.Contains(o.Unsupported, c)
 }
 

@@ -39,6 +39,16 @@ type Target struct {
 	// repeatedly). Defaults to nil: those subtests skip.
 	Firmware *FirmwareTarget
 
+	// Health, when set, says what health the peer holds (Health/...
+	// compare it with what the driver reads) and may change it. Defaults
+	// to nil: only the shape is checked.
+	Health *HealthPeer
+
+	// Logs, when set, says what the peer's event logs hold (Logs/...
+	// compare it with what the driver reads) and may add entries.
+	// Defaults to nil: only the shape is checked.
+	Logs *LogPeer
+
 	// Advance, when set, is called after every read-back that has not yet
 	// shown the awaited state, before the next poll. A peer whose delays run
 	// on a manually advanced clock (a fake with an injected clock) moves its
@@ -62,6 +72,8 @@ type Target struct {
 //	FirmwareUpdate/{InstallAndVerify,FindAfterStart,FindNothing,InvalidImage}
 //	Inventory/Read
 //	BIOS/{Read,UnknownAttributeRefused,InvalidValueRefused,ReadOnlyRefused,SetCurrentIsNoop,ApplyAfterBoot}
+//	Health/{Read,Changes,SystemStatus}
+//	Logs/{List,Read,Paging,InvalidQuery,Clear}
 //	Unsupported/<capability>
 //	Needs/{Advertised,Lacking}
 //	Context/{Canceled,DeadlineExceeded}/<method>
@@ -84,6 +96,8 @@ func Run(t *testing.T, opts Options, newTarget func(t *testing.T) Target) {
 	s.group(t, "FirmwareUpdate", s.firmwareUpdate)
 	s.group(t, "Inventory", s.inventory)
 	s.group(t, "BIOS", s.bios)
+	s.group(t, "Health", s.health)
+	s.group(t, "Logs", s.logs)
 	s.group(t, "Unsupported", s.unsupported)
 	s.group(t, "Needs", s.needs)
 	s.group(t, "Context", s.context)

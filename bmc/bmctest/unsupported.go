@@ -105,6 +105,10 @@ func (tc *tcase) checkUnsupported(c Capability) {
 		tc.checkFirmwareUnsupported()
 	case bmc.CapabilityInventory, bmc.CapabilityBIOS:
 		tc.checkUnsupportedInventoryBIOS(c)
+	case bmc.CapabilityHealth:
+		tc.checkHealthUnsupported()
+	case bmc.CapabilityEventLogs, bmc.CapabilityEventLogClear:
+		tc.checkLogsUnsupported(c)
 	default:
 		tc.Fatalf("bmctest: no check for capability %q", c)
 	}

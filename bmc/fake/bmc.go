@@ -50,9 +50,11 @@ type BMC struct {
 	sessions  SessionStats
 	expiries  int // ExpireSessions calls; a session is live while its epoch matches
 	nextConn  int
-	fw        firmware      // firmware.go
-	inventory bmc.Inventory // Options.Inventory (never modified)
-	bios      biosState     // bios.go
+	fw        firmware         // firmware.go
+	inventory bmc.Inventory    // Options.Inventory (never modified)
+	bios      biosState        // bios.go
+	health    bmc.HealthReport // health.go
+	logs      []Log            // eventlog.go
 }
 
 // step is one leg of a pending power transition: the BMC reports during
@@ -145,6 +147,13 @@ func New(opts Options) *BMC {
 	b.inventory, b.bios = DefaultInventory(), newBIOS(opts)
 	if opts.Inventory != nil {
 		b.inventory = *opts.Inventory.DeepCopy()
+	}
+	b.health, b.logs = DefaultHealth(), DefaultLogs()
+	if opts.Health != nil {
+		b.health = copyHealth(*opts.Health)
+	}
+	if opts.Logs != nil {
+		b.logs = copyLogs(opts.Logs)
 	}
 	for _, c := range opts.Unsupported {
 		b.lacks[c] = true

@@ -33,6 +33,11 @@ const (
 	MethodBIOSRegistry         Method = "BIOSRegistry"
 	MethodSetBIOSAttributes    Method = "SetBIOSAttributes"
 	MethodCheckNeed            Method = "CheckNeed"
+	MethodHealth               Method = "Health"
+	MethodSystemStatus         Method = "SystemStatus"
+	MethodLogServices          Method = "LogServices"
+	MethodLogEntries           Method = "LogEntries"
+	MethodClearLog             Method = "ClearLog"
 	MethodAny                  Method = "*"
 )
 
@@ -41,7 +46,8 @@ func (m Method) valid() bool {
 	case MethodDial, MethodClose, MethodPowerState, MethodSetPower, MethodSetBootOverride,
 		MethodBootOverride, MethodInsertMedia, MethodEjectMedia, MethodMediaStatus, MethodResetBMC, MethodOpenSystem, MethodLastResetTime, MethodAny,
 		MethodStartFirmwareUpdate, MethodFindFirmwareUpdate, MethodFirmwareUpdateStatus, MethodFirmwareVersion,
-		MethodInventory, MethodBIOSSettings, MethodBIOSRegistry, MethodSetBIOSAttributes, MethodCheckNeed:
+		MethodInventory, MethodBIOSSettings, MethodBIOSRegistry, MethodSetBIOSAttributes, MethodCheckNeed,
+		MethodHealth, MethodSystemStatus, MethodLogServices, MethodLogEntries, MethodClearLog:
 		return true
 	}
 	return false

@@ -2,6 +2,7 @@ package fake_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -148,4 +149,67 @@ func TestConformanceFirmware(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Health and event logs on the fake: what the suite reads must be what
+// the BMC holds, through changes, added entries and clears.
+func TestConformanceHealthLogs(t *testing.T) {
+	skip := []string{"Power", "BootOverride", "BootHTTP", "VirtualMedia", "ResetBMC", "FirmwareUpdate", "BIOS"}
+	for _, c := range []struct {
+		name  string
+		opts  fake.Options
+		lacks []bmc.Capability
+	}{
+		{name: "Defaults"},
+		{name: "ManyEntriesNoTimes", opts: fake.Options{Logs: []fake.Log{manyEntries(250)}}},
+		{name: "NotClearable", opts: fake.Options{Unsupported: []bmc.Capability{bmc.CapabilityEventLogClear}}},
+		{name: "NoHealthNoLogs", opts: fake.Options{Unsupported: []bmc.Capability{bmc.CapabilityHealth, bmc.CapabilityEventLogs}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bmctest.Run(t, bmctest.Options{PollInterval: time.Millisecond, Unsupported: c.opts.Unsupported, Skip: skip}, func(t *testing.T) bmctest.Target {
+				clk := clock.NewFake(epoch)
+				opts := c.opts
+				opts.Clock = clk
+				srv, drv := dialTarget(t, opts)
+				return bmctest.Target{Driver: drv, Advance: func() { clk.Advance(time.Second) },
+					Health: &bmctest.HealthPeer{Want: srv.HealthReport, Set: func(h bmc.Health) {
+						r := srv.HealthReport()
+						r.System.Health, r.System.Rollup = h, h
+						for i := range r.Chassis {
+							r.Chassis[i].Health, r.Chassis[i].Rollup = h, h
+						}
+						for i := range r.Managers {
+							r.Managers[i].Health, r.Managers[i].Rollup = h, h
+						}
+						srv.SetHealth(r)
+					}},
+					Logs: &bmctest.LogPeer{
+						Entries: func(ref bmc.LogRef) []bmc.LogEntry {
+							for _, l := range srv.Logs() {
+								if l.LogRef == ref {
+									return l.Entries
+								}
+							}
+							t.Fatalf("the fake has no log %s", ref)
+							return nil
+						},
+						Add: func(ref bmc.LogRef, n int) {
+							for range n {
+								clk.Advance(time.Second)
+								srv.AddLogEntry(ref, bmc.LogEntry{Severity: bmc.SeverityWarning, Message: "added by bmctest", MessageID: "Test.1.0.Added"})
+							}
+						},
+					}}
+			})
+		})
+	}
+}
+
+// manyEntries is a SEL of n entries without times, listed oldest first.
+func manyEntries(n int) fake.Log {
+	l := fake.Log{LogService: bmc.LogService{LogRef: bmc.LogRef{Scope: bmc.LogScopeSystem, ID: "SEL"}, Clearable: true}}
+	for i := 1; i <= n; i++ {
+		l.Entries = append(l.Entries, bmc.LogEntry{ID: fmt.Sprint(i), Severity: bmc.SeverityOK, Message: fmt.Sprintf("entry %d", i)})
+	}
+	return l
 }

@@ -135,6 +135,16 @@ func opName(m Method) string {
 		return "set BIOS attributes"
 	case MethodCheckNeed:
 		return "check need"
+	case MethodHealth:
+		return "read health"
+	case MethodSystemStatus:
+		return "read system status"
+	case MethodLogServices:
+		return "list event logs"
+	case MethodLogEntries:
+		return "read event log"
+	case MethodClearLog:
+		return "clear event log"
 	}
 	return string(m)
 }

@@ -57,6 +57,20 @@ func (b *BMC) checkNeed(n bmc.Need) error {
 			return lacks(bmc.CapabilityBMCResetWarm)
 		}
 		return lacks(bmc.CapabilityBMCResetCold)
+	case n.ClearLog != nil:
+		if err := lacks(bmc.CapabilityEventLogs); err != nil {
+			return err
+		}
+		if err := lacks(bmc.CapabilityEventLogClear); err != nil {
+			return err
+		}
+		l, err := b.log(*n.ClearLog)
+		if err != nil {
+			return err
+		}
+		if !l.Clearable {
+			return fmt.Errorf("%s: the BMC does not offer to clear it: %w", n, bmc.ErrNotSupported)
+		}
 	}
 	return nil
 }

@@ -110,6 +110,17 @@ type Options struct {
 	// off, a cycle or a reset), as on most BMCs.
 	BIOSImmediate bool
 
+	// Health is what Health reports (bmc.HealthReader), and the system's
+	// part what SystemStatus reports with the power state; ReadTime is
+	// ignored. Defaults to [DefaultHealth]; see [BMC.SetHealth].
+	Health *bmc.HealthReport
+
+	// Logs are the BMC's event logs (bmc.EventLogReader,
+	// bmc.EventLogClearer), each with its entries in listing order.
+	// Defaults to [DefaultLogs]; an empty non-nil list is a BMC with no
+	// log. See [BMC.AddLogEntry].
+	Logs []Log
+
 	// Unsupported lists the capabilities this BMC lacks. Defaults to none.
 	Unsupported []Capability
 
@@ -149,6 +160,16 @@ func (o Options) validate() error {
 		if !c.Valid() {
 			return fmt.Errorf("fake: Options.Unsupported: unknown capability %q", c)
 		}
+	}
+	seen := map[bmc.LogRef]bool{}
+	for i, l := range o.Logs {
+		if err := l.LogRef.Validate(); err != nil {
+			return fmt.Errorf("fake: Options.Logs[%d]: %v", i, err)
+		}
+		if seen[l.LogRef] {
+			return fmt.Errorf("fake: Options.Logs[%d]: log %s listed twice", i, l.LogRef)
+		}
+		seen[l.LogRef] = true
 	}
 	for m := range o.Hooks {
 		if !m.valid() {

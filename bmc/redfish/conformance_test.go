@@ -158,6 +158,11 @@ func TestConformance(t *testing.T) {
 		// A BMC with neither inventory nor BIOS: bmc.ErrNotSupported.
 		{name: "NoInventoryNoBIOS", cfg: redfishtest.Config{BIOS: redfishtest.BIOSNone, Hardware: redfishtest.Hardware{None: true}},
 			suite: bmctest.Options{Unsupported: []bmctest.Capability{bmc.CapabilityBIOS}}},
+		// Health and logs: a BMC whose resources have no Status and that
+		// has no LogServices; entry collections one entry a page.
+		{name: "NoHealthNoLogs", cfg: redfishtest.Config{NoHealth: true, Logs: redfishtest.LogsNone},
+			suite: bmctest.Options{Unsupported: []bmctest.Capability{bmc.CapabilityHealth, bmc.CapabilityEventLogs}}},
+		{name: "LogsPagedByOne", cfg: redfishtest.Config{LogPageSize: 1}},
 		{name: "MediaUnderManager", cfg: redfishtest.Config{Media: redfishtest.MediaUnderManager}},
 		{name: "MediaUnderSystem", cfg: redfishtest.Config{Media: redfishtest.MediaUnderSystem}},
 		{name: "SeveralSystemsByID", cfg: redfishtest.Config{Systems: 3}, systemID: "2"},
@@ -204,6 +209,7 @@ func TestConformance(t *testing.T) {
 				if clk != nil {
 					target.Advance = func() { clk.Advance(time.Second) }
 				}
+				target.Health, target.Logs = simPeers(srv, p.systemID)
 				return target
 			})
 		})

@@ -51,6 +51,7 @@ type Driver struct {
 	upd        *updateService    // the UpdateService, once read (firmware.go)
 	bios       biosCache         // bios.go
 	needs      map[string]error  // CheckNeed's answers (needs.go)
+	logs       []*logServiceDoc  // the log services, once read (eventlog.go)
 }
 
 var (

@@ -15,6 +15,7 @@ import (
 type managerDoc struct {
 	uri         string
 	ManagerType string
+	LogServices schemas.Link // eventlog.go
 	Links       struct{ ManagerForServers schemas.Links }
 	Actions     struct {
 		Reset struct {

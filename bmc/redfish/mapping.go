@@ -36,6 +36,11 @@ type systemDoc struct {
 	Sub map[string]string
 	// Power says whether PowerState was there, null, or absent.
 	Power powerReport
+	// Chassis are the system's Links.Chassis (health.go).
+	Chassis []string
+	// LogServices is the system's LogServices link, "" when absent
+	// (eventlog.go).
+	LogServices string
 }
 
 // powerReport is how a ComputerSystem reported PowerState.
@@ -114,6 +119,9 @@ type systemFields struct {
 	Boot          schemas.Boot
 	// For ReadInventory (inventory.go).
 	Manufacturer, Model, SerialNumber, PartNumber, SKU, BiosVersion string
+	// Status is the system's health, nil when it has none (health.go):
+	// read with the power state, for no further request.
+	Status *healthStatus
 }
 
 // plainBoot is gofish's Boot without its UnmarshalJSON.
@@ -131,7 +139,8 @@ func parseSystem(b []byte, etagHeader string) (systemDoc, error) {
 			} `json:"#ComputerSystem.Reset"`
 		}
 		VirtualMedia schemas.Link
-		Links        struct{ ManagedBy schemas.Links }
+		Links        struct{ ManagedBy, Chassis schemas.Links }
+		LogServices  schemas.Link
 		Type         string `json:"@odata.type"`
 
 		Bios, Processors, Memory, Storage, EthernetInterfaces schemas.Link
@@ -179,6 +188,8 @@ func parseSystem(b []byte, etagHeader string) (systemDoc, error) {
 	doc.ResetAllowed = extra.Actions.Reset.Allowed
 	doc.VirtualMediaURI = string(extra.VirtualMedia)
 	doc.ManagedBy = extra.Links.ManagedBy.ToStrings()
+	doc.Chassis = extra.Links.Chassis.ToStrings()
+	doc.LogServices = string(extra.LogServices)
 	doc.Type = extra.Type
 	doc.Sub = map[string]string{}
 	for k, l := range map[string]schemas.Link{subBios: extra.Bios, subProcessors: extra.Processors, subMemory: extra.Memory,

@@ -24,7 +24,9 @@ var _ bmc.NeedChecker = (*Driver)(nil)
 //     one that is off for on;
 //   - Media: a virtual media device of the kind under the system or its
 //     managers;
-//   - BMCReset: the managing manager's Manager.Reset and its types.
+//   - BMCReset: the managing manager's Manager.Reset and its types;
+//   - ClearLog: the log among the system's and the manager's
+//     LogServices, with a LogService.ClearLog action.
 //
 // What the BMC does not state (no AllowableValues, no ActionInfo) passes.
 // Answers are remembered for the driver's life, so a job's tasks cost the
@@ -95,6 +97,8 @@ func (d *Driver) checkNeed(ctx context.Context, n bmc.Need) error {
 	case n.BMCReset != "":
 		_, _, err := d.managerReset(ctx, n.BMCReset)
 		return err
+	case n.ClearLog != nil:
+		return d.checkClearLog(ctx, *n.ClearLog)
 	}
 	return nil
 }

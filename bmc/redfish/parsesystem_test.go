@@ -9,6 +9,7 @@ import (
 
 	"github.com/stmcginnis/gofish/schemas"
 
+	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
 )
 
@@ -65,6 +66,11 @@ func TestParseSystemReadsWhatGofishReads(t *testing.T) {
 			SKU: full.SKU, BiosVersion: full.BiosVersion}
 		got := doc.systemFields
 		got.Boot = schemas.Boot{}
+		// Status (health.go) is compared as what it maps to.
+		if h := resourceHealth("", got.Status); h.Health != bmc.ParseHealth(string(full.Status.Health)) || h.Rollup != bmc.ParseHealth(string(full.Status.HealthRollup)) {
+			t.Errorf("%s: Status read %+v, gofish %+v", name, h, full.Status)
+		}
+		got.Status = nil
 		// The Boot's exported properties; gofish also keeps two links
 		// (BootOptions, Certificates) in unexported fields the driver
 		// never follows.

@@ -51,7 +51,8 @@ func TestConformanceVendors(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Dial %s: %v", ep, err)
 				}
-				return bmctest.Target{Driver: drv, Credentials: srv.Credentials(),
+				health, logs := simPeers(srv, "1")
+				return bmctest.Target{Driver: drv, Credentials: srv.Credentials(), Health: health, Logs: logs,
 					Dial: func(ctx context.Context, c bmc.Credentials) (bmc.Driver, error) { return dialer.Dial(ctx, ep, c) }}
 			})
 		})

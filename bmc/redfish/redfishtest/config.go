@@ -260,6 +260,19 @@ type Config struct {
 	// Defaults to false.
 	BIOSRegistryNotFound bool
 
+	// Logs selects the event logs (LogServices of each system and of
+	// Managers/BMC) and their entries' shape (see logs.go). Defaults to
+	// LogsDMTF.
+	Logs LogStyle
+	// LogPageSize is how many entries one page of an entry collection
+	// lists; further pages follow Members@odata.nextLink ($skip).
+	// Defaults to 0: every entry on one page.
+	LogPageSize int
+	// NoHealth leaves Status out of the systems, the chassis and the
+	// managers: a BMC that reports no health. Defaults to false: each has
+	// Status with Health and HealthRollup ([Server.SetHealth]).
+	NoHealth bool
+
 	// Vendor shapes (see [VendorConfig] for the vendors that show them).
 
 	// BootOverrideProperties are the override properties the system's

@@ -40,6 +40,13 @@
 //   - Capacity: [Config.RequestLimit] requests per second over the whole
 //     endpoint; beyond it requests are answered 503 with Retry-After and
 //     counted ([Server.OverLimit]); [Server.PeakRate] is the busiest second.
+//   - Health and event logs (logs.go): Status.Health and HealthRollup on
+//     the systems, the chassis and the manager ([Server.SetHealth],
+//     [Config.NoHealth]); LogServices under each system and the manager
+//     in the DMTF, iLO 5, OpenBMC or Cray EX shape ([Config.Logs]), with
+//     entries a test adds ([Server.AddLogEntry]) and reads back
+//     ([Server.LogEntries]), paged ([Config.LogPageSize]) and cleared by
+//     LogService.ClearLog.
 //   - More accounts than one ([Config.Users]).
 //   - Field quirks (quirks.go; docs/vendors.md names the vendors): action
 //     POSTs with If-Match refused 412 ([Config.ActionIfMatchRejected]),

@@ -104,6 +104,7 @@ func (s *Server) routes() http.Handler {
 	s.firmwareRoutes(handle)
 	s.inventoryRoutes(handle)
 	s.biosRoutes(handle)
+	s.logRoutes(handle)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no resource at "+r.URL.Path)
 	})
@@ -482,11 +483,15 @@ func (s *Server) listChassis(w http.ResponseWriter, _ *http.Request) {
 
 // getChassis answers the one chassis, which holds every system.
 func (s *Server) getChassis(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, "", map[string]any{
+	doc := map[string]any{
 		"@odata.id": chassisURI, "@odata.type": "#Chassis.v1_23_0.Chassis", "Id": "1", "Name": "Chassis",
 		"ChassisType": "RackMount",
 		"Links":       map[string]any{"ComputerSystems": s.systemLinks(), "ManagedBy": []any{link(managerURI)}},
-	})
+	}
+	s.mu.Lock()
+	s.statusOf(doc, chassisURI)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, "", doc)
 }
 
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *system {
@@ -558,6 +563,8 @@ func (s *Server) getSystem(w http.ResponseWriter, r *http.Request) {
 	}
 	s.inventoryLinks(doc, uri)
 	s.biosLinks(doc, uri)
+	s.statusOf(doc, uri)
+	s.logServicesLink(doc, uri, sys.id)
 	if !s.cfg.NoLastResetTime {
 		doc["LastResetTime"] = sys.lastReset.UTC().Format(lastResetLayout)
 	}
@@ -767,6 +774,10 @@ func (s *Server) getManager(w http.ResponseWriter, _ *http.Request) {
 	if s.cfg.Media == MediaUnderManager {
 		doc["VirtualMedia"] = link(managerURI + "/VirtualMedia")
 	}
+	s.mu.Lock()
+	s.statusOf(doc, managerURI)
+	s.logServicesLink(doc, managerURI, "")
+	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, "", doc)
 }
 

@@ -49,6 +49,9 @@ type Server struct {
 	events    eventHub               // events.go
 	fw        firmwareState          // firmware.go
 	bios      map[string]*biosSystem // by system ID; bios.go
+	sysLogs   map[string][]*simLog   // by system ID; logs.go
+	mgrLogs   []*simLog              // Managers/BMC's; logs.go
+	healthOf  map[string]HealthState // by resource path; logs.go
 }
 
 // PowerChange is one accepted power change, for measuring how soon a client
@@ -184,6 +187,8 @@ func start(cfg Config, useTLS bool) *Server {
 	if cfg.Media == MediaUnderManager {
 		s.mgrMedia = newMediaSet()
 	}
+	s.healthOf = map[string]HealthState{}
+	s.initLogs()
 	h := s.redirects(s.routes())
 	if on, delay := cfg.OnRequest, cfg.RequestDelayFunc; on != nil || delay != nil {
 		next := h

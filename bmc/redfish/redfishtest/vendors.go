@@ -13,7 +13,7 @@ const (
 	// SimpleUpdate answers 200 with no task, and the update shows only in
 	// UpdateService.Oem.Hpe.State and, at its end, in the version
 	// (FirmwareConfig.UntrackedUpdates, OemHpe); the TaskService lists
-	// none of them.
+	// none of them. Event logs are iLO's IML and IEL (LogsILO5).
 	VendorILO5Apollo Vendor = "ilo5-apollo"
 	// VendorCrayEX: an HPE Cray EX node. Boot has no override properties
 	// at all; the system names no manager (no Links.ManagedBy), and the
@@ -26,7 +26,8 @@ const (
 	// MACAddress "Not Available" (seen on 12 of 14 EX systems). Every
 	// BIOS attribute value is an object ({"AllowableValues": [...],
 	// "current_value": ...}), some are arrays, and the Bios names no
-	// attribute registry (Config.BIOSObjectValues).
+	// attribute registry (Config.BIOSObjectValues). Its SEL's entries
+	// have no Created time (LogsCrayEX).
 	VendorCrayEX Vendor = "cray-ex"
 	// VendorAMIMegaRAC: Gigabyte with AMI MegaRAC. The manager's reset
 	// types are listed only behind Manager.Reset's @Redfish.ActionInfo,
@@ -36,6 +37,8 @@ const (
 	// VendorOpenBMC: OpenBMC (bmcweb) without a BIOS configuration
 	// provider: the system links a Bios that has no Attributes and names no
 	// attribute registry (BIOSNoAttributes), so it has no BIOS settings.
+	// Event logs are bmcweb's EventLog and Journal (LogsOpenBMC), whose
+	// entry collections page (two entries a page here, 1000 on bmcweb).
 	VendorOpenBMC Vendor = "openbmc"
 	// VendorIntel: an Intel server board's BMC. Firmware is listed in
 	// UpdateService.SoftwareInventory (no FirmwareInventory), and there
@@ -76,6 +79,7 @@ func VendorConfig(v Vendor) Config {
 			NoHTTPBootURI:          true,
 			BootTargets:            []string{"None", "Pxe", "Hdd", "Cd", "BiosSetup"},
 			Firmware:               FirmwareConfig{UntrackedUpdates: true, OemHpe: true},
+			Logs:                   LogsILO5,
 		}
 	case VendorCrayEX:
 		return Config{
@@ -85,6 +89,7 @@ func VendorConfig(v Vendor) Config {
 			AuxiliaryManager:       true,
 			ManagerResetTypes:      []string{"ForceRestart"},
 			BIOSObjectValues:       true,
+			Logs:                   LogsCrayEX,
 			Hardware: Hardware{
 				Accelerators: 8,
 				CPU:          ProcessorInfo{Manufacturer: "Advanced Micro Devices, Inc.", Model: CrayEXCPUModel, Cores: 64, Threads: 128, MaxSpeedMHz: 3530},
@@ -99,7 +104,7 @@ func VendorConfig(v Vendor) Config {
 			EmptyMediaImageNone:           true,
 		}
 	case VendorOpenBMC:
-		return Config{BIOS: BIOSNoAttributes}
+		return Config{BIOS: BIOSNoAttributes, Logs: LogsOpenBMC, LogPageSize: 2}
 	case VendorIntel:
 		return Config{Firmware: FirmwareConfig{SoftwareInventory: true, NoTaskService: true}}
 	case VendorCrayEX4252:
