@@ -116,7 +116,13 @@ func main() {
 			fmt.Fprintln(os.Stderr, "bench/fleet:", err)
 			os.Exit(1)
 		}
-		defer pprof.StopCPUProfile()
+		// Stopped before any exit below, not deferred: os.Exit skips
+		// deferred calls and would leave the profile empty.
+	}
+	stopProfile := func() {
+		if *cpuprofile != "" {
+			pprof.StopCPUProfile()
+		}
 	}
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "bench/fleet: unexpected arguments %q\n", flag.Args())
@@ -134,6 +140,7 @@ func main() {
 	} else {
 		ok, err = run(c)
 	}
+	stopProfile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/fleet:", err)
 		os.Exit(1)
@@ -692,10 +699,10 @@ func report(c config, res result, tgt target, storeDesc string, startedAt time.T
 	}
 	fmt.Println(".")
 	fc := res.counts
-	fmt.Printf("- Store writes (acknowledged), per job: jobs/ create %.2f, update %.2f, delete %.2f; systems/ (locks) create %.2f, update %.2f, delete %.2f; other %d. Refused writes (lost compare-and-swap, lock taken by another replica), not counted above: jobs/ %d, systems/ %d.\n",
+	fmt.Printf("- Store writes (acknowledged), per job: jobs/ create %.2f, update %.2f, delete %.2f; systems/ (locks) create %.2f, update %.2f, delete %.2f; other %d. Refused writes (lost compare-and-swap, lock taken by another replica), not counted above: jobs/ %d, systems/ %d; by cause: %s.\n",
 		float64(fc.jobsCreate.Load())/n, float64(fc.jobsUpdate.Load())/n, float64(fc.jobsDelete.Load())/n,
 		float64(fc.sysCreate.Load())/n, float64(fc.sysUpdate.Load())/n, float64(fc.sysDelete.Load())/n, fc.other.Load(),
-		fc.failedJobs.Load(), fc.failedSystems.Load())
+		fc.failedJobs.Load(), fc.failedSystems.Load(), fc.failures())
 	rssNote := "VmHWM reset at Start (clear_refs)"
 	if !res.rssReset {
 		rssNote = "VmHWM since process start (clear_refs refused)"

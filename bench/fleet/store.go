@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +24,9 @@ type writeCounts struct {
 	// Writes that returned an error (a lost compare-and-swap, a lock
 	// already taken by another replica, ...), by prefix.
 	failedJobs, failedSystems atomic.Int64
+	// failedBy counts the failed writes by prefix, operation and cause
+	// ("systems/ create: exists"), for the report.
+	failedBy sync.Map // string -> *atomic.Int64
 	// Writes a crashed process's runner tried after its crash (-crash-at):
 	// refused, never sent to the store.
 	refusedDead atomic.Int64
@@ -161,6 +166,9 @@ func newCountingStore(s storage.Store, keyPrefix string, c *writeCounts, t *trac
 }
 
 func (s *countingStore) count(key string, op byte, err error) {
+	if err != nil {
+		s.c.noteFailure(s.prefixOf(key), op, err)
+	}
 	var ctr *atomic.Int64
 	switch {
 	case err != nil && hasPrefix(key, s.jobs):
@@ -298,4 +306,56 @@ func completedRecord(v []byte) bool {
 	}
 	t := bytes.Index(st, tasksKey)
 	return t < 0 || r < t
+}
+
+func (s *countingStore) prefixOf(key string) string {
+	switch {
+	case hasPrefix(key, s.jobs):
+		return "jobs/"
+	case hasPrefix(key, s.systems):
+		return "systems/"
+	}
+	return "other"
+}
+
+// noteFailure counts a failed write by prefix, operation and cause.
+func (c *writeCounts) noteFailure(prefix string, op byte, err error) {
+	cause := "other error"
+	switch {
+	case errors.Is(err, storage.ErrExists):
+		cause = "exists"
+	case errors.Is(err, storage.ErrConflict):
+		cause = "revision conflict"
+	case errors.Is(err, storage.ErrNotFound):
+		cause = "not found"
+	case errors.Is(err, context.DeadlineExceeded):
+		cause = "deadline exceeded"
+	case errors.Is(err, context.Canceled):
+		cause = "canceled"
+	}
+	name := map[byte]string{'c': "create", 'u': "update", 'd': "delete"}[op]
+	v, _ := c.failedBy.LoadOrStore(prefix+" "+name+": "+cause, new(atomic.Int64))
+	v.(*atomic.Int64).Add(1)
+}
+
+// failures lists the failed writes by cause, most first.
+func (c *writeCounts) failures() string {
+	type row struct {
+		what string
+		n    int64
+	}
+	var rows []row
+	c.failedBy.Range(func(k, v any) bool {
+		rows = append(rows, row{k.(string), v.(*atomic.Int64).Load()})
+		return true
+	})
+	sort.Slice(rows, func(i, j int) bool { return rows[i].n > rows[j].n || rows[i].n == rows[j].n && rows[i].what < rows[j].what })
+	var parts []string
+	for _, r := range rows {
+		parts = append(parts, fmt.Sprintf("%s %d", r.what, r.n))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -142,7 +142,7 @@ func (l *loop) claim() {
 		}
 		cands = append(cands, sys)
 	}
-	room := m.Share(len(e.queue.bySys)) - len(l.held) - len(l.handing)
+	room := min(m.Share(len(e.queue.bySys))-len(l.held)-len(l.handing), l.freeWorkers(now))
 	if len(cands) > room {
 		m.Prefer(cands, e.locks.Observed)
 	}
@@ -187,6 +187,21 @@ func (l *loop) claim() {
 		e.watch(ctx, watch)
 		l.claims <- cs
 	}()
+}
+
+// freeWorkers is how many claimed jobs the workers could start now: a
+// claimed job is due at once, and one that waits for a worker holds its
+// lock for nothing, renewed every LeaseDuration/3, and keeps it from the
+// replicas with workers to spare. At 100,000 queued jobs, claiming every
+// system at once made the renewals of locks whose jobs waited for a worker
+// the store's largest load and let leases lapse (docs/benchmarks.md).
+// Jobs that wait on a timer (a boot, a power change) hold no worker and
+// do not count.
+func (l *loop) freeWorkers(now time.Time) int {
+	if first, ok := l.due.Peek(); ok && !first.Due().After(now) && l.running >= l.e.cfg.Workers {
+		return 0 // saturated: due jobs already wait for a worker
+	}
+	return max(l.e.cfg.Workers-l.running, 0)
 }
 
 // claimed takes in the systems a claim batch got.

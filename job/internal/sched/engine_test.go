@@ -103,11 +103,20 @@ func (f *fakeJobs) Close(context.Context) error                   { return nil }
 
 // newEngine returns an engine over a memstore and fakeJobs, not running.
 func newEngine(scan time.Duration) (*Engine, *fakeJobs) {
-	f := &fakeJobs{store: memstore.New(), copies: map[string]Copy{}, done: map[string]chan struct{}{}}
-	f.e = New(Config{Jobs: f, Store: f.store, KeyPrefix: "t/", Owner: "o", LeaseDuration: 30 * time.Second,
-		ScanInterval: scan, Workers: 4, EndpointConcurrency: 4, Clock: clock.Real{}, Log: logr.Discard(),
-		Health: new(health.State)})
+	f := &fakeJobs{store: newStore(), copies: map[string]Copy{}, done: map[string]chan struct{}{}}
+	cfg := engineConfig(f, f.store)
+	cfg.ScanInterval = scan
+	f.e = New(cfg)
 	return f.e, f
+}
+
+func newStore() storage.Store { return memstore.New() }
+
+// engineConfig is the tests' engine configuration over jobs and store.
+func engineConfig(jobs Jobs, store storage.Store) Config {
+	return Config{Jobs: jobs, Store: store, KeyPrefix: "t/", Owner: "o", LeaseDuration: 30 * time.Second,
+		ScanInterval: time.Hour, Workers: 4, EndpointConcurrency: 4, Clock: clock.Real{}, Log: logr.Discard(),
+		Health: new(health.State)}
 }
 
 // run runs e until the test ends.
@@ -124,7 +133,11 @@ func run(t *testing.T, e *Engine) {
 }
 
 func create(t *testing.T, f *fakeJobs, job string) int64 {
-	data, _ := json.Marshal(fakeRecord{BMC: "redfish://10.7.0.1/redfish/v1/Systems/1"})
+	return createOn(t, f, job, "redfish://10.7.0.1/redfish/v1/Systems/1")
+}
+
+func createOn(t *testing.T, f *fakeJobs, job, bmcURL string) int64 {
+	data, _ := json.Marshal(fakeRecord{BMC: bmcURL})
 	rev, err := f.store.Create(context.Background(), "t/jobs/"+job, data)
 	if err != nil {
 		t.Fatal(err)
