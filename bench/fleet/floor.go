@@ -228,12 +228,14 @@ func runFloor(c config) (bool, error) {
 	if res.serverCPU >= 0 {
 		cpuCell += " + " + fmtDur(time.Duration(float64(res.serverCPU)/tasks)) + " PostgreSQL"
 	}
-	fmt.Printf("| floor: Stepper alone, %s | N | wall | one job alone | wall / one job | CPU per task | peak RSS per job | peak goroutines | all Succeeded, exactly once |\n", map[bool]string{false: "no store", true: "job records written to " + c.store}[c.floorStore])
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
-	fmt.Printf("| fake, latency %s | %d | %s | %s | %.2f | %s | %s | %d | %v |\n\n",
+	fmt.Printf("| floor: Stepper alone, %s | N | wall | one job alone | wall / one job | CPU per task | allocs per task | peak RSS per job | peak goroutines | all Succeeded, exactly once |\n", map[bool]string{false: "no store", true: "job records written to " + c.store}[c.floorStore])
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Printf("| fake, latency %s | %d | %s | %s | %.2f | %s | %.0f | %s | %d | %v |\n\n",
 		c.latency, c.n, fmtDur(res.wall), fmtDur(res.one), res.wall.Seconds()/res.one.Seconds(),
-		cpuCell, fmtBytes(float64(res.rssPeakKB)*1024/float64(c.n)), res.peakG, ok)
+		cpuCell, float64(res.usage.allocs)/tasks, fmtBytes(float64(res.rssPeakKB)*1024/float64(c.n)), res.peakG, ok)
 	fmt.Printf("    go run ./bench/fleet %s\n\n", strings.Join(os.Args[1:], " "))
+	writeSummary(c.summary, summary{Wall: res.wall, CPUPerTask: time.Duration(float64(res.usage.cpu()) / tasks), ServerCPU: -1,
+		AllocsPerTask: float64(res.usage.allocs) / tasks, RSSPerJob: float64(res.rssPeakKB) * 1024 / float64(c.n), OK: ok})
 	fmt.Printf("- Run at %s, load average %s before and %s after; %d CPUs (GOMAXPROCS %d), %s.\n",
 		startedAt.Format("2006-01-02 15:04 UTC"), load0, loadAvg(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
 	fmt.Printf("- CPU: %s user+system for the whole process over the run, %d tasks (%s per job); %.1f minor page faults per job.\n",

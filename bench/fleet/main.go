@@ -64,6 +64,7 @@ type config struct {
 	lease               time.Duration
 	perSystem           int
 	floorStore          bool
+	summary             string
 }
 
 const keyPrefix = "bmckit/"
@@ -91,6 +92,11 @@ func main() {
 	flag.Float64Var(&c.crashAt, "crash-at", 0, "when the runners made this fraction of the job-record updates the run makes (0 < f < 1), every runner's process dies: its writes are refused from then on, its BMC calls in flight cut off; new runners with the same Owners take over (0: no crash)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.BoolVar(&c.floorStore, "floor-store", false, "with -floor: each job's persist writes its record to -store (created before the clock starts, then one compare-and-swap per persist, as the Runner's persist does), with no locks, reads, scans or queue: the bare loop that writes the Runner's job records, batched by the store the same way")
+	flag.StringVar(&c.summary, "summary", "", "also write the run's figures as JSON to this file (what -curve reads)")
+	curve := flag.Bool("curve", false, "run the fleet at each of -curve-sizes on each of -curve-stores and the floor beside them, each run a child process, -curve-rounds times alternating, and print one table with the growth from the next-to-largest size to the largest")
+	curveSizes := flag.String("curve-sizes", "1000,10000,100000", "-curve: the fleet sizes (jobs)")
+	curveStores := flag.String("curve-stores", "memstore,boltstore", "-curve: the stores (memstore, boltstore, postgres)")
+	curveRounds := flag.Int("curve-rounds", 2, "-curve: how many times to run the whole sweep, alternating")
 	floor := flag.Bool("floor", false, "fake only: instead of runners, step the same jobs with job.Stepper alone, one goroutine each from the start, no store (what no runner can beat here; see floor.go)")
 	flag.Usage = func() {
 		out := flag.CommandLine.Output()
@@ -135,7 +141,12 @@ func main() {
 	}
 	var ok bool
 	var err error
-	if *floor {
+	if *curve {
+		var sizes []int
+		if sizes, err = parseSizes(*curveSizes); err == nil {
+			ok, err = runCurve(c, sizes, strings.Split(*curveStores, ","), max(*curveRounds, 1))
+		}
+	} else if *floor {
 		ok, err = runFloor(c)
 	} else {
 		ok, err = run(c)
@@ -669,12 +680,19 @@ func report(c config, res result, tgt target, storeDesc string, startedAt time.T
 	if res.serverCPU >= 0 {
 		cpuCell += " + " + fmtDur(time.Duration(float64(res.serverCPU)/tasks)) + " PostgreSQL"
 	}
-	fmt.Println("| target | N | store | replicas | workers | wall | one job alone | ideal by calls | wall / (one job × jobs per system) | CPU per task | store writes per job: jobs/ + systems/ = total | live heap per job | peak RSS per job | peak goroutines (per job) | goroutines per waiting job | all Succeeded | exactly once |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-	fmt.Printf("| %s | %d | %s | %d | %s | %s | %s | %s (%s) | %s | %s | %.2f + %.2f = %.2f | %s | %s | %d (%.2f) | %s | %s | %s |\n",
+	fmt.Println("| target | N | store | replicas | workers | wall | one job alone | ideal by calls | wall / (one job × jobs per system) | CPU per task | allocs per task | store writes per job: jobs/ + systems/ = total | live heap per job | peak RSS per job | peak goroutines (per job) | goroutines per waiting job | all Succeeded | exactly once |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Printf("| %s | %d | %s | %d | %s | %s | %s | %s (%s) | %s | %s | %.0f | %.2f + %.2f = %.2f | %s | %s | %d (%.2f) | %s | %s | %s |\n",
 		c.target, c.n, c.store, c.replicas, workers, wall, fmtDur(res.one), fmtDur(res.formula), res.formulaText, ratio,
-		cpuCell, jw, sw, jw+sw, fmtBytes(heapPerJob), fmtBytes(float64(res.rssPeakKB)*1024/n),
+		cpuCell, float64(res.usage.allocs)/tasks, jw, sw, jw+sw, fmtBytes(heapPerJob), fmtBytes(float64(res.rssPeakKB)*1024/n),
 		peakG, float64(peakG-res.g0)/n, gw, yes(allOK), yes(once))
+	sum := summary{Wall: res.wall, CPUPerTask: time.Duration(float64(res.usage.cpu()) / tasks), ServerCPU: -1,
+		AllocsPerTask: float64(res.usage.allocs) / tasks, WritesPerJob: jw + sw, RSSPerJob: float64(res.rssPeakKB) * 1024 / n,
+		OK: allOK && once}
+	if res.serverCPU >= 0 {
+		sum.ServerCPU = time.Duration(float64(res.serverCPU) / tasks)
+	}
+	writeSummary(c.summary, sum)
 	fmt.Println()
 	fmt.Printf("    go run ./bench/fleet %s\n\n", strings.Join(os.Args[1:], " "))
 	fmt.Printf("- Run at %s, load average %s before and %s after; %d CPUs (GOMAXPROCS %d), %s.\n",

@@ -102,17 +102,19 @@ func liveHeap() uint64 {
 	return liveHeapMetric[0].Value.Uint64()
 }
 
-// usage is this process's resource use so far (getrusage).
+// usage is this process's resource use so far (getrusage), and the heap
+// objects it allocated (runtime/metrics).
 type usage struct {
 	user, sys time.Duration
 	minFaults int64 // minor page faults: first touches of fresh memory, mostly
+	allocs    uint64
 }
 
 // cpu is user plus system time.
 func (u usage) cpu() time.Duration { return u.user + u.sys }
 
 func (u usage) sub(v usage) usage {
-	return usage{user: u.user - v.user, sys: u.sys - v.sys, minFaults: u.minFaults - v.minFaults}
+	return usage{user: u.user - v.user, sys: u.sys - v.sys, minFaults: u.minFaults - v.minFaults, allocs: u.allocs - v.allocs}
 }
 
 func usageNow() usage {
@@ -120,7 +122,18 @@ func usageNow() usage {
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return usage{}
 	}
-	return usage{user: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano()), minFaults: ru.Minflt}
+	return usage{user: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano()), minFaults: ru.Minflt, allocs: heapAllocs()}
+}
+
+var allocsMetric = []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+
+// heapAllocs is the count of heap objects allocated so far.
+func heapAllocs() uint64 {
+	metrics.Read(allocsMetric)
+	if allocsMetric[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return allocsMetric[0].Value.Uint64()
 }
 
 // procStatusKB reads a "Name: N kB" line of /proc/self/status.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -32,8 +33,23 @@ var (
 var ErrLocked = errors.New("boltstore: database file is locked by another process")
 
 // layoutVersion is stored in the meta bucket; Open refuses files written
-// with a newer layout.
-const layoutVersion = 1
+// with a newer layout. Version 2 (issue 35) may keep superseded entries in
+// the revs bucket above the prune point (see prune); version 1 kept exactly
+// one entry per key, and Open upgrades such a file by setting the prune
+// point to its current revision, without rewriting anything.
+const layoutVersion = 2
+
+// Pruning superseded revs entries (prune): every pruneEvery writes, a pass
+// removes those at revisions up to pruneLag behind the head, at most
+// maxPrunePass entries a pass. A record rewritten within pruneLag revisions
+// (a running job's, every step) leaves its old entry to the pass, which
+// removes entries that sit side by side on few pages, instead of deleting
+// it on a random page of the index in the write itself.
+var (
+	pruneEvery   int64 = 4096
+	pruneLag     int64 = 32768
+	maxPrunePass       = 65536
+)
 
 var (
 	bucketKV   = []byte("kv")
@@ -42,6 +58,7 @@ var (
 
 	metaRevision  = []byte("revision")
 	metaCompacted = []byte("compacted")
+	metaPruned    = []byte("pruned")
 	metaVersion   = []byte("version")
 )
 
@@ -76,6 +93,7 @@ type Store struct {
 	path    string
 	log     logr.Logger
 	compact *autocompact.Policy
+	writes  atomic.Int64 // writes since Open, for prune
 }
 
 // Open opens or creates the store file at path.
@@ -115,11 +133,20 @@ func Open(path string, opts Options) (*Store, error) {
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
+		got := uint64(0) // a new file
 		if v := meta.Get(metaVersion); v != nil {
-			if got := binary.BigEndian.Uint64(v); got > layoutVersion {
-				return fmt.Errorf("file has layout version %d, this bmckit understands up to %d", got, layoutVersion)
-			}
+			got = binary.BigEndian.Uint64(v)
+		}
+		switch {
+		case got > layoutVersion:
+			return fmt.Errorf("file has layout version %d, this bmckit understands up to %d", got, layoutVersion)
+		case got == layoutVersion:
 			return nil
+		case got == 1:
+			// One entry per key, none superseded: pruned up to here.
+			if err := meta.Put(metaPruned, u64(uint64(getU64(meta, metaRevision)))); err != nil {
+				return err
+			}
 		}
 		return meta.Put(metaVersion, u64(layoutVersion))
 	})
@@ -226,9 +253,13 @@ func (s *Store) write(ctx context.Context, op, key string, value []byte, deleted
 			return err, nil
 		}
 		if cur != nil {
-			old, _ := revOf(cur)
-			if err := revs.Delete(u64(uint64(old))); err != nil {
-				return nil, err
+			// The key's old entry is superseded. Behind the prune point no
+			// pass will look at it again: delete it now. Ahead of it, the
+			// next pass does (prune).
+			if old, _ := revOf(cur); old <= getU64(meta, metaPruned) {
+				if err := revs.Delete(u64(uint64(old))); err != nil {
+					return nil, err
+				}
 			}
 		}
 		next := getU64(meta, metaRevision) + 1
@@ -255,7 +286,51 @@ func (s *Store) write(ctx context.Context, op, key string, value []byte, deleted
 	if err != nil {
 		return 0, fmt.Errorf("boltstore: %s %q: %w", op, key, err)
 	}
+	if s.writes.Add(1)%pruneEvery == 0 {
+		// The write is done; a failed pass is retried at the next one.
+		if err := s.prune(); err != nil {
+			s.log.Error(err, "pruning superseded revision entries failed", "path", s.path)
+		}
+	}
 	return rev, nil
+}
+
+// prune removes the superseded entries of the revs bucket (those whose key
+// was written again since, or whose key is gone) between the prune point
+// and pruneLag revisions behind the head, at most maxPrunePass of them,
+// and moves the prune point on. The change feed skips superseded entries,
+// so pruning changes no answer: it bounds the index to the live keys, the
+// tombstones and about pruneLag + pruneEvery superseded entries.
+func (s *Store) prune() error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		meta, kv, revs := tx.Bucket(bucketMeta), tx.Bucket(bucketKV), tx.Bucket(bucketRevs)
+		from, to := getU64(meta, metaPruned), getU64(meta, metaRevision)-pruneLag
+		if to <= from {
+			return nil
+		}
+		var dead [][]byte
+		c := revs.Cursor()
+		seen := 0
+		for rk, key := c.Seek(u64(uint64(from + 1))); rk != nil && seen < maxPrunePass; rk, key = c.Next() {
+			rev := int64(binary.BigEndian.Uint64(rk))
+			if rev > to {
+				break
+			}
+			if cur, _ := revOf(kv.Get(key)); cur != rev {
+				dead = append(dead, bytes.Clone(rk))
+			}
+			from, seen = rev, seen+1
+		}
+		if seen < maxPrunePass {
+			from = to // the whole window was read
+		}
+		for _, rk := range dead {
+			if err := revs.Delete(rk); err != nil {
+				return err
+			}
+		}
+		return meta.Put(metaPruned, u64(uint64(from)))
+	})
 }
 
 // Create stores a new record, or returns storage.ErrExists.
@@ -377,6 +452,9 @@ func (s *Store) ChangesSkipping(ctx context.Context, prefix string, since int64,
 			}
 			raw := kv.Get(key)
 			rev, deleted := revOf(raw)
+			if rev != int64(binary.BigEndian.Uint64(rk)) {
+				continue // superseded: the key's current entry comes later (or it is gone)
+			}
 			ev := storage.Event{Type: storage.EventPut, Key: string(key), Revision: rev}
 			switch {
 			case deleted:
@@ -415,15 +493,18 @@ func (s *Store) Compact(ctx context.Context, revision int64) error {
 		}
 		// Only the window since the last compaction is read: it removed
 		// every tombstone at or below compacted, and a new tombstone always
-		// gets a new revision, so below the window every revs entry is a
-		// live key's. Scanning from the first entry instead read every live
+		// gets a new revision, so below the window no revs entry is a
+		// tombstone's own (superseded entries are prune's). Scanning from the first entry instead read every live
 		// key at each compaction (every 256 deletes): at 100,000 jobs that
 		// scan took 29% of the Runner's CPU and held the writer lock long
 		// enough for leases to lapse (docs/benchmarks.md).
 		var dead [][]byte
 		c := revs.Cursor()
 		for rk, key := c.Seek(u64(uint64(compacted + 1))); rk != nil && int64(binary.BigEndian.Uint64(rk)) <= revision; rk, key = c.Next() {
-			if _, deleted := revOf(kv.Get(key)); deleted {
+			// A tombstone's own entry only: a superseded entry of a key
+			// deleted later must not take the tombstone before its time.
+			raw := kv.Get(key)
+			if rev, deleted := revOf(raw); raw != nil && deleted && rev == int64(binary.BigEndian.Uint64(rk)) {
 				dead = append(dead, bytes.Clone(rk), bytes.Clone(key))
 			}
 		}

@@ -1,6 +1,7 @@
 package boltstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -93,14 +94,7 @@ func TestCompactionsForgetEveryTombstone(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "compact.db"))
 	count := func() (kv, revs int) {
 		t.Helper()
-		err := s.DB().View(func(tx *bolt.Tx) error {
-			kv = tx.Bucket([]byte("kv")).Stats().KeyN
-			revs = tx.Bucket([]byte("revs")).Stats().KeyN
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		kv, revs = countEntries(t, s)
 		return kv, revs
 	}
 	const live = 50
@@ -142,7 +136,111 @@ func TestCompactionsForgetEveryTombstone(t *testing.T) {
 		kv, revs := count()
 		want := live + round + 1 + len(revOf) // live keys, head markers, this round's keys
 		if kv != want || revs != want {
-			t.Fatalf("round %d: after Compact(%d) the file holds %d keys and %d revisions; want %d of each (every tombstone forgotten)", round, head, kv, revs, want)
+			t.Fatalf("round %d: after Compact(%d) the file holds %d keys and %d current revision entries; want %d of each (every tombstone forgotten)", round, head, kv, revs, want)
 		}
 	}
+}
+
+// countEntries counts the keys of the kv bucket (tombstones included) and
+// the revs entries that are their key's current one (not superseded).
+func countEntries(t *testing.T, s *boltstore.Store) (kv, current int) {
+	t.Helper()
+	err := s.DB().View(func(tx *bolt.Tx) error {
+		kvb := tx.Bucket([]byte("kv"))
+		kv = kvb.Stats().KeyN
+		return tx.Bucket([]byte("revs")).ForEach(func(rk, key []byte) error {
+			if v := kvb.Get(key); len(v) >= 8 && bytes.Equal(v[:8], rk) {
+				current++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv, current
+}
+
+func revsEntries(t *testing.T, s *boltstore.Store) (n int) {
+	t.Helper()
+	if err := s.DB().View(func(tx *bolt.Tx) error { n = tx.Bucket([]byte("revs")).Stats().KeyN; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// The revs index keeps superseded entries only until the next prune pass
+// that reaches them: records rewritten again and again (a running job's)
+// leave at most about pruneLag + pruneEvery entries behind, and the change
+// feed answers as if there were none.
+func TestPruneBoundsTheIndex(t *testing.T) {
+	const every, lag = 16, 32
+	defer boltstore.SetPruning(every, lag, 1000)()
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "prune.db"))
+	const keys = 20
+	revs := make([]int64, keys)
+	for i := range revs {
+		var err error
+		if revs[i], err = s.Create(ctx, fmt.Sprintf("jobs/%02d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mid := int64(0)
+	for round := range 50 {
+		for i := range revs {
+			var err error
+			if revs[i], err = s.Update(ctx, fmt.Sprintf("jobs/%02d", i), []byte(fmt.Sprint(round)), revs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if round == 40 {
+			mid = revs[keys-1]
+		}
+		if n := revsEntries(t, s); n > keys+lag+every {
+			t.Fatalf("round %d: the revs index holds %d entries for %d keys; want at most %d", round, n, keys, keys+lag+every)
+		}
+	}
+	if _, cur := countEntries(t, s); cur != keys {
+		t.Fatalf("%d current entries for %d keys", cur, keys)
+	}
+	// The feed from the start: each key once, at its current revision.
+	ch, err := s.Changes(ctx, "jobs/", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.Events) != keys {
+		t.Fatalf("Changes(0) = %d events; want %d (one per key)", len(ch.Events), keys)
+	}
+	for i, ev := range ch.Events {
+		if ev.Key != fmt.Sprintf("jobs/%02d", i) || ev.Revision != revs[i] || string(ev.Value) != "49" {
+			t.Fatalf("event %d = %s at %d (%q); want jobs/%02d at %d", i, ev.Key, ev.Revision, ev.Value, i, revs[i])
+		}
+	}
+	// From the middle, in pages of 3: the keys written after it, in order.
+	var got []int64
+	for since := mid; ; {
+		ch, err := s.Changes(ctx, "jobs/", since, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range ch.Events {
+			got = append(got, ev.Revision)
+		}
+		if len(ch.Events) == 0 {
+			break
+		}
+		since = ch.Revision
+	}
+	if len(got) != keys || got[0] <= mid {
+		t.Fatalf("Changes since %d in pages = %v; want the %d keys' current revisions", mid, got, keys)
+	}
+}
+
+// The conformance suite with a prune pass every few writes.
+func TestStorePruningOften(t *testing.T) {
+	defer boltstore.SetPruning(4, 8, 3)()
+	storagetest.Run(t, func(t *testing.T) storage.Store {
+		return open(t, filepath.Join(t.TempDir(), "bmckit.db"))
+	})
 }
