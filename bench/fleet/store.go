@@ -349,7 +349,9 @@ func (c *writeCounts) failures() string {
 		rows = append(rows, row{k.(string), v.(*atomic.Int64).Load()})
 		return true
 	})
-	sort.Slice(rows, func(i, j int) bool { return rows[i].n > rows[j].n || rows[i].n == rows[j].n && rows[i].what < rows[j].what })
+	sort.Slice(rows, func(i, j int) bool {
+		return rows[i].n > rows[j].n || rows[i].n == rows[j].n && rows[i].what < rows[j].what
+	})
 	var parts []string
 	for _, r := range rows {
 		parts = append(parts, fmt.Sprintf("%s %d", r.what, r.n))
