@@ -721,6 +721,7 @@ func report(c config, res result, tgt target, storeDesc string, startedAt time.T
 		float64(fc.jobsCreate.Load())/n, float64(fc.jobsUpdate.Load())/n, float64(fc.jobsDelete.Load())/n,
 		float64(fc.sysCreate.Load())/n, float64(fc.sysUpdate.Load())/n, float64(fc.sysDelete.Load())/n, fc.other.Load(),
 		fc.failedJobs.Load(), fc.failedSystems.Load(), fc.failures())
+	fmt.Printf("- Job-record updates took (store call to its return, as a step waits for it; buckets a quarter of a power of two wide): %s.\n", &fc.updateLatency)
 	rssNote := "VmHWM reset at Start (clear_refs)"
 	if !res.rssReset {
 		rssNote = "VmHWM since process start (clear_refs refused)"

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"sort"
 	"strings"
 	"sync"
@@ -24,6 +25,9 @@ type writeCounts struct {
 	// Writes that returned an error (a lost compare-and-swap, a lock
 	// already taken by another replica, ...), by prefix.
 	failedJobs, failedSystems atomic.Int64
+	// updateLatency is how long the job-record updates took: the time a
+	// step waits for the store between its BMC calls.
+	updateLatency latencies
 	// failedBy counts the failed writes by prefix, operation and cause
 	// ("systems/ create: exists"), for the report.
 	failedBy sync.Map // string -> *atomic.Int64
@@ -241,7 +245,11 @@ func (s *countingStore) Update(ctx context.Context, key string, value []byte, re
 		return 0, errDead
 	}
 	defer s.jobOp(key)()
+	t0 := time.Now()
 	rev, err := s.s.Update(ctx, key, value, revision)
+	if hasPrefix(key, s.jobs) {
+		s.c.updateLatency.note(time.Since(t0))
+	}
 	s.count(key, 'u', err)
 	if err == nil && hasPrefix(key, s.jobs) && completedRecord(value) {
 		s.c.noteCompletion(key[len(s.jobs):], time.Now())
@@ -360,4 +368,55 @@ func (c *writeCounts) failures() string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// latencies is a histogram of durations in buckets a quarter of a power
+// of two wide (from 1 µs), safe for concurrent use.
+type latencies struct {
+	buckets [128]atomic.Int64
+	max     atomic.Int64
+}
+
+func (l *latencies) note(d time.Duration) {
+	us := max(d.Microseconds(), 1)
+	b := 0
+	for v := us; v > 1; v >>= 1 {
+		b += 4
+	}
+	// The quarter within the power of two: the two bits after the top one.
+	if top := bits.Len64(uint64(us)) - 1; top >= 2 {
+		b += int(uint64(us)>>(top-2)) & 3
+	}
+	l.buckets[min(b, len(l.buckets)-1)].Add(1)
+	for {
+		m := l.max.Load()
+		if int64(d) <= m || l.max.CompareAndSwap(m, int64(d)) {
+			break
+		}
+	}
+}
+
+// quantile is the upper bound of the bucket holding quantile q.
+func (l *latencies) quantile(q float64) time.Duration {
+	var total int64
+	for i := range l.buckets {
+		total += l.buckets[i].Load()
+	}
+	if total == 0 {
+		return 0
+	}
+	want, seen := int64(q*float64(total)+0.5), int64(0)
+	for i := range l.buckets {
+		if seen += l.buckets[i].Load(); seen >= max(want, 1) {
+			pow, quarter := i/4, i%4
+			us := (int64(1) << pow) * int64(5+quarter) / 4 // the bucket's upper bound
+			return time.Duration(us) * time.Microsecond
+		}
+	}
+	return time.Duration(l.max.Load())
+}
+
+func (l *latencies) String() string {
+	return fmt.Sprintf("p50 %s, p90 %s, p99 %s, max %s", fmtDur(l.quantile(0.5)), fmtDur(l.quantile(0.9)),
+		fmtDur(l.quantile(0.99)), fmtDur(time.Duration(l.max.Load())))
 }

@@ -22,10 +22,13 @@
 // # Layout
 //
 // Bucket "kv" maps each key to an 8-byte big-endian revision, a flag byte
-// (1 = deleted) and the value; bucket "revs" maps each key's current
-// revision to the key, which makes the [storage.ChangeFeed] a range scan;
-// bucket "meta" holds the store-wide revision counter, the compaction point
-// and the layout version.
+// (1 = deleted) and the value; bucket "revs" maps each write's revision to
+// the key, which makes the [storage.ChangeFeed] a range scan (an entry
+// superseded by a later write of its key is skipped, and removed by a
+// pruning pass every 4096 writes: docs/storage.md, "Layout 2"); bucket
+// "meta" holds the store-wide revision counter, the compaction and prune
+// points and the layout version (2; a version-1 file is upgraded in place
+// at Open, and older versions of this package refuse a version-2 file).
 //
 // # Compaction
 //

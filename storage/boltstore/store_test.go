@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -243,4 +244,82 @@ func TestStorePruningOften(t *testing.T) {
 	storagetest.Run(t, func(t *testing.T) storage.Store {
 		return open(t, filepath.Join(t.TempDir(), "bmckit.db"))
 	})
+}
+
+// A file of layout 1 (one revs entry per key) opens as layout 2 with its
+// prune point at its revision: its old entries are deleted by the writes
+// that supersede them, as layout 1 did, and the feed answers the same.
+func TestLayoutOneUpgraded(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v1.db")
+	s, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	revs := map[string]int64{}
+	for i := range 10 {
+		k := fmt.Sprintf("jobs/%d", i)
+		if revs[k], err = s.Create(ctx, k, []byte("v1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Made a layout-1 file: version 1, no prune point.
+	err = s.DB().Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket([]byte("meta"))
+		if err := meta.Delete([]byte("pruned")); err != nil {
+			return err
+		}
+		return meta.Put([]byte("version"), []byte{0, 0, 0, 0, 0, 0, 0, 1})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	for k, rev := range revs {
+		if revs[k], err = s.Update(ctx, k, []byte("v2"), rev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kv, n := countEntries(t, s); kv != 10 || n != 10 || revsEntries(t, s) != 10 {
+		t.Fatalf("after the upgrade and an update of each key: %d keys, %d current and %d revs entries; want 10 of each (the old entries deleted by their writes)", kv, n, revsEntries(t, s))
+	}
+	var version []byte
+	if err := s.DB().View(func(tx *bolt.Tx) error {
+		version = bytes.Clone(tx.Bucket([]byte("meta")).Get([]byte("version")))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(version, []byte{0, 0, 0, 0, 0, 0, 0, 2}) {
+		t.Fatalf("layout version after Open = %v, want 2", version)
+	}
+	ch, err := s.Changes(ctx, "jobs/", 0, 0)
+	if err != nil || len(ch.Events) != 10 || string(ch.Events[0].Value) != "v2" {
+		t.Fatalf("feed after the upgrade: %d events, %v", len(ch.Events), err)
+	}
+}
+
+// A file of a newer layout is refused, naming both versions, and left as
+// it was.
+func TestNewerLayoutRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v9.db")
+	s, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DB().Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("meta")).Put([]byte("version"), []byte{0, 0, 0, 0, 0, 0, 0, 9})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = boltstore.Open(path, boltstore.Options{})
+	if err == nil || !strings.Contains(err.Error(), "layout version 9") || !strings.Contains(err.Error(), "up to 2") {
+		t.Fatalf("Open of a layout-9 file = %v; want a refusal naming versions 9 and 2", err)
+	}
 }
