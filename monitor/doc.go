@@ -21,15 +21,21 @@
 // [ReasonUnauthorized], [ReasonUnreachable], [ReasonTLSError],
 // [ReasonTimeout], [ReasonCredentialsUnresolved], [ReasonNotSupported],
 // [ReasonBMCError]; the message names the BMC), the power state, and
-// LastReadTime. The condition follows conditions.Set: LastTransitionTime
-// moves only when its status flips. Hosts follow the records through the
+// LastReadTime; and the health the BMC reports ([Health]) with a
+// [TypeHealthy] condition (False with [ReasonHealthCritical] at Critical).
+// Conditions follow conditions.Set: LastTransitionTime moves only when a
+// status flips. Hosts follow the records through the
 // Store's change feed ([Monitor.Follower], [Decode]) or read them with
 // [Monitor.Get] and [Monitor.List].
 //
 // # Reads
 //
-// A refresh is one [bmc.Driver.PowerState] call through a connpool.Pool: one
-// GET of the system on Redfish when the session is open. Give the monitor
+// A refresh is one [bmc.Driver.PowerState] call through a connpool.Pool
+// ([bmc.SystemStatusReader.SystemStatus] where the driver has it: the same
+// request, with the system's health): one GET of the system on Redfish when
+// the session is open. Every Config.HealthEvery refreshes, a machine whose
+// power read carries no health also gets the full report
+// ([bmc.HealthReader]); changes of health go to Config.Observer. Give the monitor
 // the job Runner's pool (Runner.Pool): it then reads a system a job is using
 // on that job's session, never a second one, and its requests count against
 // the drivers' per-endpoint request budget, which lives in the Dialer behind

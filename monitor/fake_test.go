@@ -42,10 +42,18 @@ type fakeEnv struct {
 
 func newFakeEnv(t *testing.T, cfg monitor.Config) *fakeEnv {
 	t.Helper()
+	return newFakeEnvWith(t, cfg, fake.Options{Power: bmc.PowerOn})
+}
+
+// newFakeEnvWith is newFakeEnv with the fake BMC's options (its Clock is
+// the env's).
+func newFakeEnvWith(t *testing.T, cfg monitor.Config, opts fake.Options) *fakeEnv {
+	t.Helper()
 	e := &fakeEnv{clk: clock.NewFake(monitortest.T0), store: memstore.New(), fleet: fake.NewFleet(), logs: &monitortest.LogSink{},
 		creds: monitortest.NewCreds("rack1", bmc.Credentials{Username: "admin", Password: monitortest.Secret})}
 	var err error
-	e.srv, err = e.fleet.AddNew(fakeURL, fake.Options{Power: bmc.PowerOn, Clock: e.clk})
+	opts.Clock = e.clk
+	e.srv, err = e.fleet.AddNew(fakeURL, opts)
 	require.NoError(t, err)
 	if cfg.Store == nil {
 		cfg.Store = e.store
@@ -96,7 +104,7 @@ func TestAddReadsAtOnce(t *testing.T) {
 	// The first interval after an add is spread over [Interval, 2*Interval).
 	assert.GreaterOrEqual(t, mc.Refresh.Next.Sub(monitortest.T0), time.Minute)
 	assert.Less(t, mc.Refresh.Next.Sub(monitortest.T0), 2*time.Minute)
-	assert.Len(t, e.srv.CallsTo(fake.MethodPowerState), 1, "one read")
+	assert.Len(t, e.srv.CallsTo(fake.MethodSystemStatus), 1, "one read")
 
 	// The stored JSON: camelCase, no secret.
 	raw, err := e.store.Get(context.Background(), e.m.Prefix()+"10.0.0.1:443%2Fredfish%2Fv1%2FSystems%2F1")
@@ -111,11 +119,11 @@ func TestAddReadsAtOnce(t *testing.T) {
 	_, err = e.m.Add(context.Background(), fakeURL, "rack1")
 	require.NoError(t, err)
 	monitortest.Settle(t, e.clk, e.m)
-	assert.Len(t, e.srv.CallsTo(fake.MethodPowerState), 1)
+	assert.Len(t, e.srv.CallsTo(fake.MethodSystemStatus), 1)
 
 	// Then once per interval (±10%), on the session opened first.
 	monitortest.Advance(t, e.clk, 6*time.Minute, time.Second, e.m)
-	calls := e.srv.CallsTo(fake.MethodPowerState)
+	calls := e.srv.CallsTo(fake.MethodSystemStatus)
 	require.GreaterOrEqual(t, len(calls), 5)
 	require.LessOrEqual(t, len(calls), 7)
 	for i := 1; i < len(calls); i++ {
@@ -140,7 +148,7 @@ func TestAddWithAnotherRefReadsAtOnceAndRemoveStops(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), mc.Generation)
 	monitortest.Settle(t, e.clk, e.m)
-	assert.Len(t, e.srv.CallsTo(fake.MethodPowerState), 2, "read at once after the change")
+	assert.Len(t, e.srv.CallsTo(fake.MethodSystemStatus), 2, "read at once after the change")
 	mc = monitortest.Record(t, e.store, e.m, fakeURL)
 	assert.Equal(t, int64(2), mc.Status.ObservedGeneration)
 	assert.Equal(t, int64(2), monitortest.Contactable(t, mc).ObservedGeneration)
@@ -151,7 +159,7 @@ func TestAddWithAnotherRefReadsAtOnceAndRemoveStops(t *testing.T) {
 	_, err = e.m.Get(context.Background(), fakeURL)
 	assert.ErrorIs(t, err, storage.ErrNotFound)
 	monitortest.Advance(t, e.clk, 5*time.Minute, 5*time.Second, e.m)
-	assert.Len(t, e.srv.CallsTo(fake.MethodPowerState), 2, "no reads after Remove")
+	assert.Len(t, e.srv.CallsTo(fake.MethodSystemStatus), 2, "no reads after Remove")
 	assert.Equal(t, 0, e.m.Stats().Machines)
 	assert.ErrorIs(t, e.m.Remove(context.Background(), fakeURL), storage.ErrNotFound)
 }
@@ -168,13 +176,13 @@ func TestFakeUnreachableAndBack(t *testing.T) {
 		return nil
 	}
 	e.srv.SetHook(fake.MethodDial, refuse)
-	e.srv.SetHook(fake.MethodPowerState, refuse)
+	e.srv.SetHook(fake.MethodSystemStatus, refuse)
 
 	down.Store(true)
 	var firstFail time.Time
 	for i := 0; i < 3; i++ { // three failed reads: one transition
-		n := len(e.srv.CallsTo(fake.MethodPowerState))
-		for len(e.srv.CallsTo(fake.MethodPowerState)) == n {
+		n := len(e.srv.CallsTo(fake.MethodSystemStatus))
+		for len(e.srv.CallsTo(fake.MethodSystemStatus)) == n {
 			e.clk.Advance(time.Second)
 			monitortest.Settle(t, e.clk, e.m)
 		}
@@ -195,8 +203,8 @@ func TestFakeUnreachableAndBack(t *testing.T) {
 
 	down.Store(false)
 	e.srv.SetPower(bmc.PowerOff)
-	n := len(e.srv.CallsTo(fake.MethodPowerState))
-	for len(e.srv.CallsTo(fake.MethodPowerState)) == n {
+	n := len(e.srv.CallsTo(fake.MethodSystemStatus))
+	for len(e.srv.CallsTo(fake.MethodSystemStatus)) == n {
 		e.clk.Advance(time.Second)
 		monitortest.Settle(t, e.clk, e.m)
 	}
@@ -238,7 +246,7 @@ func TestFakeRotatedCredentials(t *testing.T) {
 	assert.Equal(t, monitor.ReasonUnauthorized, c.Reason)
 	assert.Contains(t, c.Message, fakeURL)
 	assert.Equal(t, 0, e.srv.Sessions().Open, "the expired session was closed")
-	reads := len(e.srv.CallsTo(fake.MethodPowerState))
+	reads := len(e.srv.CallsTo(fake.MethodSystemStatus))
 
 	e.creds.Set("rack1", bmc.Credentials{Username: "admin2", Password: monitortest.Secret + "-new"})
 	e.m.CredentialsChanged("rack1")
@@ -247,7 +255,7 @@ func TestFakeRotatedCredentials(t *testing.T) {
 	c = monitortest.Contactable(t, mc)
 	assert.Equal(t, conditions.True, c.Status, "%+v", c)
 	assert.Equal(t, e.clk.Now(), mc.Status.LastReadTime, "read at once")
-	assert.Equal(t, reads+1, len(e.srv.CallsTo(fake.MethodPowerState)))
+	assert.Equal(t, reads+1, len(e.srv.CallsTo(fake.MethodSystemStatus)))
 	s := e.srv.Sessions()
 	assert.Equal(t, 1, s.Open)
 	assert.Equal(t, 1, s.MaxOpen)
@@ -263,14 +271,14 @@ func TestFakeCredentialsChangeSeenByThePeriodicCheck(t *testing.T) {
 	e.add(t)
 	e.creds.Set("rack1", bmc.Credentials{Username: "admin", Password: monitortest.Secret + "-new"})
 	monitortest.Advance(t, e.clk, 30*time.Second, time.Second, e.m)
-	assert.Len(t, e.srv.CallsTo(fake.MethodPowerState), 2, "read at once on the check, long before the interval")
+	assert.Len(t, e.srv.CallsTo(fake.MethodSystemStatus), 2, "read at once on the check, long before the interval")
 	s := e.srv.Sessions()
 	assert.Equal(t, 2, s.Logins)
 	assert.Equal(t, 1, s.Open)
 	assert.Equal(t, 1, s.MaxOpen, "the old session closed before the new one opened")
 	// Unchanged credentials: the next checks read nothing.
 	monitortest.Advance(t, e.clk, 2*time.Minute, 5*time.Second, e.m)
-	assert.Len(t, e.srv.CallsTo(fake.MethodPowerState), 2)
+	assert.Len(t, e.srv.CallsTo(fake.MethodSystemStatus), 2)
 }
 
 func TestCredentialsUnresolved(t *testing.T) {
@@ -330,7 +338,7 @@ func TestFakeJobHoldingTheSystemSharesItsSession(t *testing.T) {
 	assert.Equal(t, 1, s.Logins, "one login for the job and the monitor")
 	assert.Equal(t, 1, s.MaxOpen)
 	assert.GreaterOrEqual(t, m.Stats().Reads, int64(2))
-	for _, c := range srv.CallsTo(fake.MethodPowerState) {
+	for _, c := range append(srv.CallsTo(fake.MethodSystemStatus), srv.CallsTo(fake.MethodPowerState)...) {
 		assert.Equal(t, 1, c.Session)
 	}
 }
@@ -363,11 +371,11 @@ func TestSystemHeldByAnotherRunnerIsSkipped(t *testing.T) {
 	// A lease nobody renews is taken as expired after a whole lease.
 	_, err = locker.Lock(ctx, ep.SystemKey(), "a-dead-controllers-job")
 	require.NoError(t, err)
-	reads := len(e.srv.CallsTo(fake.MethodPowerState))
+	reads := len(e.srv.CallsTo(fake.MethodSystemStatus))
 	monitortest.Advance(t, e.clk, 9*time.Minute, 5*time.Second, e.m)
-	assert.Equal(t, reads, len(e.srv.CallsTo(fake.MethodPowerState)))
+	assert.Equal(t, reads, len(e.srv.CallsTo(fake.MethodSystemStatus)))
 	monitortest.Advance(t, e.clk, 3*time.Minute, 5*time.Second, e.m)
-	assert.Greater(t, len(e.srv.CallsTo(fake.MethodPowerState)), reads)
+	assert.Greater(t, len(e.srv.CallsTo(fake.MethodSystemStatus)), reads)
 }
 
 func TestNewValidates(t *testing.T) {

@@ -80,6 +80,23 @@ type Config struct {
 	// records written by other replicas or processes. Defaults to 1s.
 	// Machines added through this Monitor are read at once.
 	ScanInterval time.Duration
+	// HealthEvery is how often, in refreshes of a machine, the monitor
+	// reads the full health report (bmc.HealthReader: the system, its
+	// chassis and its managers; on Redfish one GET each) of a machine
+	// whose power read does not carry the system's health (a driver
+	// without bmc.SystemStatusReader, a BMC without Status in the system
+	// resource), or of every machine with FullHealth. The first refresh
+	// reads it too. Defaults to DefaultHealthEvery (10: every 30 minutes
+	// at the default Interval); negative never reads it.
+	HealthEvery int
+	// FullHealth reads the full report every HealthEvery refreshes also
+	// for machines whose power read carries the system's health, for the
+	// chassis' and managers' health (fans, power supplies, the BMC). It
+	// costs those requests; without it such a machine's health costs no
+	// request beyond the power read. Defaults to false.
+	FullHealth bool
+	// Observer receives health changes (for metrics). Defaults to none.
+	Observer Observer
 	// Clock defaults to the wall clock.
 	Clock clock.Clock
 	// Logger defaults to logr.Discard().
@@ -111,6 +128,7 @@ type Monitor struct {
 	lost     atomic.Int64
 	deferred atomic.Int64
 	writes   atomic.Int64
+	healthCh atomic.Int64
 	machines atomic.Int64
 	// quietAt is the clock time (UnixNano) at which the loop last went to
 	// wait with nothing to do at that time; 0 while busy. Tests on a fake
@@ -159,6 +177,9 @@ func New(cfg Config) (*Monitor, error) {
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = 1000
+	}
+	if cfg.HealthEvery == 0 {
+		cfg.HealthEvery = DefaultHealthEvery
 	}
 	if cfg.Owner == "" {
 		cfg.Owner = owner.Default()
@@ -319,6 +340,9 @@ type Stats struct {
 	Deferred int64
 	// Writes counts record writes (claims and results).
 	Writes int64
+	// HealthChanges counts changes of machines' worst health this replica
+	// stored (Observer.HealthChanged).
+	HealthChanges int64
 	// InFlight is the number of refreshes running now.
 	InFlight int
 }
@@ -327,7 +351,7 @@ type Stats struct {
 func (m *Monitor) Stats() Stats {
 	return Stats{
 		Machines: int(m.machines.Load()), Reads: m.reads.Load(), Failed: m.failed.Load(),
-		ClaimsLost: m.lost.Load(), Deferred: m.deferred.Load(), Writes: m.writes.Load(),
+		ClaimsLost: m.lost.Load(), Deferred: m.deferred.Load(), Writes: m.writes.Load(), HealthChanges: m.healthCh.Load(),
 		InFlight: int(m.inflight.Load()),
 	}
 }

@@ -72,13 +72,17 @@ type Machine struct {
 type Status struct {
 	// ObservedGeneration is the Generation the last read was made for.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions holds the Contactable condition. LastTransitionTime moves
-	// only when its status flips.
+	// Conditions holds the Contactable condition, and the Healthy
+	// condition once the BMC reported health. LastTransitionTime moves
+	// only when a condition's status flips.
 	Conditions []conditions.Condition `json:"conditions,omitempty"`
 	// Power is the power state the BMC last reported. It is kept when a
 	// later read fails (Contactable False): it is then the last known
 	// state, as of LastReadTime.
 	Power bmc.PowerState `json:"power,omitempty"`
+	// Health is the health the BMC last reported (nil before it was
+	// read). Like Power, it is kept when a later read fails.
+	Health *Health `json:"health,omitempty"`
 	// LastReadTime is when the BMC last answered a read (by the clock of
 	// the replica that read it).
 	LastReadTime time.Time `json:"lastReadTime,omitzero"`

@@ -84,7 +84,7 @@ func (m *Monitor) refresh(ctx context.Context, j refreshJob) outcome {
 	o.rec, o.rev = &claimed, rev
 
 	// Read.
-	power, hash, password, readErr, timedOut := m.read(ctx, j.ep, claimed.CredentialsRef)
+	power, rd, hash, password, readErr, timedOut := m.read(ctx, j.ep, claimed.CredentialsRef, m.healthDue(&claimed))
 	if ctx.Err() != nil {
 		o.kind = outcomeLost // stopping: the claim stands, the next read is due at its Next
 		return o
@@ -95,10 +95,11 @@ func (m *Monitor) refresh(ctx context.Context, j refreshJob) outcome {
 	// Result.
 	result := claimed
 	result.Status.Conditions = append([]conditions.Condition(nil), claimed.Status.Conditions...)
-	changed := m.apply(&result, j.ep, power, readErr, timedOut, password)
+	changed, hc := m.apply(&result, j.ep, power, rd, readErr, timedOut, password)
 	if !changed {
 		return o // a failure like the last one: the claim recorded the attempt
 	}
+
 	data, err = encode(&result)
 	if err != nil {
 		return m.storeFailed(ctx, o, "encoding the result", err)
@@ -107,6 +108,7 @@ func (m *Monitor) refresh(ctx context.Context, j refreshJob) outcome {
 	if err == nil {
 		m.setOwn(j.key, rev)
 		o.rec, o.rev = &result, rev
+		m.healthChanged(hc, &result)
 		return o
 	}
 	if !errors.Is(err, storage.ErrConflict) && !errors.Is(err, storage.ErrNotFound) {
@@ -142,24 +144,45 @@ func (m *Monitor) refresh(ctx context.Context, j refreshJob) outcome {
 	}
 	m.setOwn(j.key, rec.Revision)
 	o.rec, o.rev = final, rec.Revision
+	m.healthChanged(hc, final)
 	return o
 }
 
+// healthChanged reports hc (nil: no change), now that mc, which holds it,
+// is stored: by the replica that stored it, once.
+func (m *Monitor) healthChanged(hc *HealthEvent, mc *Machine) {
+	if hc == nil || mc.Status.Health == nil {
+		return
+	}
+	m.healthCh.Add(1)
+	hc.Health = mc.Status.Health.clone()
+	msg := ""
+	if c := mc.Healthy(); c != nil {
+		msg = c.Message
+	}
+	m.log.Info("machine health changed", "system", mc.System, "health", healthMessage(hc.From, hc.To), "message", msg)
+	emit(m.log, m.cfg.Observer.HealthChanged, *hc)
+}
+
 // read resolves the credentials and reads the power state, retrying once on
-// a new session when the pooled one turns out to be spent.
-func (m *Monitor) read(ctx context.Context, ep bmc.Endpoint, ref string) (power bmc.PowerState, hash, password string, err error, timedOut bool) {
+// a new session when the pooled one turns out to be spent. Where the driver
+// gives the system's health with the power state (bmc.SystemStatusReader)
+// it is read in the same request; the full health report is read too when
+// wantReport and the power read did not carry the system's health (or
+// always, with Config.FullHealth).
+func (m *Monitor) read(ctx context.Context, ep bmc.Endpoint, ref string, wantReport bool) (power bmc.PowerState, rd reading, hash, password string, err error, timedOut bool) {
 	rctx, cancel := context.WithTimeout(ctx, m.cfg.ReadTimeout)
 	defer cancel()
 	creds, cerr := m.cfg.Credentials.Resolve(rctx, ref)
 	hash = credsHash(creds, cerr)
 	if cerr != nil {
-		return "", hash, "", &credentialsError{ref: ref, err: cerr}, false
+		return "", rd, hash, "", &credentialsError{ref: ref, err: cerr}, false
 	}
+	var drv bmc.Driver
 	for attempt := 0; ; attempt++ {
-		var drv bmc.Driver
 		drv, err = m.pool.Get(rctx, ep, creds)
 		if err == nil {
-			power, err = drv.PowerState(rctx)
+			power, rd, err = readPower(rctx, drv)
 		}
 		if err != nil && attempt == 0 && errors.Is(err, bmc.ErrSessionExpired) && rctx.Err() == nil {
 			// The session is spent (it expired, or a job's end closed it
@@ -169,21 +192,59 @@ func (m *Monitor) read(ctx context.Context, ep bmc.Endpoint, ref string) (power 
 		}
 		break
 	}
-	return power, hash, creds.Password, err, err != nil && ctx.Err() == nil && rctx.Err() != nil
+	timedOut = err != nil && ctx.Err() == nil && rctx.Err() != nil
+	if err == nil && wantReport && (!rd.sysKnown || m.cfg.FullHealth) {
+		if hr, ok := drv.(bmc.HealthReader); ok {
+			rd.reportTried = true
+			r, herr := hr.Health(rctx)
+			if herr == nil {
+				rd.report = &r
+			} else {
+				// Health is not reachability: the power read stands.
+				rd.reportErr = herr
+				m.log.V(1).Info("reading the BMC's health failed; will try again in HealthEvery refreshes", "system", ep.SystemKey(), "error", scrub(herr.Error(), creds.Password))
+			}
+		}
+	}
+	return power, rd, hash, creds.Password, err, timedOut
+}
+
+// readPower reads the power state, with the system's health where the
+// driver gives both in one request.
+func readPower(ctx context.Context, drv bmc.Driver) (bmc.PowerState, reading, error) {
+	var rd reading
+	sr, ok := drv.(bmc.SystemStatusReader)
+	if !ok {
+		p, err := drv.PowerState(ctx)
+		return p, rd, err
+	}
+	st, err := sr.SystemStatus(ctx)
+	if err != nil {
+		return st.Power, rd, err
+	}
+	rd.system, rd.sysRead = st.Health, true
+	rd.sysKnown = st.Health.Health != bmc.HealthUnknown || st.Health.Rollup != bmc.HealthUnknown
+	return st.Power, rd, nil
 }
 
 // apply records a read's result on mc and reports whether the record
 // changed.
-func (m *Monitor) apply(mc *Machine, ep bmc.Endpoint, power bmc.PowerState, err error, timedOut bool, password string) bool {
+// A change of the worst health is returned as an event to report once the
+// record is stored.
+func (m *Monitor) apply(mc *Machine, ep bmc.Endpoint, power bmc.PowerState, rd reading, err error, timedOut bool, password string) (bool, *HealthEvent) {
 	now := m.cfg.Clock.Now()
 	c := conditions.Condition{Type: TypeContactable, ObservedGeneration: mc.Generation, LastTransitionTime: timestamp.New(now)}
 	changed := mc.Status.ObservedGeneration != mc.Generation
+	var hc *HealthEvent
 	mc.Status.ObservedGeneration = mc.Generation
 	if err == nil {
 		c.Status, c.Reason, c.Message = conditions.True, ReasonContacted, bmc.RedactURL(mc.BMC)+" answered"
 		mc.Status.Power = power
 		mc.Status.LastReadTime = now.UTC()
 		changed = true
+		if from, to, ok := applyHealth(mc, rd, mc.Refresh.Seq, now); ok && from != to {
+			hc = &HealthEvent{System: mc.System, BMC: bmc.RedactURL(mc.BMC), From: from, To: to, Time: now.UTC()}
+		}
 	} else {
 		m.failed.Add(1)
 		var ce *credentialsError
@@ -208,7 +269,7 @@ func (m *Monitor) apply(mc *Machine, ep bmc.Endpoint, power bmc.PowerState, err 
 	if err != nil {
 		m.log.V(1).Info("machine read failed", "system", mc.System, "reason", c.Reason, "error", c.Message)
 	}
-	return changed
+	return changed, hc
 }
 
 // credentialsError is a failed resolution of a machine's credentials.

@@ -87,6 +87,9 @@ type Status struct {
 	// BIOS is what a bios task read or left pending. Nil for the other
 	// kinds.
 	BIOS *BIOSStatus `json:"bios,omitempty"`
+	// ClearLog is what a clearLog task read before its clear (stored
+	// before the clear is sent). Nil for the other kinds.
+	ClearLog *ClearLogStatus `json:"clearLog,omitempty"`
 }
 
 // BIOSStatus is what a bios task stored.

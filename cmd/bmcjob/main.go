@@ -191,6 +191,8 @@ var commands = []command{
 	{"firmware", "update -image URL -component ID -version V [flags]", "install a firmware image and verify the component's version", firmwareCmd},
 	{"inventory", "[flags]", "read the hardware inventory (-json: the whole of it)", inventoryCmd},
 	{"bios", "get | set NAME=VALUE... [-reboot] | verify NAME=VALUE...", "read, set (checked against the BMC's registry) or verify BIOS attributes", biosCmd},
+	{"health", "[flags]", "read the health the BMC reports for the system, its chassis and its manager", healthCmd},
+	{"log", "list [SCOPE/ID] | clear SCOPE/ID [flags]", "list the event logs or a log's entries (newest first); clear a log, its entries kept in the job's status first", logCmd},
 	{"monitor", "[BMC URL ...] [-simulate N] [flags]", "live table of machines: Contactable and power (Ctrl-C quits)", monitorCmd},
 	{"spec", "[NAME]", "list the example specs built into bmcjob, or print one (bmcjob spec netboot | bmcjob run -spec -)", specCmd},
 	{"version", "", "print the version of bmcjob (also --version)", versionCmd},

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/task"
@@ -98,15 +97,8 @@ func runTasks(ctx context.Context, e *env, tf *targetFlags, asJSON bool, tasks .
 			return err
 		}
 	}
-	if !tf.simulate {
-		if tf.bmcURL == "" {
-			return errors.New("-bmc is required (or -simulate)")
-		}
-		if _, err := bmc.ParseEndpoint(tf.bmcURL); err != nil {
-			// "-bmc: invalid BMC address: ...", without the package's
-			// own "bmc: " in front.
-			return fmt.Errorf("-bmc: %s", strings.TrimPrefix(err.Error(), "bmc: "))
-		}
+	if err := tf.checkBMC(); err != nil {
+		return err
 	}
 	c, err := tf.open(e)
 	if err != nil {

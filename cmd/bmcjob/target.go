@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -59,6 +60,22 @@ func addTargetFlags(fs *flag.FlagSet, timeout time.Duration) *targetFlags {
 	fs.DurationVar(&t.progress, "progress", 3*time.Second, "while a task waits, print what it waits for this often (on standard error)")
 	fs.DurationVar(&t.unreachable, "unreachable", defaultUnreachable, "give up when the BMC refused every connection (or had no route) for this long before it was ever reached; 0: retry until -timeout")
 	return t
+}
+
+// checkBMC checks -bmc (unless -simulate) before anything is opened.
+func (t *targetFlags) checkBMC() error {
+	if t.simulate {
+		return nil
+	}
+	if t.bmcURL == "" {
+		return errors.New("-bmc is required (or -simulate)")
+	}
+	if _, err := bmc.ParseEndpoint(t.bmcURL); err != nil {
+		// "-bmc: invalid BMC address: ...", without the package's own
+		// "bmc: " in front.
+		return fmt.Errorf("-bmc: %s", strings.TrimPrefix(err.Error(), "bmc: "))
+	}
+	return nil
 }
 
 // userGiven reports whether -user was on the command line.

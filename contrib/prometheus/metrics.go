@@ -12,6 +12,7 @@
 //	registry.MustRegister(m)
 //	runner, _ := job.NewRunner(job.Config{..., StepperConfig: job.StepperConfig{..., Observer: m.JobObserver()}})
 //	tracker, _ := bootstate.NewTracker(bootstate.Config{..., Observer: m.BootObserver()})
+//	mon, _ := monitor.New(monitor.Config{..., Observer: m.MonitorObserver()})
 //
 // # Metrics
 //
@@ -42,6 +43,7 @@
 //	bmckit_bootstate_boots_completed_total              counter
 //	bmckit_bootstate_boot_timeouts_total{reason}        counter
 //	bmckit_bootstate_boot_duration_seconds{result}      histogram
+//	bmckit_monitor_health_changes_total{health}         counter (health: the worst after the change)
 //
 // The queue gauges are one Runner's; with several replicas, each reports
 // every unfinished job in the shared Store, so aggregate
@@ -56,6 +58,7 @@ import (
 
 	"github.com/bmckit/bmckit/bootstate"
 	"github.com/bmckit/bmckit/job/observe"
+	"github.com/bmckit/bmckit/monitor"
 )
 
 // Options configures [New]. The zero value means the defaults.
@@ -96,6 +99,8 @@ type Metrics struct {
 
 	signals, bootsCompleted, bootTimeouts *prometheus.CounterVec
 	bootDuration                          *prometheus.HistogramVec
+
+	healthChanges *prometheus.CounterVec
 
 	all []prometheus.Collector
 }
@@ -152,6 +157,7 @@ func New(opts Options) *Metrics {
 	m.bootsCompleted = counter("bootstate_boots_completed_total", "Boot attempts that completed (their policy met).")
 	m.bootTimeouts = counter("bootstate_boot_timeouts_total", "Boot attempts that timed out, by reason (TimedOut, or a stage's timeout such as IPXETimeout).", "reason")
 	m.bootDuration = hist("bootstate_boot_duration_seconds", "Time from a boot attempt's start to its end, by result.", jb, "result")
+	m.healthChanges = counter("monitor_health_changes_total", "Changes of a machine's worst health the monitor stored, by the health after the change (OK, Warning, Critical, none for unknown).", "health")
 	return m
 }
 
@@ -225,6 +231,13 @@ func (m *Metrics) BootObserver() bootstate.Observer {
 			m.bootTimeouts.WithLabelValues(label(e.Reason)).Inc()
 			m.bootDuration.WithLabelValues(label(string(e.Result))).Observe(e.Duration().Seconds())
 		},
+	}
+}
+
+// MonitorObserver returns the observer to set in monitor.Config.Observer.
+func (m *Metrics) MonitorObserver() monitor.Observer {
+	return monitor.Observer{
+		HealthChanged: func(e monitor.HealthEvent) { m.healthChanges.WithLabelValues(label(string(e.To))).Inc() },
 	}
 }
 

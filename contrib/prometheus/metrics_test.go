@@ -25,6 +25,7 @@ import (
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/job/observe"
+	"github.com/bmckit/bmckit/monitor"
 	"github.com/bmckit/bmckit/storage/memstore"
 	"github.com/bmckit/bmckit/task"
 )
@@ -195,4 +196,23 @@ func TestGaugesFollowQueue(t *testing.T) {
 	assert.Equal(t, 2.0, value(byName, "x_runner_held_systems", "runner=a"))
 	assert.Equal(t, 1.0, value(byName, "x_runner_steps_in_flight", "runner=a"))
 	assert.Equal(t, 1.0, value(byName, "x_lease_losses_total", "runner=a"))
+}
+
+// The monitor's health changes, by the health after the change.
+func TestMonitorHealthChanges(t *testing.T) {
+	m := bmcprom.New(bmcprom.Options{})
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	o := m.MonitorObserver()
+	o.HealthChanged(monitor.HealthEvent{From: bmc.HealthUnknown, To: bmc.HealthOK})
+	o.HealthChanged(monitor.HealthEvent{From: bmc.HealthOK, To: bmc.HealthCritical})
+	o.HealthChanged(monitor.HealthEvent{From: bmc.HealthCritical, To: bmc.HealthOK})
+	gathered, err := reg.Gather()
+	require.NoError(t, err)
+	fams := map[string]*dto.MetricFamily{}
+	for _, f := range gathered {
+		fams[f.GetName()] = f
+	}
+	assert.Equal(t, 2.0, value(fams, "bmckit_monitor_health_changes_total", "health=OK"))
+	assert.Equal(t, 1.0, value(fams, "bmckit_monitor_health_changes_total", "health=Critical"))
 }

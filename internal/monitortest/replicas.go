@@ -67,7 +67,7 @@ func Replicas(t testing.TB, stores [2]storage.Store) {
 
 	total := 0
 	for _, u := range urls {
-		calls := fleet.Get(u).CallsTo(fake.MethodPowerState)
+		calls := fleet.Get(u).CallsTo(fake.MethodSystemStatus)
 		total += len(calls)
 		require.GreaterOrEqual(t, len(calls), int(run/(2*interval)), u)
 		require.LessOrEqual(t, len(calls), int(run/(interval*9/10))+1, u)
@@ -96,11 +96,11 @@ func Replicas(t testing.TB, stores [2]storage.Store) {
 	dones[1] <- nil
 	before := map[string]int{}
 	for _, u := range urls {
-		before[u] = len(fleet.Get(u).CallsTo(fake.MethodPowerState))
+		before[u] = len(fleet.Get(u).CallsTo(fake.MethodSystemStatus))
 	}
 	Advance(t, clk, 3*interval, time.Second, ms[0])
 	for _, u := range urls {
-		assert.Greater(t, len(fleet.Get(u).CallsTo(fake.MethodPowerState)), before[u], "%s taken over", u)
+		assert.Greater(t, len(fleet.Get(u).CallsTo(fake.MethodSystemStatus)), before[u], "%s taken over", u)
 		mc, err := ms[0].Get(context.Background(), u)
 		require.NoError(t, err)
 		assert.Equal(t, "replica-0", mc.Refresh.Owner)

@@ -122,7 +122,8 @@ type TaskEvent struct {
 	Index int
 	// Kind is the task's action: "power", "powerStatus", "reachable",
 	// "bootDevice", "virtualMedia", "bmcReset", "waitForBoot",
-	// "firmwareUpdate", "inventory" or "bios" (see task.Spec.Action).
+	// "firmwareUpdate", "inventory", "bios" or "clearLog" (see
+	// task.Spec.Action).
 	Kind string
 	// Attempt is the task's attempt count so far (1 for the first).
 	Attempt int
