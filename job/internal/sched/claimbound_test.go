@@ -71,9 +71,8 @@ func TestClaimsOnlyWhatWorkersCanStart(t *testing.T) {
 	}
 }
 
-// A renewal round renews the locks written at least LeaseDuration/6 ago;
-// fresher ones wait for the next round, which comes LeaseDuration/3 later,
-// when they still have half a lease of validity left.
+// A renewal round renews the locks written at least LeaseDuration/12 ago;
+// fresher ones wait for the next round, which comes LeaseDuration/3 later.
 func TestRenewalSkipsFreshLocks(t *testing.T) {
 	e, _ := newEngine(time.Hour)
 	lease := e.cfg.LeaseDuration
@@ -85,8 +84,8 @@ func TestRenewalSkipsFreshLocks(t *testing.T) {
 		return h
 	}
 	old := at("old", lease/3, false)
-	edge := at("edge", lease/6, false)
-	at("fresh", lease/6-time.Second, false)
+	edge := at("edge", lease/12, false)
+	at("fresh", lease/12-time.Millisecond, false)
 	at("lost", lease, true)
 	got := map[*heldSystem]bool{}
 	for _, h := range l.renewable(now) {
@@ -97,6 +96,6 @@ func TestRenewalSkipsFreshLocks(t *testing.T) {
 		for h := range got {
 			names = append(names, h.sys)
 		}
-		t.Fatalf("renewed %v; want old and edge (written LeaseDuration/3 and /6 ago), not fresh or lost", names)
+		t.Fatalf("renewed %v; want old and edge (written LeaseDuration/3 and /12 ago), not fresh or lost", names)
 	}
 }

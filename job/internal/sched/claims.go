@@ -198,7 +198,10 @@ func (l *loop) claim() {
 // Jobs that wait on a timer (a boot, a power change) hold no worker and
 // do not count.
 func (l *loop) freeWorkers(now time.Time) int {
-	if first, ok := l.due.Peek(); ok && !first.Due().After(now) && l.running >= l.e.cfg.Workers {
+	// Jobs claimed in the last round may not have been launched yet:
+	// launch what is due first, so that running counts them.
+	l.launchDue(now)
+	if first, ok := l.due.Peek(); ok && !first.Due().After(now) {
 		return 0 // saturated: due jobs already wait for a worker
 	}
 	return max(l.e.cfg.Workers-l.running, 0)

@@ -398,15 +398,17 @@ func (l *loop) renew() {
 }
 
 // renewable returns the held locks a renewal round at now renews. A lock
-// written less than LeaseDuration/6 ago waits for the next round: it then
-// still has half a lease of validity left for its renewal to land (the
-// margin is another sixth), as a lock renewed in every round had. Most jobs
-// end within seconds of their claim; renewing their locks anyway cost a
-// write each that the release right after made moot, and a conflict for
-// the release when the renewal landed between the two (docs/benchmarks.md).
+// written less than LeaseDuration/12 ago waits for the next round, a third
+// of a lease later: its renewal is then sent at most 5/12 of a lease after
+// its last write, with 5/12 of a lease of validity left for it to land (the
+// validity is 5/6 of a lease; renewing every lock in every round left
+// half a lease). Most jobs end within seconds of their claim; renewing
+// their locks anyway cost a write each that the release right after made
+// moot, and a conflict for the release when the renewal landed between the
+// two (docs/benchmarks.md).
 func (l *loop) renewable(now time.Time) []*heldSystem {
 	lease := l.e.cfg.LeaseDuration
-	fresh := lease - syslock.Margin(lease) - lease/6 // validity left at LeaseDuration/6 of age
+	fresh := lease - syslock.Margin(lease) - lease/12 // validity left at LeaseDuration/12 of age
 	var hs []*heldSystem
 	for _, h := range l.held {
 		if !h.lost && h.until.Sub(now) <= fresh {
