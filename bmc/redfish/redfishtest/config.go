@@ -221,6 +221,18 @@ type Config struct {
 	// power state settles to a new value (see events.go). Defaults to
 	// false: no EventService (404).
 	EventStream bool
+	// Subscriptions offers the EventService's Subscriptions collection,
+	// pushes to each subscription's Destination and SubmitTestEvent, in
+	// the given personality (see subscriptions.go). Defaults to
+	// SubscriptionsNone: no subscriptions (and, without EventStream, no
+	// EventService).
+	Subscriptions SubscriptionStyle
+	// EventRetryAttempts is how often a push is tried before the event is
+	// dropped (DeliveryRetryAttempts). Defaults to 3.
+	EventRetryAttempts int
+	// EventRetryInterval is the wait between two tries of a push (wall
+	// time). Defaults to 50 ms.
+	EventRetryInterval time.Duration
 
 	// Media selects where virtual media hangs. Defaults to MediaUnderManager.
 	Media MediaLocation

@@ -119,7 +119,7 @@ func (s *Server) closeEvents() {
 }
 
 func (s *Server) getEventService(w http.ResponseWriter, _ *http.Request) {
-	if !s.cfg.EventStream {
+	if !s.cfg.EventStream && !s.subscriptionsOn() {
 		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no resource at "+eventServiceURI)
 		return
 	}
@@ -135,6 +135,7 @@ func (s *Server) getEventService(w http.ResponseWriter, _ *http.Request) {
 	if s.eventsOn() {
 		doc["ServerSentEventUri"] = sseURI
 	}
+	s.subscriptionProps(doc) // subscriptions.go
 	writeJSON(w, http.StatusOK, "", doc)
 }
 

@@ -105,6 +105,7 @@ func (s *Server) routes() http.Handler {
 	s.inventoryRoutes(handle)
 	s.biosRoutes(handle)
 	s.logRoutes(handle)
+	s.subscriptionRoutes(handle)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no resource at "+r.URL.Path)
 	})
@@ -298,7 +299,7 @@ func (s *Server) serviceRoot(w http.ResponseWriter, _ *http.Request) {
 		"Managers":       link(root + "/Managers"),
 		"Chassis":        link(root + "/Chassis"),
 	}
-	if s.cfg.EventStream {
+	if s.cfg.EventStream || s.subscriptionsOn() {
 		doc["EventService"] = link(eventServiceURI)
 	}
 	s.firmwareLinks(doc)

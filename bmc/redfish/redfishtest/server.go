@@ -47,6 +47,7 @@ type Server struct {
 	changeSeq int64 // last StateChange.Seq
 	rate      requestRate
 	events    eventHub               // events.go
+	subs      subscriptionHub        // subscriptions.go
 	fw        firmwareState          // firmware.go
 	bios      map[string]*biosSystem // by system ID; bios.go
 	sysLogs   map[string][]*simLog   // by system ID; logs.go
@@ -231,6 +232,7 @@ func newMediaSet() []*media {
 // Close shuts the server down.
 func (s *Server) Close() {
 	s.closeEvents() // open event streams would keep Close waiting
+	s.closeSubscriptions()
 	s.http.Close()
 }
 
