@@ -320,6 +320,7 @@ type result struct {
 	jobs                   []*job.Job
 	timedOut               bool
 	submit                 time.Duration
+	start                  time.Time // Runner.Start
 	crash                  *crash   // -crash-at: when the runners died and how they recovered
 	tracker                *tracker // the runners' BMC calls
 }
@@ -504,6 +505,7 @@ func run(c config) (bool, error) {
 	}
 	u0 := usageNow()
 	t0 := time.Now()
+	res.start = t0
 	gen.start(ctx)
 	defer func() { _ = gen.stop() }() // the last generation, on an early return
 	deadline := t0.Add(c.timeout)
@@ -721,6 +723,9 @@ func report(c config, res result, tgt target, storeDesc string, startedAt time.T
 		float64(fc.jobsCreate.Load())/n, float64(fc.jobsUpdate.Load())/n, float64(fc.jobsDelete.Load())/n,
 		float64(fc.sysCreate.Load())/n, float64(fc.sysUpdate.Load())/n, float64(fc.sysDelete.Load())/n, fc.other.Load(),
 		fc.failedJobs.Load(), fc.failedSystems.Load(), fc.failures())
+	if res.tracker != nil && res.crash == nil {
+		fmt.Printf("- The jobs began to dial their BMCs (after Start): %s.\n", res.tracker.dialsAfter(res.start))
+	}
 	fmt.Printf("- Job-record updates took (store call to its return, as a step waits for it; buckets a quarter of a power of two wide): %s.\n", &fc.updateLatency)
 	rssNote := "VmHWM reset at Start (clear_refs)"
 	if !res.rssReset {

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/job"
@@ -25,6 +27,26 @@ type tracker struct {
 	// order and exclusivity checks read.
 	mu      sync.Mutex
 	actions map[string][]string
+	// dials is when each BMC connection began to be dialled: a job's first
+	// BMC call, which tells how long the runners took to start the jobs.
+	dials []time.Time
+}
+
+// dialsAfter gives the quantiles of the dial times after t0: when the jobs
+// began to talk to their BMCs.
+func (t *tracker) dialsAfter(t0 time.Time) string {
+	t.mu.Lock()
+	ds := make([]time.Duration, len(t.dials))
+	for i, d := range t.dials {
+		ds[i] = d.Sub(t0)
+	}
+	t.mu.Unlock()
+	if len(ds) == 0 {
+		return "none"
+	}
+	slices.Sort(ds)
+	q := func(f float64) string { return fmtDur(ds[min(int(f*float64(len(ds))), len(ds)-1)]) }
+	return fmt.Sprintf("first %s, p50 %s, p90 %s, last %s", fmtDur(ds[0]), q(0.5), q(0.9), fmtDur(ds[len(ds)-1]))
 }
 
 // acted notes a state-changing call on sys that succeeded.
@@ -47,6 +69,9 @@ type trackedDialer struct {
 var _ bmc.Dialer = trackedDialer{}
 
 func (td trackedDialer) Dial(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (bmc.Driver, error) {
+	td.t.mu.Lock()
+	td.t.dials = append(td.t.dials, time.Now())
+	td.t.mu.Unlock()
 	td.t.inCall.Add(1)
 	drv, err := td.d.Dial(ctx, ep, creds)
 	td.t.inCall.Add(-1)

@@ -11,9 +11,12 @@ const Limit = 256
 
 // Do calls f(i) for every i < n, at most Limit at once, and returns when
 // every call returned.
-func Do(n int, f func(i int)) {
+func Do(n int, f func(i int)) { DoLimit(n, Limit, f) }
+
+// DoLimit is Do with at most limit calls at once.
+func DoLimit(n, limit int, f func(i int)) {
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, Limit)
+	sem := make(chan struct{}, max(limit, 1))
 	for i := range n {
 		wg.Add(1)
 		sem <- struct{}{}

@@ -99,3 +99,42 @@ func TestRenewalSkipsFreshLocks(t *testing.T) {
 		t.Fatalf("renewed %v; want old and edge (written LeaseDuration/3 and /12 ago), not fresh or lost", names)
 	}
 }
+
+// heldCreate is a Store whose lock create for one system waits for the
+// test.
+type heldCreate struct {
+	storage.Store
+	sys     string
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *heldCreate) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	if strings.HasPrefix(key, syslock.KeyPrefix) && strings.Contains(key, s.sys) {
+		close(s.entered)
+		<-s.release
+	}
+	return s.Store.Create(ctx, key, value)
+}
+
+// A job starts as soon as its own system's claim is written, not when the
+// slowest claim of its round is: with one lock write held, the jobs of the
+// other systems of the same round run to completion meanwhile.
+func TestClaimsDeliveredAsTheyLand(t *testing.T) {
+	f := &fakeJobs{copies: map[string]Copy{}, done: map[string]chan struct{}{}}
+	hc := &heldCreate{Store: newStore(), sys: "10.7.0.3", entered: make(chan struct{}), release: make(chan struct{})}
+	f.store = hc
+	f.e = New(engineConfig(f, hc))
+	for i := range 3 {
+		createOn(t, f, fmt.Sprint("j", i), fmt.Sprintf("redfish://10.7.0.%d/redfish/v1/Systems/1", i+1))
+	}
+	run(t, f.e)
+	var once sync.Once
+	letGo := func() { once.Do(func() { close(hc.release) }) }
+	t.Cleanup(letGo)
+	<-hc.entered
+	f.wait(t, "j0")
+	f.wait(t, "j1")
+	letGo()
+	f.wait(t, "j2")
+}

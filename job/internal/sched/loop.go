@@ -72,7 +72,7 @@ type loop struct {
 	running  int
 	steps    chan stepOutcome
 	idle     []*stepWorker // workers waiting for a step; idle[0] waited longest
-	claims   chan []claimed
+	claims   chan claimBatch
 	renewals chan []renewal
 	claiming bool
 	renewing bool
@@ -99,7 +99,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	l := &loop{
 		e: e, ctx: ctx, held: map[string]*heldSystem{}, fenced: map[*heldSystem]bool{},
 		perEndpoint: map[string]int{}, retryAt: map[string]time.Time{}, parked: map[string]map[string]struct{}{},
-		steps: make(chan stepOutcome, 64), claims: make(chan []claimed, 1), renewals: make(chan []renewal, 1),
+		steps: make(chan stepOutcome, 64), claims: make(chan claimBatch, 1), renewals: make(chan []renewal, 1),
 		handovers: make(chan claimed, 64), handing: map[string]bool{},
 	}
 	now := e.cfg.Clock.Now()
@@ -162,9 +162,11 @@ func (e *Engine) Run(ctx context.Context) error {
 			l.stepped(o)
 		case <-e.wakes.ch:
 			l.wakeJobs(e.wakes.take())
-		case cs := <-l.claims:
-			l.claimed(cs, true)
-			l.claimAgain() // replicas.go
+		case b := <-l.claims:
+			l.claimed(b.cs, b.last)
+			if b.last {
+				l.claimAgain() // replicas.go
+			}
 		case c := <-l.handovers:
 			l.handedOver(c)
 		case rs := <-l.renewals:
@@ -481,8 +483,9 @@ func (l *loop) stop() {
 	for l.running > 0 {
 		l.stepped(<-l.steps)
 	}
-	if l.claiming {
-		l.claimed(<-l.claims, true) // so their locks are released below
+	for l.claiming {
+		b := <-l.claims
+		l.claimed(b.cs, b.last) // so their locks are released below
 	}
 	for len(l.handing) > 0 {
 		l.handedOver(<-l.handovers) // likewise
