@@ -321,8 +321,8 @@ type result struct {
 	timedOut               bool
 	submit                 time.Duration
 	start                  time.Time // Runner.Start
-	crash                  *crash   // -crash-at: when the runners died and how they recovered
-	tracker                *tracker // the runners' BMC calls
+	crash                  *crash    // -crash-at: when the runners died and how they recovered
+	tracker                *tracker  // the runners' BMC calls
 }
 
 // crash is what -crash-at saw.
