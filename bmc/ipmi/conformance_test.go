@@ -21,19 +21,105 @@ func dialer(t testing.TB, opts ipmi.Options) *ipmi.Dialer {
 	return d
 }
 
-// factory opens a driver per subtest on one shared peer.
-func factory(d *ipmi.Dialer, ep bmc.Endpoint, creds bmc.Credentials) func(t *testing.T) bmctest.Target {
+// factory opens a driver per subtest on one shared peer, whose health and
+// SEL the suite compares with the driver's reads through peers (nil: not
+// compared).
+func factory(d *ipmi.Dialer, ep bmc.Endpoint, creds bmc.Credentials, peers ...func(*bmctest.Target)) func(t *testing.T) bmctest.Target {
 	return func(t *testing.T) bmctest.Target {
 		drv, err := d.Dial(t.Context(), ep, creds)
 		if err != nil {
 			t.Fatalf("dial %s: %v", ep, err)
 		}
-		return bmctest.Target{
+		tg := bmctest.Target{
 			Driver:      drv,
 			Credentials: creds,
 			Dial: func(ctx context.Context, c bmc.Credentials) (bmc.Driver, error) {
 				return d.Dial(ctx, ep, c)
 			},
+		}
+		for _, p := range peers {
+			p(&tg)
+		}
+		return tg
+	}
+}
+
+// simPeers are the bmctest views of an ipmitest.Server's chassis status
+// and SEL. The SEL's records are decoded with the driver's decoder (its
+// own tests check it against ipmitool's reading of ipmi_sim's records):
+// what the suite checks here is the walk, the order and the paging.
+func simPeers(sim *ipmitest.Server) func(*bmctest.Target) {
+	return func(tg *bmctest.Target) {
+		tg.Health = &bmctest.HealthPeer{
+			Want: func() bmc.HealthReport { return bmc.HealthReport{System: faultsHealth(sim.Chassis().Faults())} },
+			Set: func(h bmc.Health) {
+				switch h {
+				case bmc.HealthCritical:
+					sim.Chassis().SetFaults(ipmitest.ChassisFaults{PowerFault: true, CoolingFault: true})
+				case bmc.HealthWarning:
+					sim.Chassis().SetFaults(ipmitest.ChassisFaults{DriveFault: true})
+				default:
+					sim.Chassis().SetFaults(ipmitest.ChassisFaults{})
+				}
+			},
+		}
+		tg.Logs = &bmctest.LogPeer{
+			Entries: func(ref bmc.LogRef) []bmc.LogEntry {
+				var es []bmc.LogEntry
+				for _, r := range sim.SEL().Records() {
+					es = append(es, ipmi.DecodeSELRecord(r.Bytes()))
+				}
+				return es
+			},
+			Add: func(_ bmc.LogRef, n int) { addEvents(sim.SEL(), n) },
+		}
+	}
+}
+
+// faultsHealth is the health the driver must read for the fault bits f.
+func faultsHealth(f ipmitest.ChassisFaults) bmc.ResourceHealth {
+	h := bmc.ResourceHealth{ID: "chassis", Health: bmc.HealthOK}
+	for _, b := range []struct {
+		set    bool
+		health bmc.Health
+		name   string
+	}{
+		{f.PowerOverload, bmc.HealthCritical, "power overload"},
+		{f.PowerFault, bmc.HealthCritical, "main power fault"},
+		{f.PowerControlFault, bmc.HealthCritical, "power control fault"},
+		{f.Interlock, bmc.HealthWarning, "power interlock active"},
+		{f.CoolingFault, bmc.HealthWarning, "cooling/fan fault"},
+		{f.DriveFault, bmc.HealthWarning, "drive fault"},
+		{f.FrontPanelLockout, bmc.HealthWarning, "front panel lockout active"},
+		{f.Intrusion, bmc.HealthWarning, "chassis intrusion"},
+	} {
+		if b.set {
+			h.Faults = append(h.Faults, b.name)
+			if h.Health != bmc.HealthCritical {
+				h.Health = b.health
+			}
+		}
+	}
+	h.Rollup = h.Health
+	return h
+}
+
+// addEvents records n events of several kinds in sim's SEL: threshold and
+// sensor-specific events, asserted and deasserted, an OEM record with and
+// one without a timestamp.
+func addEvents(sel *ipmitest.SEL, n int) {
+	for i := range n {
+		switch i % 5 {
+		case 0:
+			sel.AddEvent(ipmitest.SELEvent{SensorType: 0x01, SensorNumber: 0x30, EventType: 0x01, EventData: [3]byte{0x52 | 0x09, 0x60, 0x55}})
+		case 1:
+			sel.AddEvent(ipmitest.SELEvent{Generator: 0x0041, SensorType: 0x08, SensorNumber: 0x02, EventType: 0x6f, EventData: [3]byte{0x01, 0xff, 0xff}})
+		case 2:
+			sel.AddEvent(ipmitest.SELEvent{SensorType: 0x04, SensorNumber: 0x41, EventType: 0x01, Deassertion: true, EventData: [3]byte{0x02}})
+		case 3:
+			sel.Add(0xc1, [13]byte{4: 0x57, 5: 0x01, 7: byte(i), 8: 0xaa})
+		case 4:
+			sel.Add(0xe0, [13]byte{0: 0xde, 1: 0xad, 12: byte(i)})
 		}
 	}
 }
@@ -45,9 +131,10 @@ func factory(d *ipmi.Dialer, ep bmc.Endpoint, creds bmc.Credentials) func(t *tes
 // run has a budget).
 func TestConformanceGoIPMISimulator(t *testing.T) {
 	t.Parallel()
-	sim := ipmitest.NewServer(t, ipmitest.Options{})
+	sim := ipmitest.NewServer(t, ipmitest.Options{SELErasePolls: 2})
+	addEvents(sim.SEL(), 7)
 	bmctest.Run(t, bmctest.Options{Unsupported: noHTTPBoot, SettleTimeout: 20 * time.Second, PollInterval: 20 * time.Millisecond},
-		factory(dialer(t, ipmi.Options{RequestsPerSecond: -1}), sim.Endpoint, sim.Credentials))
+		factory(dialer(t, ipmi.Options{RequestsPerSecond: -1}), sim.Endpoint, sim.Credentials, simPeers(sim)))
 }
 
 // TestConformanceSubstitutingBMC runs the suite with the default Options
@@ -57,8 +144,9 @@ func TestConformanceGoIPMISimulator(t *testing.T) {
 func TestConformanceSubstitutingBMC(t *testing.T) {
 	t.Parallel()
 	sim := ipmitest.NewServer(t, ipmitest.Options{DowngradeCipherSuite: true})
+	addEvents(sim.SEL(), 3)
 	bmctest.Run(t, bmctest.Options{Unsupported: noHTTPBoot, SettleTimeout: 20 * time.Second},
-		factory(dialer(t, ipmi.Options{}), sim.Endpoint, sim.Credentials))
+		factory(dialer(t, ipmi.Options{}), sim.Endpoint, sim.Credentials, simPeers(sim)))
 }
 
 // TestConformanceGoIPMISimulatorSlowPower runs the suite against a
@@ -83,7 +171,10 @@ func TestConformanceOpenIPMI(t *testing.T) {
 		Unsupported:   []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityBMCReset, bmc.CapabilityBootOverrideReadBack, bmc.CapabilityBIOS},
 		SettleTimeout: 20 * time.Second,
 		PollInterval:  50 * time.Millisecond,
-	}, factory(dialer(t, unlimited(sim.DialOptions())), sim.Endpoint, sim.Credentials))
+	}, factory(dialer(t, unlimited(sim.DialOptions())), sim.Endpoint, sim.Credentials, func(tg *bmctest.Target) {
+		// ipmi_sim reports no fault bits: the chassis is OK.
+		tg.Health = &bmctest.HealthPeer{Want: func() bmc.HealthReport { return bmc.HealthReport{System: faultsHealth(ipmitest.ChassisFaults{})} }}
+	}))
 }
 
 // noHTTPBoot: IPMI has no UEFI HTTP boot; Unsupported/boot-http checks

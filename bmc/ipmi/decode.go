@@ -14,18 +14,60 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 )
 
-// decodeChassisStatus maps a Get Chassis Status (NetFn Chassis, 01h) reply
-// to a power state. IPMI reports only on or off ("Current Power State" bit
-// 0); it has no transitional states.
-func decodeChassisStatus(data []byte) (bmc.PowerState, error) {
+// chassisStatus is what a Get Chassis Status reply says: the power state
+// and the chassis' health from its fault bits.
+type chassisStatus struct {
+	power  bmc.PowerState
+	health bmc.ResourceHealth
+}
+
+// chassisResourceID is the ResourceHealth.ID of the one resource IPMI rates.
+const chassisResourceID = "chassis"
+
+// The fault bits of Get Chassis Status (IPMI v2.0 table 28-3) and the
+// health each means: a power subsystem fault has the server down or unable
+// to change state (Critical); the others need a look but the server runs
+// (Warning). "Last power event" bits (byte 2) are history, not faults.
+var chassisFaults = []struct {
+	set    func(*chassis.GetChassisStatusResponse) bool
+	health bmc.Health
+	name   string
+}{
+	{func(r *chassis.GetChassisStatusResponse) bool { return r.PowerOverload }, bmc.HealthCritical, "power overload"},
+	{func(r *chassis.GetChassisStatusResponse) bool { return r.PowerFault }, bmc.HealthCritical, "main power fault"},
+	{func(r *chassis.GetChassisStatusResponse) bool { return r.PowerControlFault }, bmc.HealthCritical, "power control fault"},
+	{func(r *chassis.GetChassisStatusResponse) bool { return r.InterLock }, bmc.HealthWarning, "power interlock active"},
+	{func(r *chassis.GetChassisStatusResponse) bool { return r.CollingFanFault }, bmc.HealthWarning, "cooling/fan fault"},
+	{func(r *chassis.GetChassisStatusResponse) bool { return r.DriveFault }, bmc.HealthWarning, "drive fault"},
+	{func(r *chassis.GetChassisStatusResponse) bool { return r.FrontPanelLockoutActive }, bmc.HealthWarning, "front panel lockout active"},
+	{func(r *chassis.GetChassisStatusResponse) bool { return r.ChassisIntrusionActive }, bmc.HealthWarning, "chassis intrusion"},
+}
+
+// decodeChassisStatus decodes a Get Chassis Status (NetFn Chassis, 01h)
+// reply. IPMI reports only on or off ("Current Power State" bit 0); it has
+// no transitional states. The health is the worst of the fault bits set
+// (OK when none is), the same for the chassis and everything in it (Health
+// and Rollup), with the faults named.
+func decodeChassisStatus(data []byte) (chassisStatus, error) {
 	var res chassis.GetChassisStatusResponse
 	if err := res.Unpack(data); err != nil {
-		return bmc.PowerUnknown, fmt.Errorf("decode Get Chassis Status reply (% x): %w", data, err)
+		return chassisStatus{power: bmc.PowerUnknown}, fmt.Errorf("decode Get Chassis Status reply (% x): %w", data, err)
 	}
+	st := chassisStatus{power: bmc.PowerOff, health: bmc.ResourceHealth{ID: chassisResourceID, Health: bmc.HealthOK}}
 	if res.PowerIsOn {
-		return bmc.PowerOn, nil
+		st.power = bmc.PowerOn
 	}
-	return bmc.PowerOff, nil
+	for _, f := range chassisFaults {
+		if !f.set(&res) {
+			continue
+		}
+		st.health.Faults = append(st.health.Faults, f.name)
+		if f.health == bmc.HealthCritical || st.health.Health == bmc.HealthOK {
+			st.health.Health = f.health
+		}
+	}
+	st.health.Rollup = st.health.Health
+	return st, nil
 }
 
 // decodeBootFlags maps a Get System Boot Options reply for parameter 5

@@ -34,6 +34,16 @@
 // Options parameter 5 (pxe, disk, cdrom, bios; once or persistent; EFI or
 // legacy); BMC reset uses the App Cold/Warm Reset commands.
 //
+// Health ([bmc.HealthReader], [bmc.SystemStatusReader]) comes from the
+// fault bits of the same Get Chassis Status request that reads power: one
+// request, the chassis rated Critical for a power subsystem fault, Warning
+// for a cooling, drive, interlock, lockout or intrusion bit, else OK. The
+// System Event Log is the one log ([bmc.EventLogReader],
+// [bmc.EventLogClearer], system/SEL): read record by record (Get SEL
+// Entry), newest first and paged by [bmc.PageLog]; cleared with a
+// reservation, the erase followed until the BMC reports it complete. See
+// docs/health-events.md.
+//
 // # Errors
 //
 // Every error is a [*bmc.OpError]. A refused user name or password (RAKP

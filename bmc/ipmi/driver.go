@@ -129,7 +129,9 @@ func checkCredentials(c bmc.Credentials) error {
 // Driver is one IPMI v2.0 (RMCP+) session to a BMC. Calls are serialized:
 // IPMI sessions carry one outstanding request at a time. It implements
 // [bmc.Driver], [bmc.BootOverrideSetter], [bmc.BootOverrideGetter],
-// [bmc.BMCResetter] and [bmc.StatsReporter].
+// [bmc.BMCResetter], [bmc.StatsReporter], [bmc.InventoryReader],
+// [bmc.HealthReader], [bmc.SystemStatusReader], [bmc.EventLogReader] and
+// [bmc.EventLogClearer].
 //
 // Context: every go-ipmi call takes the caller's ctx; go-ipmi's UDP exchange
 // returns as soon as ctx is done and caps each read at min(ctx deadline,
@@ -443,13 +445,20 @@ func (d *Driver) PowerState(ctx context.Context) (bmc.PowerState, error) {
 }
 
 func (d *Driver) powerState(ctx context.Context, c *client.Client) (bmc.PowerState, error) {
+	st, err := d.chassisStatus(ctx, c)
+	return st.power, err
+}
+
+// chassisStatus sends Get Chassis Status: the one request behind
+// PowerState, SystemStatus and Health.
+func (d *Driver) chassisStatus(ctx context.Context, c *client.Client) (chassisStatus, error) {
 	var raw rawResponse
 	if err := d.exchange(ctx, c, &chassis.GetChassisStatusRequest{}, &raw); err != nil {
-		return bmc.PowerUnknown, err
+		return chassisStatus{power: bmc.PowerUnknown}, err
 	}
 	st, err := decodeChassisStatus(raw.data)
 	if err != nil {
-		return bmc.PowerUnknown, bmc.Permanent(err)
+		return chassisStatus{power: bmc.PowerUnknown}, bmc.Permanent(err)
 	}
 	return st, nil
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bougou/go-ipmi/pkg/command/chassis"
 	"github.com/bougou/go-ipmi/pkg/hal"
 	"github.com/bougou/go-ipmi/pkg/hal/mock"
 	"github.com/bougou/go-ipmi/pkg/handlers"
@@ -39,6 +40,7 @@ type Chassis struct {
 	validClear  uint8     // Set System Boot Options parameter 3 (bit 3: don't clear on timeout)
 	ack         types.BootOptionParam_BootInfoAcknowledge
 	boots       int
+	faults      ChassisFaults
 
 	powerCycles   int
 	hardResets    int
@@ -220,11 +222,47 @@ func (c *Chassis) WarmReset(context.Context) error {
 	return nil
 }
 
+// ChassisFaults are the fault bits Get Chassis Status reports (IPMI v2.0
+// table 28-3), which a test sets with [Chassis.SetFaults].
+type ChassisFaults struct {
+	// Current power state byte.
+	PowerOverload, PowerFault, PowerControlFault, Interlock bool
+	// Misc. chassis state byte.
+	CoolingFault, DriveFault, FrontPanelLockout, Intrusion bool
+}
+
+// SetFaults sets the fault bits Get Chassis Status reports from now on.
+func (c *Chassis) SetFaults(f ChassisFaults) { c.locked(func() { c.faults = f }) }
+
+// Faults returns the fault bits Get Chassis Status reports.
+func (c *Chassis) Faults() ChassisFaults {
+	var f ChassisFaults
+	c.locked(func() { f = c.faults })
+	return f
+}
+
+// handleGetChassisStatus answers Get Chassis Status (IPMI v2.0 28.2) with
+// the power state and the fault bits (go-ipmi's handler reports no
+// faults but intrusion).
+func (c *Chassis) handleGetChassisStatus(context.Context, *handlers.HandlerContext, []byte) ([]byte, types.CompletionCode, error) {
+	var res chassis.GetChassisStatusResponse
+	c.locked(func() {
+		f := c.faults
+		res = chassis.GetChassisStatusResponse{
+			PowerIsOn: c.on, PowerOverload: f.PowerOverload, PowerFault: f.PowerFault, PowerControlFault: f.PowerControlFault,
+			InterLock: f.Interlock, CollingFanFault: f.CoolingFault, DriveFault: f.DriveFault,
+			FrontPanelLockoutActive: f.FrontPanelLockout, ChassisIntrusionActive: f.Intrusion,
+			ChassisIdentifySupported: true,
+		}
+	})
+	return res.Pack(), types.CodeOK, nil
+}
+
 // Identify implements hal.ChassisHAL.
 func (c *Chassis) Identify(context.Context, uint8) error { return nil }
 
-// IntrusionState implements hal.ChassisHAL.
-func (c *Chassis) IntrusionState(context.Context) (bool, error) { return false, nil }
+// IntrusionState implements hal.ChassisHAL: the Intrusion fault bit.
+func (c *Chassis) IntrusionState(context.Context) (bool, error) { return c.Faults().Intrusion, nil }
 
 // SetBootFlags implements hal.ChassisHAL.
 func (c *Chassis) SetBootFlags(_ context.Context, f *types.BootOptionParam_BootFlags) error {

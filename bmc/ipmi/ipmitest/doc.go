@@ -12,7 +12,13 @@
 // is left alone; a Cold Reset ends every session); Options.BMCResetDowntime
 // makes the BMC drop every packet for a while after one. [Server.Chassis]
 // exposes that state and counts actions, so a test can check what reached
-// the BMC.
+// the BMC; [Chassis.SetFaults] sets the fault bits Get Chassis Status
+// reports. [Server.SEL] is the BMC's System Event Log: a test adds system
+// events and OEM records ([SEL.AddEvent], [SEL.Add]) and reads what it
+// holds ([SEL.Records]); clients read it with Get SEL Info and Get SEL
+// Entry, add to it (ipmitool's "sel add") and clear it with a reservation,
+// the erase reporting "in progress" to the first Options.SELErasePolls
+// status queries.
 //
 // Like a real BMC it reports IPMI version 2.0, forgets sessions idle longer
 // than Options.SessionTimeout (IPMI's 60 s by default), refuses an unknown

@@ -40,7 +40,10 @@ type OpenIPMIOptions struct {
 // suite 3 but not 17 and ignores the cipher-suite query; a power cycle turns
 // the server off and back on about a second later; Get System Boot Options
 // reports only the device selector (not the valid, persistent or EFI bits);
-// the BMC's own Cold/Warm Reset commands are refused as invalid.
+// the BMC's own Cold/Warm Reset commands are refused as invalid. Its SEL
+// (1000 records) stamps records with its own clock, which counts seconds
+// since the host booted (before the epoch's 20000000h: "Pre-Init" times)
+// until a client sets the SEL time; it clears at once, adding no record.
 type OpenIPMI struct {
 	// Endpoint is ipmi://127.0.0.1:PORT.
 	Endpoint bmc.Endpoint
@@ -136,10 +139,12 @@ func startOpenIPMI(ctx context.Context, bin, dir string, opts OpenIPMIOptions) (
 	}
 	script := filepath.Join(dir, "chassis.sh")
 	files := map[string]string{
-		script:                         chassisScript,
-		filepath.Join(dir, "power"):    power + "\n",
-		filepath.Join(dir, "boot"):     "default\n",
-		filepath.Join(dir, "emu.cmds"): "mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\n" + fruCommand(opts.FRU) + "mc_enable 0x20\n",
+		script:                      chassisScript,
+		filepath.Join(dir, "power"): power + "\n",
+		filepath.Join(dir, "boot"):  "default\n",
+		filepath.Join(dir, "emu.cmds"): "mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\n" +
+			// A SEL of 1000 records, with Delete SEL Entry and Reserve SEL (flags 0Ah, as Get SEL Info reports them).
+			"sel_enable 0x20 1000 0x0a\n" + fruCommand(opts.FRU) + "mc_enable 0x20\n",
 		filepath.Join(dir, "lan.conf"): fmt.Sprintf(`name "bmckit"
 set_working_mc 0x20
   startlan 1

@@ -92,6 +92,16 @@ type Options struct {
 	// session ID; a client must drop it. [Server.Replayed] counts them.
 	ReplayOldReplies bool
 
+	// SELCapacity is how many records the System Event Log holds
+	// ([Server.SEL]); a full SEL refuses more. Defaults to
+	// DefaultSELCapacity.
+	SELCapacity int
+	// SELErasePolls is how many Clear SEL status queries after an erase
+	// was initiated answer "erasure in progress" before one answers
+	// "completed", as BMCs that erase flash do. Defaults to 0: completed
+	// at once.
+	SELErasePolls int
+
 	// FRU is the data of FRU device 0 (Get FRU Inventory Area Info, Read
 	// FRU Data), e.g. from [EncodeFRU]. Defaults to none: the FRU commands
 	// answer "requested data not present".
@@ -124,6 +134,7 @@ type Server struct {
 	Credentials bmc.Credentials
 
 	chassis *Chassis
+	sel     *SEL
 	srv     *server.Server
 	conn    *silenceableConn
 	done    chan struct{}
@@ -197,6 +208,9 @@ func Start(opts Options) (*Server, error) {
 	handlers.RegisterChassisHandlers(reg)
 	handlers.RegisterStorageHandlers(reg)
 	registerBootOptionHandlers(reg, ch)
+	reg.RegisterFunc(types.CommandGetChassisStatus, ch.handleGetChassisStatus)
+	sel := newSEL(clk, opts.SELCapacity, opts.SELErasePolls)
+	sel.register(reg)
 	reg.RegisterFunc(types.CommandGetSessionInfo, handleGetSessionInfo)
 	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -231,6 +245,7 @@ func Start(opts Options) (*Server, error) {
 		Endpoint:    bmc.Endpoint{Protocol: "ipmi", Host: "127.0.0.1", Port: conn.LocalAddr().(*net.UDPAddr).Port},
 		Credentials: bmc.Credentials{Username: user, Password: pass},
 		chassis:     ch,
+		sel:         sel,
 		srv:         srv,
 		conn:        pc,
 		done:        make(chan struct{}),
@@ -247,6 +262,9 @@ func (s *Server) URL() string { return s.Endpoint.String() }
 
 // Chassis is the simulated server's state.
 func (s *Server) Chassis() *Chassis { return s.chassis }
+
+// SEL is the BMC's System Event Log.
+func (s *Server) SEL() *SEL { return s.sel }
 
 // SetSilent makes the BMC drop every packet it receives (true) or answer
 // again (false), as a BMC that rebooted or lost its network does. Sessions
