@@ -67,3 +67,20 @@ func scrub(s, password string) string {
 	}
 	return s
 }
+
+// scrubbed is err with its text scrubbed of password (see scrub); errors.Is
+// and errors.As still see err.
+func scrubbed(err error, password string) error {
+	if password == "" || !strings.Contains(err.Error(), password) {
+		return err
+	}
+	return &scrubbedError{msg: scrub(err.Error(), password), err: err}
+}
+
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }

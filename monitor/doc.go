@@ -44,6 +44,15 @@
 // (checked every Config.CredentialsCheckInterval, or at once after
 // [Monitor.CredentialsChanged]).
 //
+// On the same claim and session, after the power read: the hardware
+// inventory ([bmc.InventoryReader]) on the first refresh and then every
+// Config.InventoryInterval (a day, ±10%), stored beside the record
+// ([Monitor.Inventory], [MachineInventory]) with its schedule on the record
+// ([InventoryStatus]); and, with Config.Subscriptions ([EventSubscriptions],
+// a bmcevents.Manager through [SubscriptionsFrom]), the BMC's event
+// subscription, ensured every Config.SubscriptionEvery refreshes under the
+// name [EventSource] and released by [Monitor.Remove].
+//
 // # Replicas
 //
 // Monitors sharing a Store share the work. A replica reads a machine only

@@ -95,6 +95,30 @@ type Config struct {
 	// costs those requests; without it such a machine's health costs no
 	// request beyond the power read. Defaults to false.
 	FullHealth bool
+	// InventoryInterval is how often each machine's hardware inventory
+	// (bmc.InventoryReader) is read again, varied by ±Jitter, on the
+	// refresh that finds it due (so at most one Interval late). The first
+	// successful refresh of a machine reads it, and so does the first after
+	// Add changed its address or credentials reference. It is stored
+	// beside the machine record ([Monitor.Inventory]); a failed read is
+	// retried after Interval, doubling up to InventoryInterval. Defaults
+	// to DefaultInventoryInterval (24 hours); negative never reads it.
+	InventoryInterval time.Duration
+	// InventoryTimeout bounds one inventory read (many requests on
+	// Redfish). Defaults to 5 minutes.
+	InventoryTimeout time.Duration
+	// Subscriptions, when set, keeps each machine's BMC subscribed to the
+	// host's event receiver: a *bmcevents.Manager, through
+	// [SubscriptionsFrom]. Every
+	// SubscriptionEvery refreshes that read the BMC, the monitor calls
+	// Ensure with the driver it read through and the BMC's
+	// [EventSource]; [Monitor.Remove] calls Release when no other
+	// monitored system shares the BMC. Defaults to none.
+	Subscriptions EventSubscriptions
+	// SubscriptionEvery is how often, in refreshes of a machine, Ensure
+	// is called (1: every refresh, so a BMC that dropped its subscription
+	// has it back within one Interval). Defaults to 1.
+	SubscriptionEvery int
 	// Observer receives health changes (for metrics). Defaults to none.
 	Observer Observer
 	// Clock defaults to the wall clock.
@@ -129,6 +153,10 @@ type Monitor struct {
 	deferred atomic.Int64
 	writes   atomic.Int64
 	healthCh atomic.Int64
+	invReads atomic.Int64
+	invFail  atomic.Int64
+	subsOK   atomic.Int64
+	subsFail atomic.Int64
 	machines atomic.Int64
 	// quietAt is the clock time (UnixNano) at which the loop last went to
 	// wait with nothing to do at that time; 0 while busy. Tests on a fake
@@ -180,6 +208,13 @@ func New(cfg Config) (*Monitor, error) {
 	}
 	if cfg.HealthEvery == 0 {
 		cfg.HealthEvery = DefaultHealthEvery
+	}
+	if cfg.InventoryInterval == 0 {
+		cfg.InventoryInterval = DefaultInventoryInterval
+	}
+	def(&cfg.InventoryTimeout, 5*time.Minute)
+	if cfg.SubscriptionEvery <= 0 {
+		cfg.SubscriptionEvery = 1
 	}
 	if cfg.Owner == "" {
 		cfg.Owner = owner.Default()
@@ -266,18 +301,37 @@ func (m *Monitor) Add(ctx context.Context, bmcURL, credentialsRef string) (*Mach
 	return out, nil
 }
 
-// Remove stops monitoring the machine at bmcURL and deletes its record. The
-// error wraps storage.ErrNotFound when there is none.
+// Remove stops monitoring the machine at bmcURL and deletes its record and
+// its inventory. The error wraps storage.ErrNotFound when there is none.
+// With Config.Subscriptions, the BMC's event subscription is then released
+// unless another monitored system shares the BMC; if that fails, the
+// record is gone all the same and the error says so (see
+// [ErrReleaseFailed]).
 func (m *Monitor) Remove(ctx context.Context, bmcURL string) error {
 	ep, err := bmc.ParseEndpoint(bmcURL)
 	if err != nil {
 		return fmt.Errorf("monitor: %w", err)
 	}
-	if err := m.cfg.Store.Delete(ctx, recordKey(m.prefix, ep.SystemKey()), 0); err != nil {
+	key := recordKey(m.prefix, ep.SystemKey())
+	rec, err := m.cfg.Store.Get(ctx, key)
+	if err == nil {
+		err = m.cfg.Store.Delete(ctx, key, 0)
+	}
+	if err != nil {
 		return fmt.Errorf("monitor: removing %s: %w", ep.Redacted(), err)
 	}
 	m.poke()
-	return nil
+	if err := m.deleteInventory(ctx, ep.SystemKey()); err != nil {
+		m.log.Error(err, "deleting a removed machine's inventory failed", "system", ep.SystemKey())
+	}
+	if m.cfg.Subscriptions == nil {
+		return nil
+	}
+	mc, err := Decode(rec.Value)
+	if err != nil {
+		return fmt.Errorf("monitor: removed %s, but its record did not decode, so its event subscription was not released: %w: %w", ep.Redacted(), ErrReleaseFailed, err)
+	}
+	return m.release(ctx, ep, mc.CredentialsRef)
 }
 
 // Get returns the record of the machine at bmcURL. The error wraps
@@ -343,6 +397,13 @@ type Stats struct {
 	// HealthChanges counts changes of machines' worst health this replica
 	// stored (Observer.HealthChanged).
 	HealthChanges int64
+	// InventoryReads counts inventory reads made (Config.InventoryInterval),
+	// InventoryFailed those that failed.
+	InventoryReads, InventoryFailed int64
+	// SubscriptionChecks counts the Ensure calls that succeeded
+	// (Config.Subscriptions), SubscriptionErrors those that failed (a BMC
+	// that cannot hold a subscription is neither).
+	SubscriptionChecks, SubscriptionErrors int64
 	// InFlight is the number of refreshes running now.
 	InFlight int
 }
@@ -352,6 +413,8 @@ func (m *Monitor) Stats() Stats {
 	return Stats{
 		Machines: int(m.machines.Load()), Reads: m.reads.Load(), Failed: m.failed.Load(),
 		ClaimsLost: m.lost.Load(), Deferred: m.deferred.Load(), Writes: m.writes.Load(), HealthChanges: m.healthCh.Load(),
+		InventoryReads: m.invReads.Load(), InventoryFailed: m.invFail.Load(),
+		SubscriptionChecks: m.subsOK.Load(), SubscriptionErrors: m.subsFail.Load(),
 		InFlight: int(m.inflight.Load()),
 	}
 }
@@ -378,8 +441,11 @@ func (m *Monitor) rand01() float64 {
 }
 
 // jittered is an interval varied by ±Jitter.
-func (m *Monitor) jittered() time.Duration {
-	return time.Duration(float64(m.cfg.Interval) * (1 + Jitter*(2*m.rand01()-1)))
+func (m *Monitor) jittered() time.Duration { return m.jitter(m.cfg.Interval) }
+
+// jitter is d varied by ±Jitter.
+func (m *Monitor) jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (1 + Jitter*(2*m.rand01()-1)))
 }
 
 // spread is a first interval in [Interval, 2*Interval): machines added (or

@@ -83,6 +83,10 @@ type Status struct {
 	// Health is the health the BMC last reported (nil before it was
 	// read). Like Power, it is kept when a later read fails.
 	Health *Health `json:"health,omitempty"`
+	// Inventory is the schedule and outcome of the inventory reads
+	// (Config.InventoryInterval); the inventory itself is stored beside
+	// the record ([Monitor.Inventory]). Nil before the first read.
+	Inventory *InventoryStatus `json:"inventory,omitempty"`
 	// LastReadTime is when the BMC last answered a read (by the clock of
 	// the replica that read it).
 	LastReadTime time.Time `json:"lastReadTime,omitzero"`

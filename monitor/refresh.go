@@ -57,8 +57,7 @@ func (m *Monitor) refresh(ctx context.Context, j refreshJob) outcome {
 
 	// Claim.
 	now := m.cfg.Clock.Now()
-	claimed := *j.rec
-	claimed.Status.Conditions = append([]conditions.Condition(nil), j.rec.Status.Conditions...)
+	claimed := *j.rec.copy()
 	next := m.jittered()
 	if j.rec.Refresh.Owner == "" {
 		next = m.spread()
@@ -84,7 +83,7 @@ func (m *Monitor) refresh(ctx context.Context, j refreshJob) outcome {
 	o.rec, o.rev = &claimed, rev
 
 	// Read.
-	power, rd, hash, password, readErr, timedOut := m.read(ctx, j.ep, claimed.CredentialsRef, m.healthDue(&claimed))
+	power, rd, creds, hash, readErr, timedOut := m.read(ctx, j.ep, claimed.CredentialsRef, m.healthDue(&claimed))
 	if ctx.Err() != nil {
 		o.kind = outcomeLost // stopping: the claim stands, the next read is due at its Next
 		return o
@@ -93,32 +92,53 @@ func (m *Monitor) refresh(ctx context.Context, j refreshJob) outcome {
 	o.kind, o.hash, o.seq = outcomeRead, hash, claimed.Refresh.Seq
 
 	// Result.
-	result := claimed
-	result.Status.Conditions = append([]conditions.Condition(nil), claimed.Status.Conditions...)
-	changed, hc := m.apply(&result, j.ep, power, rd, readErr, timedOut, password)
+	result := claimed.copy()
+	changed, hc := m.apply(result, j.ep, power, rd, readErr, timedOut, creds.Password)
 	if !changed {
 		return o // a failure like the last one: the claim recorded the attempt
 	}
-
-	data, err = encode(&result)
-	if err != nil {
-		return m.storeFailed(ctx, o, "encoding the result", err)
+	o = m.commit(ctx, o, &claimed, func(mc *Machine) { mc.Status = result.Status })
+	if o.kind != outcomeRead || !m.claimStands(o.rec, &claimed) {
+		return o // gone, or the record changed under the claim: no more
 	}
-	rev, err = m.cfg.Store.Update(ctx, j.key, data, rev)
+	m.healthChanged(hc, o.rec)
+
+	// Beside the power read, on the same claim and session.
+	if readErr == nil {
+		m.ensureSubscription(ctx, j.ep, creds, claimed.Refresh.Seq)
+		if m.inventoryDue(o.rec, m.cfg.Clock.Now()) {
+			o = m.refreshInventory(ctx, j, o, creds)
+		}
+	}
+	return o
+}
+
+// commit writes change onto o.rec (the record as this refresh last wrote
+// it, at o.rev) by compare-and-swap; if someone wrote the record since (Add
+// changed it, or it was removed), change is applied to the current record
+// only if claimed's claim and generation still stand. The outcome carries
+// the record as written or found (outcomeGone if it was deleted); a store
+// failure is logged and leaves o as it was: the next refresh writes again.
+func (m *Monitor) commit(ctx context.Context, o outcome, claimed *Machine, change func(*Machine)) outcome {
+	next := o.rec.copy()
+	change(next)
+	data, err := encode(next)
+	if err != nil {
+		m.log.Error(err, "encoding a machine's status failed", "system", claimed.System)
+		return o
+	}
+	rev, err := m.cfg.Store.Update(ctx, o.key, data, o.rev)
 	if err == nil {
-		m.setOwn(j.key, rev)
-		o.rec, o.rev = &result, rev
-		m.healthChanged(hc, &result)
+		m.setOwn(o.key, rev)
+		o.rec, o.rev = next, rev
 		return o
 	}
 	if !errors.Is(err, storage.ErrConflict) && !errors.Is(err, storage.ErrNotFound) {
 		m.log.Error(err, "writing a machine's status failed; the next read will write it", "system", claimed.System)
 		return o
 	}
-	// Someone wrote the record since the claim (Add changed it, or it was
-	// removed): keep the result only if the claim and the spec still stand.
 	var final *Machine
-	rec, err := storage.Modify(ctx, m.cfg.Store, j.key, func(cur *storage.Record) ([]byte, error) {
+	rec, err := storage.Modify(ctx, m.cfg.Store, o.key, func(cur *storage.Record) ([]byte, error) {
 		final = nil
 		if cur == nil {
 			return nil, storage.ErrNoChange
@@ -128,10 +148,10 @@ func (m *Monitor) refresh(ctx context.Context, j refreshJob) outcome {
 			return nil, err
 		}
 		final = mc
-		if mc.Refresh.Owner != m.cfg.Owner || mc.Refresh.Seq != claimed.Refresh.Seq || mc.Generation != claimed.Generation {
+		if !m.claimStands(mc, claimed) {
 			return nil, storage.ErrNoChange
 		}
-		mc.Status = result.Status
+		change(mc)
 		return encode(mc)
 	})
 	if err != nil {
@@ -142,10 +162,23 @@ func (m *Monitor) refresh(ctx context.Context, j refreshJob) outcome {
 		o.kind = outcomeGone
 		return o
 	}
-	m.setOwn(j.key, rec.Revision)
+	m.setOwn(o.key, rec.Revision)
 	o.rec, o.rev = final, rec.Revision
-	m.healthChanged(hc, final)
 	return o
+}
+
+// claimStands reports whether mc is still under this replica's claim of
+// claimed, for the same generation.
+func (m *Monitor) claimStands(mc, claimed *Machine) bool {
+	return mc.Refresh.Owner == m.cfg.Owner && mc.Refresh.Seq == claimed.Refresh.Seq && mc.Generation == claimed.Generation
+}
+
+// copy is a copy of mc whose Status.Conditions may be changed in place
+// (conditions.Set) without touching mc's.
+func (mc *Machine) copy() *Machine {
+	c := *mc
+	c.Status.Conditions = append([]conditions.Condition(nil), mc.Status.Conditions...)
+	return &c
 }
 
 // healthChanged reports hc (nil: no change), now that mc, which holds it,
@@ -164,36 +197,25 @@ func (m *Monitor) healthChanged(hc *HealthEvent, mc *Machine) {
 	emit(m.log, m.cfg.Observer.HealthChanged, *hc)
 }
 
-// read resolves the credentials and reads the power state, retrying once on
-// a new session when the pooled one turns out to be spent. Where the driver
-// gives the system's health with the power state (bmc.SystemStatusReader)
-// it is read in the same request; the full health report is read too when
-// wantReport and the power read did not carry the system's health (or
-// always, with Config.FullHealth).
-func (m *Monitor) read(ctx context.Context, ep bmc.Endpoint, ref string, wantReport bool) (power bmc.PowerState, rd reading, hash, password string, err error, timedOut bool) {
+// read resolves the credentials and reads the power state (through
+// [Monitor.withDriver]). Where the driver gives the system's health with
+// the power state (bmc.SystemStatusReader) it is read in the same request;
+// the full health report is read too when wantReport and the power read did
+// not carry the system's health (or always, with Config.FullHealth).
+func (m *Monitor) read(ctx context.Context, ep bmc.Endpoint, ref string, wantReport bool) (power bmc.PowerState, rd reading, creds bmc.Credentials, hash string, err error, timedOut bool) {
 	rctx, cancel := context.WithTimeout(ctx, m.cfg.ReadTimeout)
 	defer cancel()
 	creds, cerr := m.cfg.Credentials.Resolve(rctx, ref)
 	hash = credsHash(creds, cerr)
 	if cerr != nil {
-		return "", rd, hash, "", &credentialsError{ref: ref, err: cerr}, false
+		return "", rd, bmc.Credentials{}, hash, &credentialsError{ref: ref, err: cerr}, false
 	}
-	var drv bmc.Driver
-	for attempt := 0; ; attempt++ {
-		drv, err = m.pool.Get(rctx, ep, creds)
-		if err == nil {
-			power, rd, err = readPower(rctx, drv)
+	err = m.withDriver(ctx, rctx, ep, creds, func(drv bmc.Driver) error {
+		var perr error
+		power, rd, perr = readPower(rctx, drv)
+		if perr != nil || !wantReport || (rd.sysKnown && !m.cfg.FullHealth) {
+			return perr
 		}
-		if err != nil && attempt == 0 && errors.Is(err, bmc.ErrSessionExpired) && rctx.Err() == nil {
-			// The session is spent (it expired, or a job's end closed it
-			// under this read): the next Get dials again.
-			m.pool.Invalidate(ctx, ep)
-			continue
-		}
-		break
-	}
-	timedOut = err != nil && ctx.Err() == nil && rctx.Err() != nil
-	if err == nil && wantReport && (!rd.sysKnown || m.cfg.FullHealth) {
 		if hr, ok := drv.(bmc.HealthReader); ok {
 			rd.reportTried = true
 			r, herr := hr.Health(rctx)
@@ -205,8 +227,29 @@ func (m *Monitor) read(ctx context.Context, ep bmc.Endpoint, ref string, wantRep
 				m.log.V(1).Info("reading the BMC's health failed; will try again in HealthEvery refreshes", "system", ep.SystemKey(), "error", scrub(herr.Error(), creds.Password))
 			}
 		}
+		return nil
+	})
+	timedOut = err != nil && ctx.Err() == nil && rctx.Err() != nil
+	return power, rd, creds, hash, err, timedOut
+}
+
+// withDriver calls f with the pool's driver for ep (rctx bounds the Get and
+// f), and once more on a new session when the pooled one turns out to be
+// spent (an error wrapping bmc.ErrSessionExpired: it expired, or a job's
+// end closed it under the read). Every request the monitor makes goes
+// through it: the jobs' pool, its sessions and its request budget.
+func (m *Monitor) withDriver(ctx, rctx context.Context, ep bmc.Endpoint, creds bmc.Credentials, f func(bmc.Driver) error) error {
+	for attempt := 0; ; attempt++ {
+		drv, err := m.pool.Get(rctx, ep, creds)
+		if err == nil {
+			err = f(drv)
+		}
+		if err != nil && attempt == 0 && errors.Is(err, bmc.ErrSessionExpired) && rctx.Err() == nil {
+			m.pool.Invalidate(ctx, ep) // the next Get dials again
+			continue
+		}
+		return err
 	}
-	return power, rd, hash, creds.Password, err, timedOut
 }
 
 // readPower reads the power state, with the system's health where the
