@@ -126,54 +126,54 @@ func (l *loop) claim() {
 		return
 	}
 	e, m := l.e, l.e.members
-	cands := l.cands[:0]
-	for sys := range e.queue.free {
-		if l.held[sys] != nil || l.handing[sys] {
-			delete(e.queue.free, sys)
-			m.Forget(sys)
-			continue
-		}
-		if t, ok := l.retryAt[sys]; ok && now.Before(t) {
-			continue // held by another runner: look again at the next scan interval
-		}
-		if len(e.queue.bySys[sys]) == 0 {
-			delete(e.queue.free, sys)
-			m.Forget(sys)
-			continue
-		}
-		cands = append(cands, sys)
-	}
-	room := min(m.Share(len(e.queue.bySys))-len(l.held)-len(l.handing), l.freeWorkers(now))
-	if len(cands) > room {
-		m.Prefer(cands, e.locks.Observed)
-	}
+	share := m.Share(len(e.queue.bySys)) - len(l.held) - len(l.handing)
+	free := l.freeWorkers(now)
+	room := min(share, free)
 	var want []claimWant
 	var watch []string
-	for _, sys := range cands {
-		head := e.queue.bySys[sys][0]
-		if len(want) >= room && !m.Overdue(sys, now) {
-			watch = append(watch, sys)
-			l.retryAt[sys] = now.Add(e.cfg.ScanInterval)
-			continue
-		}
-		epKey := head.ep.Key()
-		if l.perEndpoint[epKey] >= e.cfg.EndpointConcurrency {
-			// Parked until a system of its endpoint is released.
-			delete(e.queue.free, sys)
-			pk := l.parked[epKey]
-			if pk == nil {
-				pk = map[string]struct{}{}
-				l.parked[epKey] = pk
+	if free < share {
+		// The workers or the pace bound this round, not the share: the
+		// systems beyond room wait for a worker, not for another replica,
+		// so they are neither watched nor looked at. Looking at every queued
+		// system in every round cost each round time in proportion to the
+		// queue (rounds come with every completion): the square of the
+		// fleet.
+		for sys := range e.queue.free {
+			if len(want) >= room {
+				break
 			}
-			pk[sys] = struct{}{}
-			continue
+			if !l.claimable(sys, now) {
+				continue
+			}
+			if w, ok := l.reserve(sys); ok {
+				want = append(want, w)
+			}
 		}
-		l.perEndpoint[epKey]++ // reserved; claimed() keeps or returns it
-		want = append(want, claimWant{sys: sys, head: head.name, ep: head.ep})
+		m.ClearHints()
+	} else {
+		cands := l.cands[:0]
+		for sys := range e.queue.free {
+			if l.claimable(sys, now) {
+				cands = append(cands, sys)
+			}
+		}
+		if len(cands) > room {
+			m.Prefer(cands, e.locks.Observed)
+		}
+		for _, sys := range cands {
+			if len(want) >= room && !m.Overdue(sys, now) {
+				watch = append(watch, sys)
+				l.retryAt[sys] = now.Add(e.cfg.ScanInterval)
+				continue
+			}
+			if w, ok := l.reserve(sys); ok {
+				want = append(want, w)
+			}
+		}
+		clear(cands)
+		l.cands = cands[:0]
+		m.ClearHints()
 	}
-	clear(cands)
-	l.cands = cands[:0]
-	m.ClearHints()
 	if len(want) == 0 && len(watch) == 0 {
 		return
 	}
@@ -181,11 +181,51 @@ func (l *loop) claim() {
 		delete(e.queue.free, w.sys)
 	}
 	l.claiming = true
+	// The round is held back by the pace when the pace, not the share, the
+	// workers or the queue, left systems unclaimed.
+	l.pace.roundStarts(len(want) >= room && room < share && room < l.e.cfg.Workers-l.running)
 	go func() {
 		ctx, cancel := context.WithTimeout(l.ctx, e.storeCallTimeout())
 		defer cancel()
 		e.claimAll(ctx, want, watch, l.claims)
 	}()
+}
+
+// claimable reports whether sys, a system of the queue's free set, may be
+// claimed in this round, and drops it from the set when it is held or has
+// no job left.
+func (l *loop) claimable(sys string, now time.Time) bool {
+	e, m := l.e, l.e.members
+	if l.held[sys] != nil || l.handing[sys] || len(e.queue.bySys[sys]) == 0 {
+		delete(e.queue.free, sys)
+		m.Forget(sys)
+		return false
+	}
+	if t, ok := l.retryAt[sys]; ok && now.Before(t) {
+		return false // held by another runner: look again at the next scan interval
+	}
+	return true
+}
+
+// reserve takes a place for sys's claim under its endpoint's
+// EndpointConcurrency, or parks sys until a system of its endpoint is
+// released.
+func (l *loop) reserve(sys string) (claimWant, bool) {
+	e := l.e
+	head := e.queue.bySys[sys][0]
+	epKey := head.ep.Key()
+	if l.perEndpoint[epKey] >= e.cfg.EndpointConcurrency {
+		delete(e.queue.free, sys)
+		pk := l.parked[epKey]
+		if pk == nil {
+			pk = map[string]struct{}{}
+			l.parked[epKey] = pk
+		}
+		pk[sys] = struct{}{}
+		return claimWant{}, false
+	}
+	l.perEndpoint[epKey]++ // reserved; claimed() keeps or returns it
+	return claimWant{sys: sys, head: head.name, ep: head.ep}, true
 }
 
 // freeWorkers is how many claimed jobs the workers could start now: a
@@ -203,14 +243,22 @@ func (l *loop) freeWorkers(now time.Time) int {
 	if first, ok := l.due.Peek(); ok && !first.Due().After(now) {
 		return 0 // saturated: due jobs already wait for a worker
 	}
-	return max(l.e.cfg.Workers-l.running, 0)
+	return max(min(l.e.cfg.Workers, l.pace.admit)-l.running, 0)
 }
 
 // claimed takes in the systems a claim round got so far; last says the
 // round ended.
 func (l *loop) claimed(cs []claimed, last bool) {
+	for _, c := range cs {
+		if c.ok {
+			l.pace.note(c.took)
+		}
+	}
 	if last {
 		l.claiming = false
+		if l.pace.roundEnded(l.e.cfg.Workers) {
+			defer l.claim() // room to start more now
+		}
 	}
 	e := l.e
 	now := e.cfg.Clock.Now()
@@ -254,6 +302,7 @@ type claimed struct {
 	rev  int64
 	sent time.Time
 	ok   bool
+	took time.Duration // the lock write's round trip (pace.go)
 }
 
 // claimBatch is what a claim round got since its last report; last says
@@ -265,8 +314,8 @@ type claimBatch struct {
 
 // claimFanout bounds the lock writes of one claim round in flight at once:
 // high enough that a store with group commit takes a fleet's claims in a
-// few commits (at 256, 10,000 claims on bbolt took some 40 commits in a row
-// and the last job started seconds after the first).
+// few commits (at 256, 10,000 claims on bbolt took some 40 commits in a
+// row and the last job started seconds after the first).
 const claimFanout = 4096
 
 // claimAll claims systems concurrently, so a store with group commit
@@ -285,8 +334,9 @@ func (e *Engine) claimAll(ctx context.Context, want []claimWant, watch []string,
 		fanout.DoLimit(len(want), claimFanout, func(i int) {
 			w := want[i]
 			job, rev, sent, ok := e.claim(ctx, w.sys, w.head)
+			took := e.cfg.Clock.Now().Sub(sent)
 			mu.Lock()
-			landed = append(landed, claimed{claimWant: w, job: job, rev: rev, sent: sent, ok: ok})
+			landed = append(landed, claimed{claimWant: w, job: job, rev: rev, sent: sent, ok: ok, took: took})
 			mu.Unlock()
 			select {
 			case more <- struct{}{}:

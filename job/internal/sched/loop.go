@@ -75,6 +75,7 @@ type loop struct {
 	claims   chan claimBatch
 	renewals chan []renewal
 	claiming bool
+	pace     pace // how many jobs to keep in a step at once (pace.go)
 	renewing bool
 	cands    []string // scratch for claim
 	// handovers receives the outcome of passing a held system's lock from
@@ -101,6 +102,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		perEndpoint: map[string]int{}, retryAt: map[string]time.Time{}, parked: map[string]map[string]struct{}{},
 		steps: make(chan stepOutcome, 64), claims: make(chan claimBatch, 1), renewals: make(chan []renewal, 1),
 		handovers: make(chan claimed, 64), handing: map[string]bool{},
+		pace: newPace(e.cfg.LeaseDuration, e.cfg.Workers),
 	}
 	now := e.cfg.Clock.Now()
 	l.fenceBase = now
