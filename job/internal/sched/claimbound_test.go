@@ -138,3 +138,83 @@ func TestClaimsDeliveredAsTheyLand(t *testing.T) {
 	letGo()
 	f.wait(t, "j2")
 }
+
+// lockReads is a Store that counts the reads of system locks.
+type lockReads struct {
+	storage.Store
+	n atomic.Int64
+}
+
+func (s *lockReads) Get(ctx context.Context, key string) (storage.Record, error) {
+	if strings.HasPrefix(key, syslock.KeyPrefix) {
+		s.n.Add(1)
+	}
+	return s.Store.Get(ctx, key)
+}
+
+// A round bound by the workers does not watch the systems it leaves for
+// later: they wait for a worker, not for another replica, and reading
+// their locks at every round cost a read per queued system.
+func TestNoWatchBeyondTheWorkers(t *testing.T) {
+	const n = 6
+	f := &fakeJobs{copies: map[string]Copy{}, done: map[string]chan struct{}{}}
+	lr := &lockReads{Store: newStore()}
+	f.store = lr
+	cfg := engineConfig(f, lr)
+	cfg.Workers = 2
+	f.e = New(cfg)
+	for i := range n {
+		createOn(t, f, fmt.Sprint("j", i), fmt.Sprintf("redfish://10.7.0.%d/redfish/v1/Systems/1", i+1))
+	}
+	run(t, f.e)
+	for i := range n {
+		f.wait(t, fmt.Sprint("j", i))
+	}
+	if got := lr.n.Load(); got != 0 {
+		t.Fatalf("%d lock reads while one runner ran %d jobs on %d workers; want 0 (nothing to watch)", got, n, cfg.Workers)
+	}
+}
+
+// The pace doubles admit while claims are answered fast and the pace held
+// the round back, holds it when it did not, and halves it (to a floor)
+// when claims queue past the target.
+func TestPace(t *testing.T) {
+	p := newPace(30*time.Second, 10_000)
+	if p.admit != initialAdmit || p.target != time.Second {
+		t.Fatalf("new pace: admit %d, target %v; want %d, 1s", p.admit, p.target, initialAdmit)
+	}
+	round := func(limited bool, took ...time.Duration) bool {
+		p.roundStarts(limited)
+		for _, d := range took {
+			p.note(d)
+		}
+		return p.roundEnded(10_000)
+	}
+	if !round(true, time.Millisecond, 2*time.Millisecond, 3*time.Millisecond) || p.admit != 2*initialAdmit {
+		t.Fatalf("fast, limited round: admit %d; want %d", p.admit, 2*initialAdmit)
+	}
+	if round(false, time.Millisecond) || p.admit != 2*initialAdmit {
+		t.Fatalf("fast round the pace did not limit: admit %d; want it kept", p.admit)
+	}
+	for range 3 {
+		round(true, time.Millisecond)
+	}
+	if p.admit != 10_000 {
+		t.Fatalf("admit %d after fast rounds; want Workers (10000) at most", p.admit)
+	}
+	if round(true, 300*time.Millisecond) || p.admit != 10_000 {
+		t.Fatalf("a round between a quarter of the target and the target changed admit to %d", p.admit)
+	}
+	for range 20 {
+		round(true, 2*time.Second, 2*time.Second, time.Millisecond)
+	}
+	if p.admit != minAdmit {
+		t.Fatalf("admit %d after slow rounds; want the floor %d", p.admit, minAdmit)
+	}
+	if round(true) || p.admit != minAdmit {
+		t.Fatal("a round without a successful claim changed admit")
+	}
+	if p := newPace(600*time.Millisecond, 100); p.target != 100*time.Millisecond || p.admit != 100 {
+		t.Fatalf("short lease: target %v, admit %d; want 100ms and Workers", p.target, p.admit)
+	}
+}
