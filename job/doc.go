@@ -81,7 +81,8 @@
 // store revision of their creation, independent of any clock. Systems behind
 // one endpoint run in parallel, up to Config.EndpointConcurrency.
 //
-// Leases: a runner renews its lock every LeaseDuration/3. Another runner
+// Leases: a runner renews its locks every LeaseDuration/3 (those written
+// at least LeaseDuration/12 before). Another runner
 // takes a lock over only after seeing it unchanged for a whole LeaseDuration
 // by its own clock, so clock skew between replicas cannot cut a lease short;
 // a runner restarted with the same Config.Owner takes its locks back at once.

@@ -36,7 +36,9 @@ type Config struct {
 	// no worker (and no goroutine). Defaults to 10,000: a step costs a
 	// goroutine only while its calls are in flight, and the BMCs themselves
 	// are protected per endpoint (EndpointConcurrency, the drivers' request
-	// budgets).
+	// budgets). A runner claims no more systems than its workers can start,
+	// and fewer while the store's writes queue (docs/jobs.md, "Claims
+	// follow the workers and the store").
 	Workers int
 	// EndpointConcurrency bounds how many jobs this runner runs at once on
 	// the systems behind one endpoint (one host:port: a chassis manager, a
