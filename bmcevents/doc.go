@@ -32,6 +32,17 @@
 // [Manager.Release] when the machine leaves. It keeps no state of its own:
 // restarts and crashes converge on the next call.
 //
+// # One stream
+//
+// BMCs that do not push still fill the same records: a [Source] reads a
+// BMC's Server-Sent Events stream ([Source.Stream], bmc.EventStreamer)
+// into the keys a push would use, so a pushed and a streamed copy of one
+// event are one record, or polls its logs ([Source.Poll],
+// bmc.EventLogReader) with a durable cursor per BMC. [Source.Run] picks
+// push, SSE or polling per BMC by what it offers. [Critical] groups a
+// batch's Critical events per BMC for a condition; an [Observer] feeds
+// metrics.
+//
 // docs/health-events.md ("Pushed events") gives the key layout, the
 // guarantees at each crash point and the alternatives rejected.
 package bmcevents

@@ -45,6 +45,14 @@ type Event struct {
 	Time time.Time `json:"time,omitempty"`
 	// Received is when the receiver stored it (its clock).
 	Received time.Time `json:"received"`
+	// Via is how the event reached the Store: pushed (KindPush), read
+	// from the BMC's stream (KindSSE) or from its log (KindPoll). A pushed
+	// and a streamed copy of one event are one record: Via is the copy
+	// stored first. "" in records written before it existed (push).
+	Via Kind `json:"via,omitempty"`
+	// Log is the log a polled event was read from ("system/SEL"); "" for
+	// pushed and streamed events.
+	Log string `json:"log,omitempty"`
 }
 
 // Critical reports whether the BMC rates the event Critical.

@@ -71,13 +71,15 @@ func (b *subsBMC) takeCalls() string {
 	return c
 }
 
+// fakeDriver is a driver without bmc.EventSubscriber: the fake's
+// bmc.Driver methods only.
 func fakeDriver(t *testing.T) bmc.Driver {
 	t.Helper()
 	d, err := fake.New(fake.Options{}).Dial(context.Background(), bmc.Endpoint{}, bmc.Credentials{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d
+	return struct{ bmc.Driver }{d}
 }
 
 func newTestManager(t *testing.T) *bmcevents.Manager {

@@ -36,6 +36,10 @@ type Config struct {
 	// Logger gets refusals (at V(1)) and store failures. Defaults to
 	// logr.Discard().
 	Logger logr.Logger
+	// Observer is told of every event stored, duplicate dropped and push
+	// refused (contrib/prometheus: Metrics.EventObserver). Defaults to
+	// none.
+	Observer Observer
 }
 
 // Receiver is the http.Handler BMCs push their events to, at
@@ -61,6 +65,7 @@ type Receiver struct {
 	max     int64
 	clock   clock.Clock
 	log     logr.Logger
+	obs     Observer
 
 	stored, duplicates, rejected atomic.Int64
 }
@@ -76,7 +81,7 @@ func NewReceiver(cfg Config) (*Receiver, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Receiver{store: cfg.Store, secrets: secrets, max: cfg.MaxBodyBytes, clock: cfg.Clock, log: cfg.Logger}
+	r := &Receiver{store: cfg.Store, secrets: secrets, max: cfg.MaxBodyBytes, clock: cfg.Clock, log: cfg.Logger, obs: cfg.Observer}
 	if r.max <= 0 {
 		r.max = DefaultMaxBodyBytes
 	}
@@ -159,6 +164,9 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	resp, err := r.store1(req.Context(), source, p)
 	if err != nil {
 		r.log.Error(err, "BMC events not stored; the BMC will retry", "source", source)
+		if r.obs.Refused != nil {
+			r.obs.Refused(http.StatusServiceUnavailable)
+		}
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "event store unavailable; retry"})
 		return
@@ -169,31 +177,10 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // store1 stores every record of p with Create: a record already there
 // (ErrExists) is a duplicate of an earlier push and is dropped.
 func (r *Receiver) store1(ctx context.Context, source string, p Payload) (Response, error) {
-	var resp Response
-	now := r.clock.Now().UTC()
-	for i, rec := range p.Records {
-		ev := Event{
-			Source: source, ID: rec.EventID, Type: rec.EventType, Severity: bmc.ParseSeverity(rec.Severity),
-			Message: rec.Message, MessageID: rec.MessageID, Origin: rec.Origin, System: systemOf(rec.Origin),
-			Time: rec.Time, Received: now,
-		}
-		val, err := json.Marshal(ev)
-		if err != nil {
-			return resp, err
-		}
-		key := EventKey(source, p, i)
-		switch _, err := r.store.Create(ctx, key, val); {
-		case err == nil:
-			resp.Stored++
-			r.stored.Add(1)
-		case errors.Is(err, storage.ErrExists):
-			resp.Duplicates++
-			r.duplicates.Add(1)
-		default:
-			return resp, fmt.Errorf("store BMC event %s: %w", key, err)
-		}
-	}
-	return resp, nil
+	resp, err := storePayload(ctx, r.store, r.obs, source, KindPush, p, r.clock.Now())
+	r.stored.Add(int64(resp.Stored))
+	r.duplicates.Add(int64(resp.Duplicates))
+	return resp, err
 }
 
 // splitPath returns the last two segments of p.
@@ -212,6 +199,9 @@ func splitPath(p string) (source, tok string, ok bool) {
 
 func (r *Receiver) refuse(w http.ResponseWriter, status int, msg string) {
 	r.rejected.Add(1)
+	if r.obs.Refused != nil {
+		r.obs.Refused(status)
+	}
 	writeJSON(w, status, map[string]string{"error": msg})
 }
 

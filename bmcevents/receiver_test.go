@@ -123,7 +123,8 @@ func TestReceiverStoresOnceAndDropsDuplicates(t *testing.T) {
 	want := bmcevents.Event{Source: "node-1", ID: "7", Type: "Alert", Severity: bmc.SeverityCritical,
 		Message: "Power supply 1 failed.", MessageID: "OpenBMC.0.1.PowerSupplyFailed",
 		Origin: "/redfish/v1/Systems/1/Power", System: "1",
-		Time: time.Date(2025, 1, 2, 2, 0, 0, 0, time.UTC), Received: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+		Time: time.Date(2025, 1, 2, 2, 0, 0, 0, time.UTC), Received: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
+		Via: bmcevents.KindPush}
 	if e != want || !e.Critical() {
 		t.Fatalf("stored %+v\nwant     %+v", e, want)
 	}

@@ -49,6 +49,10 @@ type Target struct {
 	// Defaults to nil: only the shape is checked.
 	Logs *LogPeer
 
+	// Events, when set, says the peer offers event subscriptions and what
+	// it holds (Events/... run only then). Defaults to nil: they skip.
+	Events *EventPeer
+
 	// Advance, when set, is called after every read-back that has not yet
 	// shown the awaited state, before the next poll. A peer whose delays run
 	// on a manually advanced clock (a fake with an injected clock) moves its
@@ -74,6 +78,7 @@ type Target struct {
 //	BIOS/{Read,UnknownAttributeRefused,InvalidValueRefused,ReadOnlyRefused,SetCurrentIsNoop,ApplyAfterBoot}
 //	Health/{Read,Changes,SystemStatus}
 //	Logs/{List,Read,Paging,InvalidQuery,Clear}
+//	Events/{Subscribe,List,Unsubscribe,TestEvent}
 //	Unsupported/<capability>
 //	Needs/{Advertised,Lacking}
 //	Context/{Canceled,DeadlineExceeded}/<method>
@@ -98,6 +103,7 @@ func Run(t *testing.T, opts Options, newTarget func(t *testing.T) Target) {
 	s.group(t, "BIOS", s.bios)
 	s.group(t, "Health", s.health)
 	s.group(t, "Logs", s.logs)
+	s.group(t, "Events", s.events)
 	s.group(t, "Unsupported", s.unsupported)
 	s.group(t, "Needs", s.needs)
 	s.group(t, "Context", s.context)

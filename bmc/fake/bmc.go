@@ -55,6 +55,7 @@ type BMC struct {
 	bios      biosState        // bios.go
 	health    bmc.HealthReport // health.go
 	logs      []Log            // eventlog.go
+	events    eventService     // events.go
 }
 
 // step is one leg of a pending power transition: the BMC reports during

@@ -38,6 +38,10 @@ const (
 	MethodLogServices          Method = "LogServices"
 	MethodLogEntries           Method = "LogEntries"
 	MethodClearLog             Method = "ClearLog"
+	MethodEventSubscriptions   Method = "EventSubscriptions"
+	MethodSubscribe            Method = "Subscribe"
+	MethodUnsubscribe          Method = "Unsubscribe"
+	MethodSubmitTestEvent      Method = "SubmitTestEvent"
 	MethodAny                  Method = "*"
 )
 
@@ -47,7 +51,8 @@ func (m Method) valid() bool {
 		MethodBootOverride, MethodInsertMedia, MethodEjectMedia, MethodMediaStatus, MethodResetBMC, MethodOpenSystem, MethodLastResetTime, MethodAny,
 		MethodStartFirmwareUpdate, MethodFindFirmwareUpdate, MethodFirmwareUpdateStatus, MethodFirmwareVersion,
 		MethodInventory, MethodBIOSSettings, MethodBIOSRegistry, MethodSetBIOSAttributes, MethodCheckNeed,
-		MethodHealth, MethodSystemStatus, MethodLogServices, MethodLogEntries, MethodClearLog:
+		MethodHealth, MethodSystemStatus, MethodLogServices, MethodLogEntries, MethodClearLog,
+		MethodEventSubscriptions, MethodSubscribe, MethodUnsubscribe, MethodSubmitTestEvent:
 		return true
 	}
 	return false

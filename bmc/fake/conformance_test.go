@@ -36,6 +36,7 @@ func TestConformance(t *testing.T) {
 				Dial: func(ctx context.Context, c bmc.Credentials) (bmc.Driver, error) {
 					return srv.Dial(ctx, bmc.Endpoint{Protocol: "redfish", Transport: "https", Host: "127.0.0.1"}, c)
 				},
+				Events: &bmctest.EventPeer{Subscriptions: srv.Subscriptions, TestEvents: func() int { return len(srv.TestEvents()) }},
 			}
 		})
 	})

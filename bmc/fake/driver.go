@@ -145,6 +145,14 @@ func opName(m Method) string {
 		return "read event log"
 	case MethodClearLog:
 		return "clear event log"
+	case MethodEventSubscriptions:
+		return "list event subscriptions"
+	case MethodSubscribe:
+		return "subscribe to events"
+	case MethodUnsubscribe:
+		return "unsubscribe from events"
+	case MethodSubmitTestEvent:
+		return "submit test event"
 	}
 	return string(m)
 }

@@ -163,6 +163,11 @@ func TestConformance(t *testing.T) {
 		{name: "NoHealthNoLogs", cfg: redfishtest.Config{NoHealth: true, Logs: redfishtest.LogsNone},
 			suite: bmctest.Options{Unsupported: []bmctest.Capability{bmc.CapabilityHealth, bmc.CapabilityEventLogs}}},
 		{name: "LogsPagedByOne", cfg: redfishtest.Config{LogPageSize: 1}},
+		// Event subscriptions (Events/...), in the three shapes; the rest
+		// of the suite is the DMTF personality's.
+		{name: "SubscriptionsDMTF", cfg: redfishtest.Config{Subscriptions: redfishtest.SubscriptionsDMTF}, suite: eventsOnly},
+		{name: "SubscriptionsILO5", cfg: redfishtest.Config{Subscriptions: redfishtest.SubscriptionsILO5}, suite: eventsOnly},
+		{name: "SubscriptionsOpenBMC", cfg: redfishtest.Config{Subscriptions: redfishtest.SubscriptionsOpenBMC}, suite: eventsOnly},
 		{name: "MediaUnderManager", cfg: redfishtest.Config{Media: redfishtest.MediaUnderManager}},
 		{name: "MediaUnderSystem", cfg: redfishtest.Config{Media: redfishtest.MediaUnderSystem}},
 		{name: "SeveralSystemsByID", cfg: redfishtest.Config{Systems: 3}, systemID: "2"},
@@ -210,6 +215,9 @@ func TestConformance(t *testing.T) {
 					target.Advance = func() { clk.Advance(time.Second) }
 				}
 				target.Health, target.Logs = simPeers(srv, p.systemID)
+				if p.cfg.Subscriptions != redfishtest.SubscriptionsNone {
+					target.Events = subscriptionPeer(srv)
+				}
 				return target
 			})
 		})
@@ -230,4 +238,23 @@ func TestConformanceSimulatorAgrees(t *testing.T) {
 	if got := srv.System("1").Power; got != "Off" {
 		t.Fatalf("system 1 power = %s, want Off (untouched)", got)
 	}
+}
+
+// eventsOnly runs only Events/... (the personalities that differ from
+// the default in their subscriptions alone).
+var eventsOnly = bmctest.Options{Skip: []string{"Power", "BootOverride", "BootHTTP", "VirtualMedia", "ResetBMC",
+	"LastResetTime", "FirmwareUpdate", "Inventory", "BIOS", "Health", "Logs", "Unsupported", "Needs", "Context",
+	"Dial", "Concurrency", "Close", "Stats"}}
+
+// subscriptionPeer shows bmctest the subscriptions the simulator holds;
+// it pushes events to their destinations.
+func subscriptionPeer(srv *redfishtest.Server) *bmctest.EventPeer {
+	return &bmctest.EventPeer{Delivers: true, Subscriptions: func() []bmc.EventSubscription {
+		var out []bmc.EventSubscription
+		for _, s := range srv.Subscriptions() {
+			out = append(out, bmc.EventSubscription{ID: s.ID, Destination: s.Destination, Context: s.Context,
+				Protocol: s.Protocol, EventTypes: s.EventTypes, RegistryPrefixes: s.RegistryPrefixes})
+		}
+		return out
+	}}
 }

@@ -48,6 +48,9 @@ type eventHub struct {
 	closed      bool
 	watches     map[*powerWatch]struct{}
 	memo        *sseMemo // the Dialer's; nil: none
+	// streams cancels the streams of StreamEvents calls (eventstream.go)
+	// when the session closes.
+	streams map[*context.CancelFunc]struct{}
 }
 
 // sseMemoTTL is how long a Dialer remembers that an endpoint has no SSE
@@ -198,6 +201,45 @@ func (d *Driver) openStream(ctx context.Context) error {
 func (d *Driver) startStream(ctx context.Context) error {
 	s := d.s
 	h := &s.events
+	uri, err := d.sseURI(ctx)
+	if err != nil {
+		return err
+	}
+	// The stream outlives ctx (the call that opened it): it ends with the
+	// session, or when the BMC ends it. Only the opening is bounded by ctx
+	// and the request timeout.
+	resp, cancel, err := d.openSSE(ctx, context.WithoutCancel(ctx), uri)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		cancel()
+		_ = resp.Body.Close()
+		return errSessionClosed
+	}
+	h.cancel = cancel
+	h.mu.Unlock()
+	log := d.logger(ctx)
+	go func() {
+		err := readEvents(resp.Body, func(origins []string) { h.dispatch(origins) })
+		_ = resp.Body.Close()
+		cancel()
+		if err == nil {
+			err = errors.New("the BMC ended the event stream")
+		}
+		log.V(1).Info("event stream ended; waiting jobs poll", "error", err.Error())
+		h.end(bmc.Transient(fmt.Errorf("event stream %s: %w", uri, err)))
+	}()
+	return nil
+}
+
+// sseURI finds the path of the EventService's ServerSentEventUri, once per
+// session; a BMC without one is an error wrapping bmc.ErrNotSupported.
+func (d *Driver) sseURI(ctx context.Context) (string, error) {
+	s := d.s
+	h := &s.events
 	h.mu.Lock()
 	uri := h.sseURI
 	h.mu.Unlock()
@@ -208,35 +250,41 @@ func (d *Driver) startStream(ctx context.Context) error {
 			}
 		}
 		if err := json.Unmarshal(s.wire.serviceRoot(), &root); err != nil || root.EventService.ODataID == "" {
-			return fmt.Errorf("the service root names no EventService: %w", bmc.ErrNotSupported)
+			return "", fmt.Errorf("the service root names no EventService: %w", bmc.ErrNotSupported)
 		}
 		var es struct{ ServerSentEventUri string }
 		if _, err := d.getJSON(ctx, root.EventService.ODataID, &es); err != nil {
 			var se *StatusError
 			if errors.As(err, &se) && (se.StatusCode == http.StatusNotFound || se.StatusCode == http.StatusNotImplemented) {
-				return fmt.Errorf("GET %s: %w (%w)", root.EventService.ODataID, bmc.ErrNotSupported, err)
+				return "", fmt.Errorf("GET %s: %w (%w)", root.EventService.ODataID, bmc.ErrNotSupported, err)
 			}
-			return err
+			return "", err
 		}
 		if es.ServerSentEventUri == "" {
-			return fmt.Errorf("the EventService offers no ServerSentEventUri: %w", bmc.ErrNotSupported)
+			return "", fmt.Errorf("the EventService offers no ServerSentEventUri: %w", bmc.ErrNotSupported)
 		}
 		uri = pathOf(es.ServerSentEventUri)
 		if uri == "" || !strings.HasPrefix(uri, "/") {
-			return fmt.Errorf("the EventService's ServerSentEventUri %q is not a path on this BMC: %w", es.ServerSentEventUri, bmc.ErrNotSupported)
+			return "", fmt.Errorf("the EventService's ServerSentEventUri %q is not a path on this BMC: %w", es.ServerSentEventUri, bmc.ErrNotSupported)
 		}
 		h.mu.Lock()
 		h.sseURI = uri
 		h.mu.Unlock()
 	}
-	// The stream outlives ctx (the call that opened it): it ends with the
-	// session, or when the BMC ends it. Only the opening is bounded by ctx
-	// and the request timeout.
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	return uri, nil
+}
+
+// openSSE sends the stream's GET of uri and returns the answer once its
+// headers arrived. The opening is bounded by ctx and the request timeout;
+// the stream itself lives until parent ends, cancel is called, or the BMC
+// ends it. The caller closes resp.Body and calls cancel.
+func (d *Driver) openSSE(ctx, parent context.Context, uri string) (*http.Response, context.CancelFunc, error) {
+	s := d.s
+	sctx, cancel := context.WithCancel(parent)
 	req, err := http.NewRequestWithContext(sctx, http.MethodGet, strings.TrimSuffix(s.ep.BaseURL(), "/")+uri, nil)
 	if err != nil {
 		cancel()
-		return bmc.Permanent(err)
+		return nil, nil, bmc.Permanent(err)
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	type answer struct {
@@ -261,14 +309,14 @@ func (d *Driver) startStream(ctx context.Context) error {
 	case a = <-got:
 	case <-ctx.Done():
 		abandon()
-		return ctx.Err()
+		return nil, nil, ctx.Err()
 	case <-s.opts.Clock.After(s.opts.RequestTimeout):
 		abandon()
-		return bmc.Transient(fmt.Errorf("GET %s: no answer within the request timeout %s", uri, s.opts.RequestTimeout))
+		return nil, nil, bmc.Transient(fmt.Errorf("GET %s: no answer within the request timeout %s", uri, s.opts.RequestTimeout))
 	}
 	if a.err != nil {
 		cancel()
-		return classify(a.err)
+		return nil, nil, classify(a.err)
 	}
 	resp := a.resp
 	if resp.StatusCode != http.StatusOK {
@@ -277,40 +325,20 @@ func (d *Driver) startStream(ctx context.Context) error {
 		se := &StatusError{StatusCode: resp.StatusCode}
 		switch c := resp.StatusCode; {
 		case c == http.StatusNotFound || c == http.StatusMethodNotAllowed || c == http.StatusNotImplemented:
-			return fmt.Errorf("GET %s answered %d: %w", uri, c, bmc.ErrNotSupported)
+			return nil, nil, fmt.Errorf("GET %s answered %d: %w", uri, c, bmc.ErrNotSupported)
 		case c == http.StatusUnauthorized || c == http.StatusForbidden:
-			return bmc.Transient(fmt.Errorf("GET %s answered %d: %w", uri, c, se))
+			return nil, nil, bmc.Transient(fmt.Errorf("GET %s answered %d: %w", uri, c, se))
 		case c >= 500 || c == http.StatusTooManyRequests:
-			return bmc.Transient(fmt.Errorf("GET %s answered %d: %w", uri, c, se))
+			return nil, nil, bmc.Transient(fmt.Errorf("GET %s answered %d: %w", uri, c, se))
 		}
-		return fmt.Errorf("GET %s answered %d: %w", uri, resp.StatusCode, bmc.ErrNotSupported)
+		return nil, nil, fmt.Errorf("GET %s answered %d: %w", uri, resp.StatusCode, bmc.ErrNotSupported)
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "text/event-stream") {
 		drain(resp)
 		cancel()
-		return fmt.Errorf("GET %s answered Content-Type %q, not text/event-stream: %w", uri, ct, bmc.ErrNotSupported)
+		return nil, nil, fmt.Errorf("GET %s answered Content-Type %q, not text/event-stream: %w", uri, ct, bmc.ErrNotSupported)
 	}
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		cancel()
-		_ = resp.Body.Close()
-		return errSessionClosed
-	}
-	h.cancel = cancel
-	h.mu.Unlock()
-	log := d.logger(ctx)
-	go func() {
-		err := readEvents(resp.Body, func(origins []string) { h.dispatch(origins) })
-		_ = resp.Body.Close()
-		cancel()
-		if err == nil {
-			err = errors.New("the BMC ended the event stream")
-		}
-		log.V(1).Info("event stream ended; waiting jobs poll", "error", err.Error())
-		h.end(bmc.Transient(fmt.Errorf("event stream %s: %w", uri, err)))
-	}()
-	return nil
+	return resp, cancel, nil
 }
 
 // streamClient is an HTTP client for the event stream: the session's TLS
@@ -400,9 +428,14 @@ func (h *eventHub) close() {
 	h.mu.Lock()
 	h.closed = true
 	cancel := h.cancel
+	streams := h.streams
+	h.streams = nil
 	h.mu.Unlock()
 	if cancel != nil {
 		cancel() // the reader ends and calls end
+	}
+	for c := range streams {
+		(*c)()
 	}
 }
 
@@ -412,15 +445,27 @@ const (
 	maxEventData = 1 << 20  // bytes of data in one event
 )
 
-// readEvents decodes a Server-Sent Events stream (the WHATWG "event stream
+// readEvents reads a Server-Sent Events stream with readSSE and calls fn
+// with the resource URIs (OriginOfCondition) of each Redfish event's
+// records.
+func readEvents(r io.Reader, fn func(origins []string)) error {
+	return readSSE(r, func(data []byte) error {
+		if origins := eventOrigins(data); len(origins) > 0 {
+			fn(origins)
+		}
+		return nil
+	})
+}
+
+// readSSE decodes a Server-Sent Events stream (the WHATWG "event stream
 // interpretation": lines ending in LF, CRLF or CR; "data:" lines joined by
 // LF; a blank line dispatches; comments and other fields ignored) and calls
-// fn with the resource URIs (OriginOfCondition) of each Redfish event's
-// records. It returns the stream's read error, nil at EOF, or an error for
-// a line or event over the limits. Hand-written: the standard library has no
-// SSE reader, and the few lines here are easier to bound and fuzz than a
-// dependency whose limits we would have to trust.
-func readEvents(r io.Reader, fn func(origins []string)) error {
+// fn with each event's data. It returns fn's error, the stream's read
+// error, nil at EOF, or an error for a line or event over the limits.
+// Hand-written: the standard library has no SSE reader, and the few lines
+// here are easier to bound and fuzz than a dependency whose limits we
+// would have to trust.
+func readSSE(r io.Reader, fn func(data []byte) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), maxEventLine)
 	sc.Split(scanSSELines)
@@ -430,8 +475,8 @@ func readEvents(r io.Reader, fn func(origins []string)) error {
 		line := sc.Bytes()
 		if len(line) == 0 {
 			if hasData {
-				if origins := eventOrigins(data.Bytes()); len(origins) > 0 {
-					fn(origins)
+				if err := fn(data.Bytes()); err != nil {
+					return err
 				}
 			}
 			data.Reset()

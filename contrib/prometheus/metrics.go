@@ -13,6 +13,8 @@
 //	runner, _ := job.NewRunner(job.Config{..., StepperConfig: job.StepperConfig{..., Observer: m.JobObserver()}})
 //	tracker, _ := bootstate.NewTracker(bootstate.Config{..., Observer: m.BootObserver()})
 //	mon, _ := monitor.New(monitor.Config{..., Observer: m.MonitorObserver()})
+//	rcv, _ := bmcevents.NewReceiver(bmcevents.Config{..., Observer: m.EventObserver()})
+//	src, _ := bmcevents.NewSource(bmcevents.SourceConfig{..., Observer: m.EventObserver()})
 //
 // # Metrics
 //
@@ -44,6 +46,9 @@
 //	bmckit_bootstate_boot_timeouts_total{reason}        counter
 //	bmckit_bootstate_boot_duration_seconds{result}      histogram
 //	bmckit_monitor_health_changes_total{health}         counter (health: the worst after the change)
+//	bmckit_bmc_events_total{severity,via}               counter (events stored; via: push, sse, poll)
+//	bmckit_bmc_event_duplicates_total{via}              counter (copies dropped: retries, streamed copies of pushed events)
+//	bmckit_bmc_event_pushes_refused_total{status}       counter (the Receiver's 4xx and 503 answers)
 //
 // The queue gauges are one Runner's; with several replicas, each reports
 // every unfinished job in the shared Store, so aggregate
@@ -52,10 +57,12 @@
 package prometheus
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/bmckit/bmckit/bmcevents"
 	"github.com/bmckit/bmckit/bootstate"
 	"github.com/bmckit/bmckit/job/observe"
 	"github.com/bmckit/bmckit/monitor"
@@ -101,6 +108,8 @@ type Metrics struct {
 	bootDuration                          *prometheus.HistogramVec
 
 	healthChanges *prometheus.CounterVec
+
+	events, eventDuplicates, eventRefusals *prometheus.CounterVec
 
 	all []prometheus.Collector
 }
@@ -158,6 +167,9 @@ func New(opts Options) *Metrics {
 	m.bootTimeouts = counter("bootstate_boot_timeouts_total", "Boot attempts that timed out, by reason (TimedOut, or a stage's timeout such as IPXETimeout).", "reason")
 	m.bootDuration = hist("bootstate_boot_duration_seconds", "Time from a boot attempt's start to its end, by result.", jb, "result")
 	m.healthChanges = counter("monitor_health_changes_total", "Changes of a machine's worst health the monitor stored, by the health after the change (OK, Warning, Critical, none for unknown).", "health")
+	m.events = counter("bmc_events_total", "BMC events stored, by severity (OK, Warning, Critical, none) and how they came (push, sse, poll).", "severity", "via")
+	m.eventDuplicates = counter("bmc_event_duplicates_total", "BMC event copies dropped as already stored (a BMC's retry, the streamed copy of a pushed event, a log entry read again), by how they came.", "via")
+	m.eventRefusals = counter("bmc_event_pushes_refused_total", "Event pushes the Receiver refused, by HTTP status (400, 401, 404, 405, 413; 503 when the store failed).", "status")
 	return m
 }
 
@@ -238,6 +250,23 @@ func (m *Metrics) BootObserver() bootstate.Observer {
 func (m *Metrics) MonitorObserver() monitor.Observer {
 	return monitor.Observer{
 		HealthChanged: func(e monitor.HealthEvent) { m.healthChanges.WithLabelValues(label(string(e.To))).Inc() },
+	}
+}
+
+// EventObserver returns the observer to set in bmcevents.Config.Observer
+// (the Receiver) and bmcevents.SourceConfig.Observer (SSE and log
+// polling). Alert on rate(bmckit_bmc_events_total{severity="Critical"}).
+func (m *Metrics) EventObserver() bmcevents.Observer {
+	via := func(k bmcevents.Kind) string {
+		if k == "" {
+			return string(bmcevents.KindPush)
+		}
+		return label(string(k))
+	}
+	return bmcevents.Observer{
+		Stored:    func(ev bmcevents.Event) { m.events.WithLabelValues(label(string(ev.Severity)), via(ev.Via)).Inc() },
+		Duplicate: func(_ string, k bmcevents.Kind) { m.eventDuplicates.WithLabelValues(via(k)).Inc() },
+		Refused:   func(status int) { m.eventRefusals.WithLabelValues(strconv.Itoa(status)).Inc() },
 	}
 }
 

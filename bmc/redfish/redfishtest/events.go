@@ -23,6 +23,11 @@ import (
 //	data: {"@odata.type":"#Event.v1_7_0.Event","Id":"7","Name":"Event Array","Events":[{"EventId":"7",
 //	data:  "MessageId":"ResourceEvent.1.2.ResourceChanged","OriginOfCondition":{"@odata.id":"/redfish/v1/Systems/1"},...}]}
 //
+// Every event a test emits ([Server.EmitEvent], SubmitTestEvent) is also
+// sent whole to every open stream, with the EventId, EventTimestamp and
+// records of the copies pushed to subscriptions (Context ""), as bmcweb
+// does: a client that reads both sees one event twice.
+//
 // Transitional states (PoweringOn/PoweringOff) send no event, as on BMCs that
 // report the completed change. Changes are noticed by a watcher that checks
 // the systems every 10 ms of wall time while a stream is open (so with a
@@ -241,6 +246,26 @@ func (s *Server) scanEvents() {
 			}
 		}
 		h.mu.Unlock()
+	}
+}
+
+// streamEvent sends one Redfish Event document to every open stream (a
+// reader 64 events behind loses its stream, as in scanEvents).
+func (s *Server) streamEvent(id string, doc []byte) {
+	if !s.eventsOn() {
+		return
+	}
+	b := []byte("id: " + id + "\ndata: " + string(doc) + "\n\n")
+	h := &s.events
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for sub := range h.subs {
+		select {
+		case sub.ch <- b:
+		default:
+			delete(h.subs, sub)
+			sub.end()
+		}
 	}
 }
 

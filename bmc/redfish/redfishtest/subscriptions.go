@@ -419,23 +419,26 @@ func (s *Server) EmitEvent(ev Event) string {
 	if ev.Origin == "" {
 		ev.Origin = root + "/Systems/1"
 	}
+	at := s.now() // one timestamp for every copy: a pushed and a streamed copy are one event
 	h := &s.subs
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.seq++
+	seq := h.seq
 	if ev.EventID == "" {
-		ev.EventID = strconv.FormatInt(h.seq, 10)
+		ev.EventID = strconv.FormatInt(seq, 10)
 	}
 	for _, sub := range h.subs {
 		if !sub.matches(ev) {
 			continue
 		}
-		sub.queue = append(sub.queue, [2]string{ev.EventID, string(s.eventBody(sub, ev, h.seq))})
+		sub.queue = append(sub.queue, [2]string{ev.EventID, string(s.eventBody(sub.Context, ev, seq, at))})
 		select {
 		case sub.wake <- struct{}{}:
 		default:
 		}
 	}
+	h.mu.Unlock()
+	s.streamEvent(ev.EventID, s.eventBody("", ev, seq, at)) // events.go
 	return ev.EventID
 }
 
@@ -452,12 +455,13 @@ func (sub *simSub) matches(ev Event) bool {
 	return true
 }
 
-// eventBody is the Redfish Event pushed for ev.
-func (s *Server) eventBody(sub *simSub, ev Event, seq int64) []byte {
+// eventBody is the Redfish Event pushed (or streamed) for ev, with the
+// subscription's Context.
+func (s *Server) eventBody(evContext string, ev Event, seq int64, at time.Time) []byte {
 	rec := map[string]any{
 		"EventType":         ev.EventType,
 		"EventId":           ev.EventID,
-		"EventTimestamp":    s.now().UTC().Format(time.RFC3339),
+		"EventTimestamp":    at.UTC().Format(time.RFC3339),
 		"Message":           ev.Message,
 		"MessageId":         ev.MessageID,
 		"MessageArgs":       []string{},
@@ -472,7 +476,7 @@ func (s *Server) eventBody(sub *simSub, ev Event, seq int64) []byte {
 		"@odata.type": "#Event.v1_7_0.Event",
 		"Id":          strconv.FormatInt(seq, 10),
 		"Name":        "Event Array",
-		"Context":     sub.Context,
+		"Context":     evContext,
 		"Events":      []any{rec},
 	})
 	return b
