@@ -1,6 +1,7 @@
 package redfish
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,12 +12,16 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 )
 
-// The entry collections and entries of testdata/logs are shaped after
-// vendors' payloads: iLO 5's IML (links only, then an entry with Oem.Hpe
-// and iLO's Severity words), bmcweb's EventLog (a page with nextLink and
-// IDs that are Unix times, "_1" for a second entry in the same second),
-// the DMTF mockup's SEL (SEL fields, an offset other than UTC, Resolved)
-// and a Cray EX node's SEL (no Created). Each decodes exactly so.
+// The entry collections and entries of testdata/logs are payloads
+// published by vendors and DMTF (testdata/logs/README.md names the
+// repository, path and commit of each): the DMTF mockup's SEL (SEL fields,
+// a top-level "@odata.nextLink" that is not Members@odata.nextLink), iLO 5's
+// and iLO 6's IML (Redfish Severity at the top, iLO's words only in
+// Oem.Hpe.Severity, Oem.Hpe.Repaired) and bmcweb's EventLog (IDs that are
+// Unix times, "_1" for a second entry in the same second, a BMC clock
+// never set). Two files are not captured and say so there: iLO's IML
+// collection listing links only and a Cray EX node's SEL (no Created).
+// Each decodes exactly so.
 func TestDecodeLogShapes(t *testing.T) {
 	utc := func(s string) time.Time {
 		tm, err := time.Parse(time.RFC3339, s)
@@ -25,29 +30,72 @@ func TestDecodeLogShapes(t *testing.T) {
 		}
 		return tm.UTC()
 	}
+	const (
+		dmtf   = "/redfish/v1/Systems/437XR1138R2/LogServices/Log1/Entries/"
+		iml    = "/redfish/v1/Systems/1/LogServices/IML/Entries/"
+		bmcweb = "/redfish/v1/Systems/system/LogServices/EventLog/Entries/"
+	)
+	// members wraps a file holding entries (one, or a JSON array) in a
+	// collection, as an expanded collection lists them.
+	members := func(name string) []byte {
+		b := bytes.TrimSpace(readLogShape(t, name))
+		if b[0] != '[' {
+			b = append(append([]byte{'['}, b...), ']')
+		}
+		return append(append([]byte(`{"Members":`), b...), '}')
+	}
 	for _, c := range []struct {
 		file string
+		body []byte
 		want entriesPage
 	}{
-		{"ilo5-iml-entries.json", entriesPage{Entries: []pageEntry{
+		// The mockup's "@odata.nextLink" (…?$skiptoken=2) is not read: it is
+		// not Members@odata.nextLink, and its collection lists both of its
+		// 2 members (Members@odata.count 2) already.
+		{"dmtf-sel-entries.json", nil, entriesPage{Entries: []pageEntry{
+			{entry: bmc.LogEntry{ID: "1", Created: utc("2012-03-07T14:44:00Z"), Severity: bmc.SeverityCritical, Message: "Temperature threshold exceeded",
+				MessageID: "0x592A28", Type: "SEL"}, uri: dmtf + "1"},
+			{entry: bmc.LogEntry{ID: "2", Created: utc("2012-03-07T14:45:00Z"), Severity: bmc.SeverityCritical, Message: "Temperature threshold exceeded",
+				MessageID: "0x592E28", Type: "SEL"}, uri: dmtf + "2"},
+		}}},
+		// iLO 5: Redfish's Warning at the top, Oem.Hpe.Repaired false.
+		{"ilo5-iml-entry.json", members("ilo5-iml-entry.json"), entriesPage{Entries: []pageEntry{
+			{entry: bmc.LogEntry{ID: "1", Created: utc("2034-01-01T23:20:04Z"), Severity: bmc.SeverityWarning,
+				Message: "System Overheating (Temperature Sensor 0x07, Location Power Supply, Temperature 48)", Type: "Oem"}, uri: iml + "1/"},
+		}}},
+		// iLO 6 with $expand: "Informational" and "Critical" in
+		// Oem.Hpe.Severity, OK and Critical at the top; no MessageId.
+		{"ilo6-iml-entries.json", nil, entriesPage{Entries: []pageEntry{
+			{entry: bmc.LogEntry{ID: "1", Created: utc("2001-01-01T00:26:39Z"), Severity: bmc.SeverityOK,
+				Message: "IML Cleared ( user: System Administrator)", Type: "Oem"}, uri: "/redfish/v1/Systems/1/LogServices/IML/Entries/1"},
+			{entry: bmc.LogEntry{ID: "10", Created: utc("2022-09-15T15:42:14Z"), Severity: bmc.SeverityCritical,
+				Message: "Insufficient Fan Solution", Type: "Oem"}, uri: "/redfish/v1/Systems/1/LogServices/IML/Entries/10"},
+		}}},
+		// iLO 6, repaired: Severity OK at the top, "Repaired" only in
+		// Oem.Hpe.Severity; Oem.Hpe.Repaired makes it Resolved.
+		{"ilo6-iml-entry-repaired.json", members("ilo6-iml-entry-repaired.json"), entriesPage{Entries: []pageEntry{
+			{entry: bmc.LogEntry{ID: "3", Created: utc("2022-10-14T07:33:24Z"), Severity: bmc.SeverityOK, Resolved: true, Type: "Oem",
+				Message: "BCM 5720 1GbE 2p BASE-T LOM Adptr - NIC Connectivity status changed to OK for adapter in slot 0, port 2"},
+				uri: "/redfish/v1/Systems/1/LogServices/IML/Entries/3"},
+		}}},
+		// bmcweb on a BMC whose clock was never set: Created in 1970 is a
+		// time like any other.
+		{"openbmc-eventlog-entries.json", members("openbmc-eventlog-entries.json"), entriesPage{Entries: []pageEntry{
+			{entry: bmc.LogEntry{ID: "205610", Created: utc("1970-01-03T09:06:50Z"), Severity: bmc.SeverityWarning, Message: "Power Unit Redundancy lost.",
+				MessageID: "OpenBMC.0.1.PowerUnitRedundancyLost", Type: "Event"}, uri: bmcweb + "205610"},
+			{entry: bmc.LogEntry{ID: "205610_1", Created: utc("1970-01-03T09:06:50Z"), Severity: bmc.SeverityWarning,
+				Message: "Power Unit Nonredundant but has sufficient resource.", MessageID: "OpenBMC.0.1.PowerUnitNonRedundantSufficient", Type: "Event"},
+				uri: bmcweb + "205610_1"},
+			{entry: bmc.LogEntry{ID: "205621", Created: utc("1970-01-03T09:07:01Z"), Severity: bmc.SeverityOK, Message: "Power Unit Redundancy regained.",
+				MessageID: "OpenBMC.0.1.PowerUnitRedundancyRegained", Type: "Event"}, uri: bmcweb + "205621"},
+		}}},
+		// Not captured (testdata/logs/README.md).
+		{"ilo5-iml-entries.json", nil, entriesPage{Entries: []pageEntry{
 			{entry: bmc.LogEntry{ID: "1"}, linkOnly: true, uri: "/redfish/v1/Systems/1/LogServices/IML/Entries/1/"},
 			{entry: bmc.LogEntry{ID: "2"}, linkOnly: true, uri: "/redfish/v1/Systems/1/LogServices/IML/Entries/2/"},
 			{entry: bmc.LogEntry{ID: "3"}, linkOnly: true, uri: "/redfish/v1/Systems/1/LogServices/IML/Entries/3/"},
 		}}},
-		{"openbmc-eventlog-entries.json", entriesPage{Next: "/redfish/v1/Systems/system/LogServices/EventLog/Entries?$skip=1000", Entries: []pageEntry{
-			{entry: bmc.LogEntry{ID: "1612187325", Created: utc("2021-02-01T13:48:45Z"), Severity: bmc.SeverityOK, Message: "Host system DC power is on",
-				MessageID: "OpenBMC.0.1.DCPowerOn", Type: "Event"}, uri: "/redfish/v1/Systems/system/LogServices/EventLog/Entries/1612187325"},
-			{entry: bmc.LogEntry{ID: "1612187325_1", Created: utc("2021-02-01T13:48:45Z"), Severity: bmc.SeverityWarning,
-				Message: "Sensor CPU0_Temp reading 92 crossed upper warning threshold 90", MessageID: "OpenBMC.0.1.SensorThresholdWarningHighGoingHigh", Type: "Event"},
-				uri: "/redfish/v1/Systems/system/LogServices/EventLog/Entries/1612187325_1"},
-		}}},
-		{"dmtf-sel-entries.json", entriesPage{Entries: []pageEntry{
-			{entry: bmc.LogEntry{ID: "1", Created: utc("2012-03-07T14:44:00Z"), Severity: bmc.SeverityCritical, Message: "Temperature threshold exceeded",
-				MessageID: "Event.1.0.TempAssert", Type: "SEL"}, uri: "/redfish/v1/Systems/437XR1138R2/LogServices/Log1/Entries/1"},
-			{entry: bmc.LogEntry{ID: "2", Created: utc("2012-03-07T20:45:00Z"), Severity: bmc.SeverityOK, Message: "Temperature back to normal",
-				MessageID: "Event.1.0.TempDeassert", Type: "SEL", Resolved: true}, uri: "/redfish/v1/Systems/437XR1138R2/LogServices/Log1/Entries/2"},
-		}}},
-		{"crayex-sel-entries.json", entriesPage{Entries: []pageEntry{
+		{"crayex-sel-entries.json", nil, entriesPage{Entries: []pageEntry{
 			{entry: bmc.LogEntry{ID: "1", Severity: bmc.SeverityOK, Message: "Node power on", MessageID: "CrayAlerts.1.0.NodePowerOn", Type: "SEL"},
 				uri: "/redfish/v1/Systems/Node0/LogServices/SEL/Entries/1"},
 			{entry: bmc.LogEntry{ID: "2", Severity: bmc.SeverityWarning, Message: "CPU 0 VR temperature high", MessageID: "CrayAlerts.1.0.VRTempHigh", Type: "SEL"},
@@ -55,7 +103,11 @@ func TestDecodeLogShapes(t *testing.T) {
 		}}},
 	} {
 		t.Run(c.file, func(t *testing.T) {
-			got, err := decodeEntriesPage(readLogShape(t, c.file))
+			body := c.body
+			if body == nil {
+				body = readLogShape(t, c.file)
+			}
+			got, err := decodeEntriesPage(body)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,21 +116,41 @@ func TestDecodeLogShapes(t *testing.T) {
 			}
 		})
 	}
-	// iLO 5's entry itself: Severity "Repaired" and Oem.Hpe.Repaired.
-	p, err := decodeEntriesPage([]byte(`{"Members":[` + string(readLogShape(t, "ilo5-iml-entry.json")) + `]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := bmc.LogEntry{ID: "3", Created: utc("2022-08-03T19:41:55Z"), Severity: bmc.SeverityOK, Resolved: true,
-		Message: "Power Supply Failure (Power Supply 2, Slot 2)", Type: "Oem"}
-	if got := p.Entries[0].entry; got != want || p.Entries[0].linkOnly {
-		t.Fatalf("iLO 5 IML entry decoded %+v (link only %v)\nwant %+v", got, p.Entries[0].linkOnly, want)
-	}
-	// The iLO words for the other severities.
+	// iLO's own words, should a firmware put them at the top (none of the
+	// published payloads does: they are in Oem.Hpe.Severity there).
 	for word, sev := range map[string]bmc.Severity{"Critical": bmc.SeverityCritical, "Caution": bmc.SeverityWarning, "Informational": bmc.SeverityOK, "Bogus": bmc.SeverityUnknown} {
 		p, err := decodeEntriesPage([]byte(`{"Members":[{"Id":"9","Severity":"` + word + `"}]}`))
 		if err != nil || p.Entries[0].entry.Severity != sev || p.Entries[0].entry.Resolved {
 			t.Fatalf("Severity %q: %+v, %v; want %q, not resolved", word, p, err, sev)
+		}
+	}
+}
+
+// TestDecodeRealHealth reads the Status of the DMTF mockup's system and
+// chassis (testdata/health/README.md) as Health and the monitor's
+// SystemStatus read them.
+func TestDecodeRealHealth(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		want bmc.ResourceHealth
+	}{
+		{"dmtf-system-437XR1138R2.json", bmc.ResourceHealth{ID: "437XR1138R2", Health: bmc.HealthOK, Rollup: bmc.HealthOK}},
+		// The chassis gives no HealthRollup: unknown, not OK.
+		{"dmtf-chassis-1U.json", bmc.ResourceHealth{ID: "1U", Health: bmc.HealthOK, Rollup: bmc.HealthUnknown}},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", "health", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res struct {
+			ID     string `json:"Id"`
+			Status *healthStatus
+		}
+		if err := json.Unmarshal(b, &res); err != nil {
+			t.Fatalf("%s: %v", c.file, err)
+		}
+		if got := resourceHealth(res.ID, res.Status); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %+v, want %+v", c.file, got, c.want)
 		}
 	}
 }
@@ -96,7 +168,8 @@ func readLogShape(t testing.TB, name string) []byte {
 // never panics; what it returns names every entry and is bounded once
 // paged.
 func FuzzDecodeEntriesPage(f *testing.F) {
-	for _, n := range []string{"ilo5-iml-entries.json", "ilo5-iml-entry.json", "openbmc-eventlog-entries.json", "dmtf-sel-entries.json", "crayex-sel-entries.json"} {
+	for _, n := range []string{"ilo5-iml-entries.json", "ilo5-iml-entry.json", "ilo6-iml-entries.json", "ilo6-iml-entry-repaired.json",
+		"openbmc-eventlog-entries.json", "dmtf-sel-entries.json", "crayex-sel-entries.json"} {
 		f.Add(readLogShape(f, n))
 	}
 	for _, s := range []string{`{"Members":[{"@odata.id":"/a/"}]}`, `{"Members":[{}]}`, `{"Members":null}`, `{"Members":[1]}`,
