@@ -123,8 +123,13 @@ func (l *loop) claim() {
 	now := l.e.cfg.Clock.Now()
 	l.tick(now) // heartbeat listings (replicas.go)
 	if l.claiming {
+		// Asked again during a round (a job completed, a scan found
+		// more): the round's end claims again, instead of the next scan
+		// a ScanInterval later.
+		l.claimWanted = true
 		return
 	}
+	l.claimWanted = false
 	e, m := l.e, l.e.members
 	share := m.Share(len(e.queue.bySys)) - len(l.held) - len(l.handing)
 	free := l.freeWorkers(now)
@@ -256,7 +261,7 @@ func (l *loop) claimed(cs []claimed, last bool) {
 	}
 	if last {
 		l.claiming = false
-		if l.pace.roundEnded(l.e.cfg.Workers) {
+		if l.pace.roundEnded(l.e.cfg.Workers) || l.claimWanted {
 			defer l.claim() // room to start more now
 		}
 	}

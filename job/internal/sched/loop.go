@@ -76,8 +76,10 @@ type loop struct {
 	renewals chan []renewal
 	claiming bool
 	pace     pace // how many jobs to keep in a step at once (pace.go)
-	renewing bool
-	cands    []string // scratch for claim
+	// claimWanted: claim was asked for while a round was in flight.
+	claimWanted bool
+	renewing    bool
+	cands       []string // scratch for claim
 	// handovers receives the outcome of passing a held system's lock from
 	// a completed job to the next queued one (handOver); handing holds
 	// those systems meanwhile, which no claim may take.
