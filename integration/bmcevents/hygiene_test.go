@@ -53,14 +53,7 @@ func TestSubscriptionHygiene(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: rcv, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	defer hs.Close()
-	base := "http://" + ln.Addr().String() + "/bmc-events"
+	base := serveLoopback(t, rcv) + "/bmc-events"
 	// Somebody else's receiver, which takes everything.
 	other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer other.Close()
@@ -285,4 +278,18 @@ func hostPass(bmcs, base string) {
 	wg.Wait()
 	fmt.Printf("done created %d deleted %d test-events %d\n", created, deleted, tested)
 	os.Exit(0)
+}
+
+// serveLoopback serves h on 127.0.0.1 until the test ends and returns its
+// base URL.
+func serveLoopback(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { _ = hs.Close() })
+	return "http://" + ln.Addr().String()
 }

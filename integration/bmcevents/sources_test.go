@@ -3,8 +3,6 @@ package bmcevents_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -68,13 +66,7 @@ func TestStreamedAndPushedStoredOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: rcv, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	defer hs.Close()
+	base := serveLoopback(t, rcv)
 
 	srv := redfishtest.NewServer(redfishtest.Config{EventStream: true, Subscriptions: redfishtest.SubscriptionsDMTF})
 	defer srv.Close()
@@ -113,7 +105,7 @@ func TestStreamedAndPushedStoredOnce(t *testing.T) {
 		<-obs.sse
 	}
 	mgr, err := bmcevents.NewManager(bmcevents.ManagerConfig{Owner: "bmckit:sources-test",
-		URL: "http://" + ln.Addr().String() + "/bmc-events", Secret: sourcesSecret, NoTestEvent: true})
+		URL: base + "/bmc-events", Secret: sourcesSecret, NoTestEvent: true})
 	if err != nil {
 		t.Fatal(err)
 	}
