@@ -31,7 +31,10 @@
 // commit). Revisions may have gaps (a compare-and-swap lost to a concurrent
 // writer skips one).
 //
-// A shared transaction spans several round trips, so a process stopped
+// On a pgx connection a shared transaction's statements are sent together
+// (three round trips whatever the batch's size; docs/storage.md,
+// "Pipelined group commit"); other drivers send one statement per round
+// trip. A shared transaction still spans several round trips, so a process stopped
 // inside one (SIGSTOP, a frozen VM, a lost network) would hold the counter's
 // lock, and with it every replica's writes, until it resumed. Each of the
 // store's transactions therefore sets PostgreSQL's

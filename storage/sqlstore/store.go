@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -83,8 +84,10 @@ type Store struct {
 	setIdleTimeout string
 	// commits groups this process's concurrent writes into shared
 	// transactions (see commit.go).
-	commits *groupcommit.Committer[writeFn]
+	commits *groupcommit.Committer[*writeOp]
 	compact *autocompact.Policy
+	// pipelined counts the batches committed by commitPipelined (tests).
+	pipelined atomic.Int64
 
 	// Queries with the schema and prefix filled in.
 	qGet, qList, qListRange, qInsert, qUpdate, qDelete, qState, qChanges, qCompact, qSetCompacted string
@@ -249,30 +252,14 @@ func (s *Store) Get(ctx context.Context, key string) (storage.Record, error) {
 }
 
 // write runs one write statement returning the new revision, through the
-// group committer. When the statement changes no record, miss says why.
-func (s *Store) write(ctx context.Context, op, key, query string, miss func(q querier) (reject, fatal error), args ...any) (int64, error) {
-	var rev int64
-	err := s.commits.Do(ctx, func(q querier) (reject, fatal error) {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("sqlstore: %s %q: %w", op, key, err), nil
-		}
-		err := q.QueryRowContext(ctx, query, args...).Scan(&rev)
-		if errors.Is(err, sql.ErrNoRows) {
-			reject, fatal := miss(q)
-			if fatal != nil {
-				return nil, fail(ctx, op, key, fatal)
-			}
-			return fmt.Errorf("sqlstore: %s %q: %w", op, key, reject), nil
-		}
-		if err != nil {
-			return nil, fail(ctx, op, key, err)
-		}
-		return nil, nil
-	})
-	if err != nil {
+// group committer (commit.go). When the statement changes no record, the
+// write was refused: ErrExists for a create, otherwise the record's state
+// says ErrNotFound or ErrConflict (writeOp.missed).
+func (s *Store) write(ctx context.Context, w *writeOp) (int64, error) {
+	if err := s.commits.Do(ctx, w); err != nil {
 		return 0, err
 	}
-	return rev, nil
+	return w.rev, nil
 }
 
 // Create stores a new record, or returns storage.ErrExists.
@@ -286,25 +273,7 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 	if value == nil {
 		value = []byte{}
 	}
-	return s.write(ctx, "create", key, s.qInsert, func(querier) (error, error) { return storage.ErrExists, nil }, key, value)
-}
-
-// whyMissed tells ErrNotFound from ErrConflict after a compare-and-swap
-// changed nothing, by reading the record's state in a second statement (in
-// the same transaction when the write is part of a batch).
-func (s *Store) whyMissed(ctx context.Context, key string, revision int64) func(q querier) (reject, fatal error) {
-	return func(q querier) (reject, fatal error) {
-		var cur int64
-		var deleted bool
-		err := q.QueryRowContext(ctx, s.qState, key).Scan(&cur, &deleted)
-		switch {
-		case errors.Is(err, sql.ErrNoRows) || (err == nil && deleted):
-			return storage.ErrNotFound, nil
-		case err != nil:
-			return nil, err
-		}
-		return fmt.Errorf("at revision %d (current %d): %w", revision, cur, storage.ErrConflict), nil
-	}
+	return s.write(ctx, &writeOp{ctx: ctx, op: "create", key: key, query: s.qInsert, args: []any{key, value}, create: true})
 }
 
 // Update replaces the value if the revision matches (compare-and-swap).
@@ -318,7 +287,7 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, revision i
 	if value == nil {
 		value = []byte{}
 	}
-	return s.write(ctx, "update", key, s.qUpdate, s.whyMissed(ctx, key, revision), key, value, revision)
+	return s.write(ctx, &writeOp{ctx: ctx, op: "update", key: key, query: s.qUpdate, args: []any{key, value, revision}, revision: revision})
 }
 
 // Delete removes the record if the revision matches, or unconditionally
@@ -327,7 +296,7 @@ func (s *Store) Delete(ctx context.Context, key string, revision int64) error {
 	if err := check(ctx, "delete", key); err != nil {
 		return err
 	}
-	rev, err := s.write(ctx, "delete", key, s.qDelete, s.whyMissed(ctx, key, revision), key, revision)
+	rev, err := s.write(ctx, &writeOp{ctx: ctx, op: "delete", key: key, query: s.qDelete, args: []any{key, revision}, revision: revision})
 	if err != nil {
 		return err
 	}
