@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,6 +138,9 @@ func TestDecodeRealHealth(t *testing.T) {
 		{"dmtf-system-437XR1138R2.json", bmc.ResourceHealth{ID: "437XR1138R2", Health: bmc.HealthOK, Rollup: bmc.HealthOK}},
 		// The chassis gives no HealthRollup: unknown, not OK.
 		{"dmtf-chassis-1U.json", bmc.ResourceHealth{ID: "1U", Health: bmc.HealthOK, Rollup: bmc.HealthUnknown}},
+		// sushy-tools spells it HealthRollUp: JSON's case-insensitive
+		// field match reads it as the rollup.
+		{"sushy-tools-system.json", bmc.ResourceHealth{ID: "da69abcc-dae0-4913-9a7b-d344043097c0", Health: bmc.HealthOK, Rollup: bmc.HealthOK}},
 	} {
 		b, err := os.ReadFile(filepath.Join("testdata", "health", c.file))
 		if err != nil {
@@ -151,6 +155,17 @@ func TestDecodeRealHealth(t *testing.T) {
 		}
 		if got := resourceHealth(res.ID, res.Status); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: %+v, want %+v", c.file, got, c.want)
+		}
+		if !strings.Contains(c.file, "system") {
+			continue
+		}
+		// A system is read by the driver's own decoder (SystemStatus).
+		doc, err := parseSystem(b, "")
+		if err != nil {
+			t.Fatalf("%s: %v", c.file, err)
+		}
+		if got := resourceHealth(doc.ID, doc.Status); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s through parseSystem: %+v, want %+v", c.file, got, c.want)
 		}
 	}
 }
