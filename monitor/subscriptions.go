@@ -100,20 +100,11 @@ func eventSource(ep bmc.Endpoint) string {
 	return s
 }
 
-// subscriptionDue says whether the refresh of claim seq calls Ensure: the
-// first refresh, then every SubscriptionEvery claims (whichever replica
-// makes them).
-func (m *Monitor) subscriptionDue(seq int64) bool {
-	return m.cfg.Subscriptions != nil && (seq-1)%int64(m.cfg.SubscriptionEvery) == 0
-}
-
-// ensureSubscription calls Ensure on the session the power read used, when
-// due. A failure is logged and counted; it is not reachability (the power
-// read stands) and the next due refresh tries again.
-func (m *Monitor) ensureSubscription(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials, seq int64) {
-	if !m.subscriptionDue(seq) {
-		return
-	}
+// ensureSubscription calls Ensure on the session the power read used. A
+// failure is logged and counted; it is not reachability (the power read
+// stands) and the next due refresh tries again. It reports whether the BMC
+// can push: false only when Ensure said it cannot (bmc.ErrNotSupported).
+func (m *Monitor) ensureSubscription(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (canPush bool) {
 	source := eventSource(ep)
 	log := m.log.WithValues("system", ep.SystemKey())
 	sctx, cancel := context.WithTimeout(logr.NewContext(ctx, log), m.cfg.ReadTimeout)
@@ -127,10 +118,12 @@ func (m *Monitor) ensureSubscription(ctx context.Context, ep bmc.Endpoint, creds
 		m.subsOK.Add(1)
 	case errors.Is(err, bmc.ErrNotSupported):
 		log.V(1).Info("the BMC cannot hold an event subscription", "error", scrub(err.Error(), creds.Password))
+		return false
 	default:
 		m.subsFail.Add(1)
 		log.Info("ensuring the BMC's event subscription failed; will try again", "error", scrub(err.Error(), creds.Password))
 	}
+	return true
 }
 
 // release releases the event subscription of ep's BMC after its machine
