@@ -454,7 +454,7 @@ func (m *Monitor) Stats() Stats {
 		SubscriptionChecks: m.subsOK.Load(), SubscriptionErrors: m.subsFail.Load(),
 		EventPolls: m.polls.Load(), EventPollErrors: m.pollFail.Load(), EventsPolled: m.polled.Load(),
 		CriticalEvents: m.critical.Load(),
-		InFlight: int(m.inflight.Load()),
+		InFlight:       int(m.inflight.Load()),
 	}
 }
 
