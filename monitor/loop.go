@@ -71,8 +71,9 @@ type loop struct {
 
 // Idle reports whether the running monitor's loop is waiting with nothing
 // left to do at time now: it handled every Add, Remove and
-// CredentialsChanged made so far, no read is in flight, and nothing is due
-// before a time later than now. It is for tests that drive a fake clock
+// CredentialsChanged made so far, no read is in flight, nothing is due
+// before a time later than now, and (with Config.Events) the event
+// follower read the events stored before now and waits too. It is for tests that drive a fake clock
 // (Config.Clock): move the clock, then poll Idle(clk.Now()) before looking
 // at the records or moving the clock again. It is false before Start and
 // while the loop runs; on the wall clock it is true only by chance.

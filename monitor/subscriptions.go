@@ -11,10 +11,8 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmcevents"
 )
-
-// maxSourceLen is bmcevents.MaxSourceLen.
-const maxSourceLen = 128
 
 // This file keeps each BMC's event subscription at the monitor's cadence
 // (Config.Subscriptions; docs/health-events.md, "Monitor").
@@ -25,8 +23,8 @@ const maxSourceLen = 128
 //
 //	Subscriptions: monitor.SubscriptionsFrom(mgr.Ensure, mgr.Release)
 //
-// (the monitor does not import bmcevents: the receiver's package is the
-// host's choice).
+// (an adapter of method values, from before the monitor imported
+// bmcevents; it stays so hosts' code keeps building).
 type EventSubscriptions interface {
 	// Ensure makes the BMC behind drv hold exactly one subscription of
 	// the host, pushing to source's destination. It is called at the
@@ -93,9 +91,9 @@ func eventSource(ep bmc.Endpoint) string {
 	if strings.HasPrefix(s, ".") {
 		s = "_" + s
 	}
-	if len(s) > maxSourceLen {
+	if len(s) > bmcevents.MaxSourceLen {
 		h := sha256.Sum256([]byte(key))
-		s = s[:maxSourceLen-17] + "-" + hex.EncodeToString(h[:8])
+		s = s[:bmcevents.MaxSourceLen-17] + "-" + hex.EncodeToString(h[:8])
 	}
 	return s
 }
