@@ -174,14 +174,16 @@ func (m *Monitor) applyCritical(ctx context.Context, evs []bmcevents.Event) []bm
 func (m *Monitor) setCritical(ctx context.Context, key, source string, evs []bmcevents.Event) error {
 	var applied []bmcevents.Event
 	var final *Machine
+	var bad error
 	_, err := storage.Modify(ctx, m.cfg.Store, key, func(cur *storage.Record) ([]byte, error) {
-		applied, final = nil, nil
+		applied, final, bad = nil, nil, nil
 		if cur == nil {
 			return nil, storage.ErrNoChange
 		}
 		mc, err := Decode(cur.Value)
 		if err != nil {
-			return nil, err
+			bad = err // not retried: it would fail the same way
+			return nil, storage.ErrNoChange
 		}
 		st := mc.Status.CriticalEvents
 		newer := laterThan(st, evs)
@@ -200,6 +202,9 @@ func (m *Monitor) setCritical(ctx context.Context, key, source string, evs []bmc
 		applied, final = newer, mc
 		return encode(mc)
 	})
+	if bad != nil {
+		m.log.Error(bad, "skipping an undecodable machine record for a critical BMC event", "key", key)
+	}
 	if err != nil || final == nil {
 		return err
 	}
