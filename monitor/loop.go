@@ -73,9 +73,9 @@ type loop struct {
 // left to do at time now: it handled every Add, Remove and
 // CredentialsChanged made so far, no read is in flight, nothing is due
 // before a time later than now, and (with Config.Events) the event
-// follower read the events stored before now and waits too. It is for tests that drive a fake clock
-// (Config.Clock): move the clock, then poll Idle(clk.Now()) before looking
-// at the records or moving the clock again. It is false before Start and
+// follower read the events stored before now and waits too. It is for
+// tests that drive a fake clock (Config.Clock): move the clock, then poll
+// Idle(clk.Now()) before looking at the records or moving the clock again. It is false before Start and
 // while the loop runs; on the wall clock it is true only by chance.
 func (m *Monitor) Idle(now time.Time) bool {
 	return m.pokesSeen.Load() == m.pokes.Load() && m.quietAt.Load() == now.UnixNano() && m.inflight.Load() == 0 &&
