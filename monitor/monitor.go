@@ -77,8 +77,9 @@ type Config struct {
 	// lock check above. Defaults to "bmckit/".
 	KeyPrefix string
 	// ScanInterval is how often the Store's change feed is read for
-	// records written by other replicas or processes. Defaults to 1s.
-	// Machines added through this Monitor are read at once.
+	// records written by other replicas or processes, and how often
+	// Events is followed. Defaults to 1s. Machines added through this
+	// Monitor are read at once.
 	ScanInterval time.Duration
 	// HealthEvery is how often, in refreshes of a machine, the monitor
 	// reads the full health report (bmc.HealthReader: the system, its
