@@ -51,7 +51,20 @@
 // ([InventoryStatus]); and, with Config.Subscriptions ([EventSubscriptions],
 // a bmcevents.Manager through [SubscriptionsFrom]), the BMC's event
 // subscription, ensured every Config.SubscriptionEvery refreshes under the
-// name [EventSource] and released by [Monitor.Remove].
+// name [EventSource] and released by [Monitor.Remove]; where the BMC cannot
+// push (or there are no subscriptions), with Config.EventLogs
+// ([EventLogPoller], a bmcevents.Source), a poll of its logs into the event
+// store on the same refreshes. Of the systems behind one BMC, one does this
+// for all.
+//
+// # Critical BMC events
+//
+// With Config.Events ([EventFollower], a bmcevents.Follower), the running
+// monitor follows the event store every Config.ScanInterval and sets the
+// [TypeCriticalBMCEvent] condition on the records of the machines a
+// Critical event concerns, with [CriticalEventStatus] saying which events
+// it reflects; replicas following one store write it once
+// ([Observer.CriticalEvent], Stats.CriticalEvents).
 //
 // # Replicas
 //

@@ -23,6 +23,9 @@ type entry struct {
 	rev   int64
 	ep    bmc.Endpoint
 	epErr error
+	// bmcKey is the ep.Key() under which the entry is in loop.byBMC ("" when
+	// it is not).
+	bmcKey string
 
 	dueheap.Entry // when the next read is due, in the loop's timer heap
 	running       bool
@@ -54,6 +57,7 @@ type loop struct {
 	ctx      context.Context
 	follower *storage.Follower
 	machines map[string]*entry
+	byBMC    map[string]map[string]*entry // ep.Key() -> record key -> entry (eventleader.go)
 	due      dueheap.Heap[*entry]
 	results  chan outcome
 	checks   chan map[string]string
@@ -67,13 +71,15 @@ type loop struct {
 
 // Idle reports whether the running monitor's loop is waiting with nothing
 // left to do at time now: it handled every Add, Remove and
-// CredentialsChanged made so far, no read is in flight, and nothing is due
-// before a time later than now. It is for tests that drive a fake clock
-// (Config.Clock): move the clock, then poll Idle(clk.Now()) before looking
-// at the records or moving the clock again. It is false before Start and
+// CredentialsChanged made so far, no read is in flight, nothing is due
+// before a time later than now, and (with Config.Events) the event
+// follower read the events stored before now and waits too. It is for
+// tests that drive a fake clock (Config.Clock): move the clock, then poll
+// Idle(clk.Now()) before looking at the records or moving the clock again. It is false before Start and
 // while the loop runs; on the wall clock it is true only by chance.
 func (m *Monitor) Idle(now time.Time) bool {
-	return m.pokesSeen.Load() == m.pokes.Load() && m.quietAt.Load() == now.UnixNano() && m.inflight.Load() == 0
+	return m.pokesSeen.Load() == m.pokes.Load() && m.quietAt.Load() == now.UnixNano() && m.inflight.Load() == 0 &&
+		(m.cfg.Events == nil || m.evQuietAt.Load() == now.UnixNano())
 }
 
 // Start runs the monitor until ctx is done, then waits for the reads in
@@ -92,11 +98,18 @@ func (m *Monitor) Start(ctx context.Context) error {
 		m.log.Info("the Store has no change feed (storage.ChangeFeed): every scan lists all machine records")
 	}
 	l := &loop{
-		m: m, ctx: ctx, follower: storage.NewFollower(m.cfg.Store, m.prefix), machines: map[string]*entry{},
+		m: m, ctx: ctx, follower: storage.NewFollower(m.cfg.Store, m.prefix), machines: map[string]*entry{}, byBMC: map[string]map[string]*entry{},
 		results: make(chan outcome, 64), checks: make(chan map[string]string, 1),
 	}
 	if m.cfg.CredentialsCheckInterval > 0 {
 		l.nextCheck = m.cfg.Clock.Now().Add(m.cfg.CredentialsCheckInterval)
+	}
+	if m.cfg.Events != nil {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			m.followEvents(ctx)
+		}()
 	}
 	defer func() {
 		l.wg.Wait()
@@ -158,6 +171,7 @@ func (l *loop) scan(now time.Time) {
 		if ev.Type == storage.EventDelete {
 			if e != nil {
 				l.unschedule(e)
+				l.unindex(e)
 				delete(l.machines, ev.Key)
 			}
 			m.mu.Lock()
@@ -182,6 +196,7 @@ func (l *loop) scan(now time.Time) {
 			e.ep, e.epErr = bmc.ParseEndpoint(mc.BMC)
 		}
 		e.rec, e.rev = mc, ev.Revision
+		l.index(e)
 		if !e.running {
 			l.schedule(e, now, first)
 		}
@@ -237,7 +252,7 @@ func (l *loop) launchDue(now time.Time) {
 		e.running = true
 		l.running++
 		m.inflight.Add(1)
-		job := refreshJob{key: e.key, rec: e.rec, rev: e.rev, ep: e.ep, force: e.force}
+		job := refreshJob{key: e.key, rec: e.rec, rev: e.rev, ep: e.ep, force: e.force, events: l.eventsLeader(e)}
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
@@ -266,6 +281,7 @@ func (l *loop) finished(o outcome) {
 			e.ep, e.epErr = bmc.ParseEndpoint(o.rec.BMC)
 		}
 		e.rec, e.rev = o.rec, o.rev
+		l.index(e)
 	}
 	switch o.kind {
 	case outcomeRead:
@@ -279,6 +295,7 @@ func (l *loop) finished(o outcome) {
 		e.deferUntil = now.Add(min(m.cfg.Interval, 30*time.Second))
 	case outcomeGone:
 		l.unschedule(e)
+		l.unindex(e)
 		delete(l.machines, o.key)
 		m.machines.Store(int64(len(l.machines)))
 		return

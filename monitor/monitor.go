@@ -77,8 +77,9 @@ type Config struct {
 	// lock check above. Defaults to "bmckit/".
 	KeyPrefix string
 	// ScanInterval is how often the Store's change feed is read for
-	// records written by other replicas or processes. Defaults to 1s.
-	// Machines added through this Monitor are read at once.
+	// records written by other replicas or processes, and how often
+	// Events is followed. Defaults to 1s. Machines added through this
+	// Monitor are read at once.
 	ScanInterval time.Duration
 	// HealthEvery is how often, in refreshes of a machine, the monitor
 	// reads the full health report (bmc.HealthReader: the system, its
@@ -116,10 +117,30 @@ type Config struct {
 	// monitored system shares the BMC. Defaults to none.
 	Subscriptions EventSubscriptions
 	// SubscriptionEvery is how often, in refreshes of a machine, Ensure
-	// is called (1: every refresh, so a BMC that dropped its subscription
-	// has it back within one Interval). Defaults to 1.
+	// is called and, with EventLogs, the logs polled (1: every refresh, so
+	// a BMC that dropped its subscription has it back within one
+	// Interval). Of the systems behind one BMC only one does it (see
+	// docs/health-events.md, "BMC events in the monitor"). Defaults to 1.
 	SubscriptionEvery int
-	// Observer receives health changes (for metrics). Defaults to none.
+	// EventLogs, when set, polls each BMC's logs into the event store
+	// where the BMC cannot push: a *bmcevents.Source (its Poll). On the
+	// refreshes that call Ensure, after a power read that answered and on
+	// its session, the monitor calls Poll with the BMC's [EventSource]
+	// when Subscriptions is nil or its Ensure failed with an error
+	// wrapping bmc.ErrNotSupported. Defaults to none.
+	EventLogs EventLogPoller
+	// EventLogTimeout bounds one poll of a BMC's logs (on IPMI the whole
+	// SEL is read, one request per record). Defaults to 2 minutes.
+	EventLogTimeout time.Duration
+	// Events, when set, is followed every ScanInterval while the monitor
+	// runs: a *bmcevents.Follower of the event store. Each Critical event
+	// sets the CriticalBMCEvent condition ([TypeCriticalBMCEvent]) on the
+	// record of each monitored machine of its BMC (only the machine of the
+	// system it names, when it names one). Give each Monitor its own
+	// Follower. Defaults to none.
+	Events EventFollower
+	// Observer receives health changes and critical BMC events set on
+	// records (for metrics). Defaults to none.
 	Observer Observer
 	// Clock defaults to the wall clock.
 	Clock clock.Clock
@@ -157,11 +178,18 @@ type Monitor struct {
 	invFail  atomic.Int64
 	subsOK   atomic.Int64
 	subsFail atomic.Int64
+	polls    atomic.Int64
+	pollFail atomic.Int64
+	polled   atomic.Int64
+	critical atomic.Int64
 	machines atomic.Int64
 	// quietAt is the clock time (UnixNano) at which the loop last went to
 	// wait with nothing to do at that time; 0 while busy. Tests on a fake
 	// clock wait for it before moving the clock.
 	quietAt atomic.Int64
+	// evQuietAt is quietAt for the event follower (Config.Events): the
+	// clock time at which it last went to wait.
+	evQuietAt atomic.Int64
 	// pokes counts pokes; pokesSeen is pokes as of the loop's last wake-up
 	// by one (for the same tests).
 	pokes, pokesSeen atomic.Int64
@@ -213,6 +241,7 @@ func New(cfg Config) (*Monitor, error) {
 		cfg.InventoryInterval = DefaultInventoryInterval
 	}
 	def(&cfg.InventoryTimeout, 5*time.Minute)
+	def(&cfg.EventLogTimeout, 2*time.Minute)
 	if cfg.SubscriptionEvery <= 0 {
 		cfg.SubscriptionEvery = 1
 	}
@@ -404,6 +433,15 @@ type Stats struct {
 	// (Config.Subscriptions), SubscriptionErrors those that failed (a BMC
 	// that cannot hold a subscription is neither).
 	SubscriptionChecks, SubscriptionErrors int64
+	// EventPolls counts the polls of BMCs' logs that succeeded
+	// (Config.EventLogs), EventPollErrors those that failed (retried on
+	// the next due refresh), EventsPolled the log entries they stored as
+	// events.
+	EventPolls, EventPollErrors, EventsPolled int64
+	// CriticalEvents counts the machine records this replica set the
+	// CriticalBMCEvent condition on (Observer.CriticalEvent): once per
+	// machine per batch of new critical events.
+	CriticalEvents int64
 	// InFlight is the number of refreshes running now.
 	InFlight int
 }
@@ -415,7 +453,9 @@ func (m *Monitor) Stats() Stats {
 		ClaimsLost: m.lost.Load(), Deferred: m.deferred.Load(), Writes: m.writes.Load(), HealthChanges: m.healthCh.Load(),
 		InventoryReads: m.invReads.Load(), InventoryFailed: m.invFail.Load(),
 		SubscriptionChecks: m.subsOK.Load(), SubscriptionErrors: m.subsFail.Load(),
-		InFlight: int(m.inflight.Load()),
+		EventPolls: m.polls.Load(), EventPollErrors: m.pollFail.Load(), EventsPolled: m.polled.Load(),
+		CriticalEvents: m.critical.Load(),
+		InFlight:       int(m.inflight.Load()),
 	}
 }
 

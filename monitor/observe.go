@@ -22,6 +22,10 @@ type Observer struct {
 	// changed, the first health read of a machine included (from
 	// bmc.HealthUnknown).
 	HealthChanged func(HealthEvent)
+	// CriticalEvent is called when critical BMC events newer than those a
+	// machine's record reflected set its CriticalBMCEvent condition
+	// (Config.Events).
+	CriticalEvent func(CriticalEvent)
 }
 
 // HealthEvent is a change of a machine's health.

@@ -72,9 +72,10 @@ type Machine struct {
 type Status struct {
 	// ObservedGeneration is the Generation the last read was made for.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions holds the Contactable condition, and the Healthy
-	// condition once the BMC reported health. LastTransitionTime moves
-	// only when a condition's status flips.
+	// Conditions holds the Contactable condition, the Healthy
+	// condition once the BMC reported health, and the CriticalBMCEvent
+	// condition once a critical BMC event was followed (Config.Events).
+	// LastTransitionTime moves only when a condition's status flips.
 	Conditions []conditions.Condition `json:"conditions,omitempty"`
 	// Power is the power state the BMC last reported. It is kept when a
 	// later read fails (Contactable False): it is then the last known
@@ -87,6 +88,9 @@ type Status struct {
 	// (Config.InventoryInterval); the inventory itself is stored beside
 	// the record ([Monitor.Inventory]). Nil before the first read.
 	Inventory *InventoryStatus `json:"inventory,omitempty"`
+	// CriticalEvents says which critical BMC events the CriticalBMCEvent
+	// condition reflects (Config.Events); nil before the first.
+	CriticalEvents *CriticalEventStatus `json:"criticalEvents,omitempty"`
 	// LastReadTime is when the BMC last answered a read (by the clock of
 	// the replica that read it).
 	LastReadTime time.Time `json:"lastReadTime,omitzero"`

@@ -21,6 +21,8 @@ type refreshJob struct {
 	rev   int64
 	ep    bmc.Endpoint
 	force bool
+	// events: this system does its BMC's event work (eventleader.go).
+	events bool
 }
 
 type outcomeKind int
@@ -97,7 +99,9 @@ func (m *Monitor) refresh(ctx context.Context, j refreshJob) outcome {
 	if !changed {
 		return o // a failure like the last one: the claim recorded the attempt
 	}
-	o = m.commit(ctx, o, &claimed, func(mc *Machine) { mc.Status = result.Status })
+	// The record's critical-event part belongs to the event follower
+	// (critical.go): kept as found, so a concurrent write is not lost.
+	o = m.commit(ctx, o, &claimed, func(mc *Machine) { mc.Status = result.Status.withCriticalEventsOf(mc.Status) })
 	if o.kind != outcomeRead || !m.claimStands(o.rec, &claimed) {
 		return o // gone, or the record changed under the claim: no more
 	}
@@ -105,7 +109,9 @@ func (m *Monitor) refresh(ctx context.Context, j refreshJob) outcome {
 
 	// Beside the power read, on the same claim and session.
 	if readErr == nil {
-		m.ensureSubscription(ctx, j.ep, creds, claimed.Refresh.Seq)
+		if j.events {
+			m.bmcEvents(ctx, j.ep, creds, claimed.Refresh.Seq)
+		}
 		if m.inventoryDue(o.rec, m.cfg.Clock.Now()) {
 			o = m.refreshInventory(ctx, j, o, creds)
 		}

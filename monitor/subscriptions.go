@@ -11,10 +11,8 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmcevents"
 )
-
-// maxSourceLen is bmcevents.MaxSourceLen.
-const maxSourceLen = 128
 
 // This file keeps each BMC's event subscription at the monitor's cadence
 // (Config.Subscriptions; docs/health-events.md, "Monitor").
@@ -25,8 +23,8 @@ const maxSourceLen = 128
 //
 //	Subscriptions: monitor.SubscriptionsFrom(mgr.Ensure, mgr.Release)
 //
-// (the monitor does not import bmcevents: the receiver's package is the
-// host's choice).
+// (an adapter of method values, from before the monitor imported
+// bmcevents; it stays so hosts' code keeps building).
 type EventSubscriptions interface {
 	// Ensure makes the BMC behind drv hold exactly one subscription of
 	// the host, pushing to source's destination. It is called at the
@@ -93,27 +91,18 @@ func eventSource(ep bmc.Endpoint) string {
 	if strings.HasPrefix(s, ".") {
 		s = "_" + s
 	}
-	if len(s) > maxSourceLen {
+	if len(s) > bmcevents.MaxSourceLen {
 		h := sha256.Sum256([]byte(key))
-		s = s[:maxSourceLen-17] + "-" + hex.EncodeToString(h[:8])
+		s = s[:bmcevents.MaxSourceLen-17] + "-" + hex.EncodeToString(h[:8])
 	}
 	return s
 }
 
-// subscriptionDue says whether the refresh of claim seq calls Ensure: the
-// first refresh, then every SubscriptionEvery claims (whichever replica
-// makes them).
-func (m *Monitor) subscriptionDue(seq int64) bool {
-	return m.cfg.Subscriptions != nil && (seq-1)%int64(m.cfg.SubscriptionEvery) == 0
-}
-
-// ensureSubscription calls Ensure on the session the power read used, when
-// due. A failure is logged and counted; it is not reachability (the power
-// read stands) and the next due refresh tries again.
-func (m *Monitor) ensureSubscription(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials, seq int64) {
-	if !m.subscriptionDue(seq) {
-		return
-	}
+// ensureSubscription calls Ensure on the session the power read used. A
+// failure is logged and counted; it is not reachability (the power read
+// stands) and the next due refresh tries again. It reports whether the BMC
+// can push: false only when Ensure said it cannot (bmc.ErrNotSupported).
+func (m *Monitor) ensureSubscription(ctx context.Context, ep bmc.Endpoint, creds bmc.Credentials) (canPush bool) {
 	source := eventSource(ep)
 	log := m.log.WithValues("system", ep.SystemKey())
 	sctx, cancel := context.WithTimeout(logr.NewContext(ctx, log), m.cfg.ReadTimeout)
@@ -127,10 +116,12 @@ func (m *Monitor) ensureSubscription(ctx context.Context, ep bmc.Endpoint, creds
 		m.subsOK.Add(1)
 	case errors.Is(err, bmc.ErrNotSupported):
 		log.V(1).Info("the BMC cannot hold an event subscription", "error", scrub(err.Error(), creds.Password))
+		return false
 	default:
 		m.subsFail.Add(1)
 		log.Info("ensuring the BMC's event subscription failed; will try again", "error", scrub(err.Error(), creds.Password))
 	}
+	return true
 }
 
 // release releases the event subscription of ep's BMC after its machine

@@ -46,6 +46,7 @@
 //	bmckit_bootstate_boot_timeouts_total{reason}        counter
 //	bmckit_bootstate_boot_duration_seconds{result}      histogram
 //	bmckit_monitor_health_changes_total{health}         counter (health: the worst after the change)
+//	bmckit_monitor_critical_events_total                counter (critical BMC events set on machine records, per machine)
 //	bmckit_bmc_events_total{severity,via}               counter (events stored; via: push, sse, poll)
 //	bmckit_bmc_event_duplicates_total{via}              counter (copies dropped: retries, streamed copies of pushed events)
 //	bmckit_bmc_event_pushes_refused_total{status}       counter (the Receiver's 4xx and 503 answers)
@@ -107,7 +108,8 @@ type Metrics struct {
 	signals, bootsCompleted, bootTimeouts *prometheus.CounterVec
 	bootDuration                          *prometheus.HistogramVec
 
-	healthChanges *prometheus.CounterVec
+	healthChanges    *prometheus.CounterVec
+	criticalOnRecord *prometheus.CounterVec
 
 	events, eventDuplicates, eventRefusals *prometheus.CounterVec
 
@@ -167,6 +169,7 @@ func New(opts Options) *Metrics {
 	m.bootTimeouts = counter("bootstate_boot_timeouts_total", "Boot attempts that timed out, by reason (TimedOut, or a stage's timeout such as IPXETimeout).", "reason")
 	m.bootDuration = hist("bootstate_boot_duration_seconds", "Time from a boot attempt's start to its end, by result.", jb, "result")
 	m.healthChanges = counter("monitor_health_changes_total", "Changes of a machine's worst health the monitor stored, by the health after the change (OK, Warning, Critical, none for unknown).", "health")
+	m.criticalOnRecord = counter("monitor_critical_events_total", "Critical BMC events the monitor applied to machine records' CriticalBMCEvent condition, one per event per machine it concerns, counted by the replica that stored them.")
 	m.events = counter("bmc_events_total", "BMC events stored, by severity (OK, Warning, Critical, none) and how they came (push, sse, poll).", "severity", "via")
 	m.eventDuplicates = counter("bmc_event_duplicates_total", "BMC event copies dropped as already stored (a BMC's retry, the streamed copy of a pushed event, a log entry read again), by how they came.", "via")
 	m.eventRefusals = counter("bmc_event_pushes_refused_total", "Event pushes the Receiver refused, by HTTP status (400, 401, 404, 405, 413; 503 when the store failed).", "status")
@@ -250,6 +253,7 @@ func (m *Metrics) BootObserver() bootstate.Observer {
 func (m *Metrics) MonitorObserver() monitor.Observer {
 	return monitor.Observer{
 		HealthChanged: func(e monitor.HealthEvent) { m.healthChanges.WithLabelValues(label(string(e.To))).Inc() },
+		CriticalEvent: func(e monitor.CriticalEvent) { m.criticalOnRecord.WithLabelValues().Add(float64(len(e.Events))) },
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/fake"
+	"github.com/bmckit/bmckit/bmcevents"
 	"github.com/bmckit/bmckit/bootstate"
 	"github.com/bmckit/bmckit/clock"
 	bmcprom "github.com/bmckit/bmckit/contrib/prometheus"
@@ -215,4 +216,22 @@ func TestMonitorHealthChanges(t *testing.T) {
 	}
 	assert.Equal(t, 2.0, value(fams, "bmckit_monitor_health_changes_total", "health=OK"))
 	assert.Equal(t, 1.0, value(fams, "bmckit_monitor_health_changes_total", "health=Critical"))
+}
+
+// Critical BMC events set on machine records: one per event per machine,
+// with no label naming a machine or a BMC.
+func TestMonitorCriticalEvents(t *testing.T) {
+	m := bmcprom.New(bmcprom.Options{})
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	o := m.MonitorObserver()
+	o.CriticalEvent(monitor.CriticalEvent{System: "10.0.0.1:443/redfish/v1/Systems/1", Source: "10.0.0.1_443", Events: make([]bmcevents.Event, 2)})
+	o.CriticalEvent(monitor.CriticalEvent{System: "10.0.0.1:443/redfish/v1/Systems/2", Source: "10.0.0.1_443", Events: make([]bmcevents.Event, 1)})
+	gathered, err := reg.Gather()
+	require.NoError(t, err)
+	fams := map[string]*dto.MetricFamily{}
+	for _, f := range gathered {
+		fams[f.GetName()] = f
+	}
+	assert.Equal(t, 3.0, value(fams, "bmckit_monitor_critical_events_total"))
 }
