@@ -83,10 +83,14 @@ func TestLocatorLEDAndNMINotSupportedSendNothing(t *testing.T) {
 		want string
 	}{
 		"blink on LocationIndicatorActive only": {redfishtest.Config{Locator: redfishtest.LocatorActive},
-			func(d bmc.Driver) error { return d.(bmc.LocatorLED).SetLocatorLED(context.Background(), bmc.LEDBlinking) },
+			func(d bmc.Driver) error {
+				return d.(bmc.LocatorLED).SetLocatorLED(context.Background(), bmc.LEDBlinking)
+			},
 			bmc.Need{LocatorLED: bmc.LEDBlinking}, "has LocationIndicatorActive but no IndicatorLED"},
 		"blink left out of AllowableValues": {redfishtest.VendorConfig(redfishtest.VendorILO5Apollo),
-			func(d bmc.Driver) error { return d.(bmc.LocatorLED).SetLocatorLED(context.Background(), bmc.LEDBlinking) },
+			func(d bmc.Driver) error {
+				return d.(bmc.LocatorLED).SetLocatorLED(context.Background(), bmc.LEDBlinking)
+			},
 			bmc.Need{LocatorLED: bmc.LEDBlinking}, "AllowableValues (Lit, Off) leave out Blinking"},
 		"no locator": {redfishtest.Config{Locator: redfishtest.LocatorNone},
 			func(d bmc.Driver) error { return d.(bmc.LocatorLED).SetLocatorLED(context.Background(), bmc.LEDOn) },
