@@ -67,6 +67,20 @@ const (
 	// every log, as on logs without a ClearLog action. Implied by
 	// CapabilityEventLogs.
 	CapabilityEventLogClear Capability = "event-log-clear"
+	// CapabilityLocatorLED: LocatorLED and SetLocatorLED (bmc.LocatorLED)
+	// fail, as on BMCs whose system and chassis have no locator.
+	CapabilityLocatorLED Capability = "locator-led"
+	// CapabilityLocatorLEDBlink: SetLocatorLED(LEDBlinking) fails, as on
+	// BMCs with only LocationIndicatorActive, and on IPMI. Implied by
+	// CapabilityLocatorLED.
+	CapabilityLocatorLEDBlink Capability = "locator-led-blink"
+	// CapabilityLocatorLEDReadBack: SetLocatorLED works, LocatorLED (the
+	// read-back) fails, as on IPMI BMCs whose Get Chassis Status does not
+	// report the identify state. Implied by CapabilityLocatorLED.
+	CapabilityLocatorLEDReadBack Capability = "locator-led-read-back"
+	// CapabilityNMI: SendNMI (bmc.NMISender) fails, as on BMCs that do not
+	// list Nmi among the reset types or refuse the diagnostic interrupt.
+	CapabilityNMI Capability = "nmi"
 )
 
 // Capabilities lists every Capability, in a stable order.
@@ -79,6 +93,7 @@ func Capabilities() []Capability {
 		CapabilityInventory,
 		CapabilityBIOS,
 		CapabilityHealth, CapabilityEventLogs, CapabilityEventLogClear,
+		CapabilityLocatorLED, CapabilityLocatorLEDBlink, CapabilityLocatorLEDReadBack, CapabilityNMI,
 	}
 }
 

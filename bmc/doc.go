@@ -27,7 +27,9 @@
 // cycle landed), [HealthReader] and [SystemStatusReader] (the health of the
 // system, its chassis and manager; power and health from one request), and
 // [EventLogReader] and [EventLogClearer] (the system's and the manager's
-// event logs, newest first, paged by [PageLog]). A driver that implements an interface but whose BMC lacks
+// event logs, newest first, paged by [PageLog]), [LocatorLED] (the locator
+// LED, read back where the BMC reports it) and [NMISender] (a diagnostic
+// interrupt to the host; docs/indicator-nmi.md). A driver that implements an interface but whose BMC lacks
 // the feature returns an error wrapping [ErrNotSupported]; [Capability] names
 // such features for the fake BMC and the conformance suite.
 //

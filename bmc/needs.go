@@ -20,6 +20,11 @@ type Need struct {
 	// ClearLog: ClearLog of this log (an EventLogClearer, and a log the
 	// BMC offers to clear).
 	ClearLog *LogRef `json:"clearLog,omitempty"`
+	// LocatorLED: SetLocatorLED with this state (a locator at all, and
+	// one that can blink for LEDBlinking).
+	LocatorLED LEDState `json:"locatorLED,omitempty"`
+	// NMI: SendNMI.
+	NMI bool `json:"nmi,omitempty"`
 }
 
 // String names the need for errors and logs ("power cycle", "boot pxe
@@ -46,6 +51,10 @@ func (n Need) String() string {
 		return "BMC reset " + string(n.BMCReset)
 	case n.ClearLog != nil:
 		return "clear log " + n.ClearLog.String()
+	case n.LocatorLED != "":
+		return "locator LED " + string(n.LocatorLED)
+	case n.NMI:
+		return "NMI"
 	}
 	return "nothing"
 }

@@ -25,7 +25,7 @@ import (
 var stateChanging = map[fake.Method]bool{
 	fake.MethodSetPower: true, fake.MethodSetBootOverride: true, fake.MethodInsertMedia: true,
 	fake.MethodEjectMedia: true, fake.MethodResetBMC: true, fake.MethodStartFirmwareUpdate: true,
-	fake.MethodSetBIOSAttributes: true,
+	fake.MethodSetBIOSAttributes: true, fake.MethodSetLocatorLED: true, fake.MethodSendNMI: true,
 }
 
 // confirmWatch checks the Stepper's rule at the BMC: every state-changing

@@ -36,6 +36,10 @@ func validSpecs() map[string]task.Spec {
 		"bmc reset warm":    {BMCReset: &task.BMCResetAction{Type: task.BMCResetWarm}},
 		"bmc reset cold":    {BMCReset: &task.BMCResetAction{Type: task.BMCResetCold}, Timeout: task.Duration{Duration: 10 * time.Minute}},
 		"boot http":         {BootDevice: &task.BootDeviceAction{Device: task.BootHTTP, URI: "https://boot.example/ipxe.efi"}},
+		"locator on":        {LocatorLED: &task.LocatorLEDAction{State: task.LEDOn}},
+		"locator blinking":  {LocatorLED: &task.LocatorLEDAction{State: task.LEDBlinking}, Name: "find me"},
+		"locator off":       {LocatorLED: &task.LocatorLEDAction{State: task.LEDOff}},
+		"nmi":               {NMI: &task.NMIAction{}},
 		"boot http uefi":    {BootDevice: &task.BootDeviceAction{Device: task.BootHTTP, URI: "http://10.0.0.1:8080/a/b.efi?x=1", Mode: task.BootModeUEFI, Persistent: true}},
 	}
 }
@@ -92,8 +96,11 @@ func TestValidateNamesTheWrongField(t *testing.T) {
 		spec task.Spec
 		want []string // substrings of the error
 	}{
-		{"none set", task.Spec{}, []string{"no action set", "power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, clearLog, custom"}},
+		{"none set", task.Spec{}, []string{"no action set", "power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, clearLog, locatorLED, nmi, custom"}},
 		{"status and reachable", task.Spec{PowerStatus: &task.PowerStatusAction{}, Reachable: &task.ReachableAction{}}, []string{"powerStatus and reachable are all set"}},
+		{"bad locator state", task.Spec{LocatorLED: &task.LocatorLEDAction{State: "Lit"}}, []string{`locatorLED.state: "Lit" is not one of on, off, blinking`}},
+		{"empty locator state", task.Spec{LocatorLED: &task.LocatorLEDAction{}}, []string{`locatorLED.state: ""`}},
+		{"nmi and locator", task.Spec{LocatorLED: &task.LocatorLEDAction{State: task.LEDOn}, NMI: &task.NMIAction{}}, []string{"locatorLED and nmi are all set"}},
 		{"bad bmc reset type", task.Spec{BMCReset: &task.BMCResetAction{Type: "lukewarm"}}, []string{`bmcReset.type: "lukewarm" is not one of warm, cold`}},
 		{"empty bmc reset type", task.Spec{BMCReset: &task.BMCResetAction{}}, []string{`bmcReset.type: ""`}},
 		{"http without uri", task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP}}, []string{"bootDevice.uri: required for device http"}},
@@ -164,8 +171,8 @@ func TestValidateReturnsFieldError(t *testing.T) {
 			"-1s is negative",
 			"invalid task: timeout: -1s is negative"},
 		{"none set", task.Spec{}, "",
-			"no action set: set exactly one of power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, clearLog, custom",
-			"invalid task: no action set: set exactly one of power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, clearLog, custom"},
+			"no action set: set exactly one of power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, clearLog, locatorLED, nmi, custom",
+			"invalid task: no action set: set exactly one of power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, clearLog, locatorLED, nmi, custom"},
 		{"http without uri", task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP}}, "bootDevice.uri",
 			"required for device http: the http:// or https:// URL of the EFI program to boot",
 			"invalid task: bootDevice.uri: required for device http: the http:// or https:// URL of the EFI program to boot"},
@@ -253,6 +260,8 @@ func TestDescribe(t *testing.T) {
 		{task.Spec{Reachable: &task.ReachableAction{}}, "check BMC reachable"},
 		{task.Spec{BMCReset: &task.BMCResetAction{Type: task.BMCResetCold}}, "reset BMC (cold)"},
 		{task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP, URI: "https://boot.example/ipxe.efi", Mode: task.BootModeUEFI}}, "boot http (once, uefi) from https://boot.example/ipxe.efi"},
+		{task.Spec{LocatorLED: &task.LocatorLEDAction{State: task.LEDBlinking}}, "locator LED blinking"},
+		{task.Spec{NMI: &task.NMIAction{}}, "send NMI"},
 		{task.Spec{}, "empty task"},
 		{task.Spec{Name: "mine", Power: &task.PowerAction{Op: task.PowerOff}}, "mine"},
 	}

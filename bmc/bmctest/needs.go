@@ -33,6 +33,12 @@ func (o Options) needsOf(c Capability) []bmc.Need {
 		return []bmc.Need{{Power: bmc.PowerActionCycle}}
 	case bmc.CapabilityPowerReset:
 		return []bmc.Need{{Power: bmc.PowerActionReset}}
+	case bmc.CapabilityLocatorLED:
+		return []bmc.Need{{LocatorLED: bmc.LEDOn}, {LocatorLED: bmc.LEDOff}}
+	case bmc.CapabilityLocatorLEDBlink:
+		return []bmc.Need{{LocatorLED: bmc.LEDBlinking}}
+	case bmc.CapabilityNMI:
+		return []bmc.Need{{NMI: true}}
 	}
 	return nil
 }
@@ -43,6 +49,8 @@ func (o Options) needsLacking(c Capability) bool {
 	switch c {
 	case bmc.CapabilityBootMode, bmc.CapabilityBootHTTP:
 		return o.lacks(c) || o.lacks(bmc.CapabilityBootOverride)
+	case bmc.CapabilityLocatorLEDBlink:
+		return o.lacks(c) || o.lacks(bmc.CapabilityLocatorLED)
 	}
 	return o.lacks(c)
 }

@@ -124,6 +124,9 @@ func (o Options) lacks(c Capability) bool {
 	if c == bmc.CapabilityEventLogClear && slices.Contains(o.Unsupported, bmc.CapabilityEventLogs) {
 		return true
 	}
+	if (c == bmc.CapabilityLocatorLEDBlink || c == bmc.CapabilityLocatorLEDReadBack) && slices.Contains(o.Unsupported, bmc.CapabilityLocatorLED) {
+		return true
+	}
 	return slices.Contains(o.Unsupported, c)
 }
 

@@ -53,6 +53,16 @@ type Target struct {
 	// it holds (Events/... run only then). Defaults to nil: they skip.
 	Events *EventPeer
 
+	// LocatorLED, when set, returns the state of the locator LED as the
+	// peer shows it (LocatorLED/... compare it with what was set, also
+	// where the driver cannot read the LED back). Defaults to nil.
+	LocatorLED func() bmc.LEDState
+
+	// NMIs, when set, returns how many NMIs the peer received (NMI/...
+	// check that one SendNMI is one NMI, and that a refused one is none).
+	// Defaults to nil.
+	NMIs func() int
+
 	// Advance, when set, is called after every read-back that has not yet
 	// shown the awaited state, before the next poll. A peer whose delays run
 	// on a manually advanced clock (a fake with an injected clock) moves its
@@ -79,6 +89,8 @@ type Target struct {
 //	Health/{Read,Changes,SystemStatus}
 //	Logs/{List,Read,Paging,InvalidQuery,Clear}
 //	Events/{Subscribe,List,Unsubscribe,TestEvent}
+//	LocatorLED/{OnOff,Blinking,Idempotent,InvalidState}
+//	NMI/{Send,ServerOff}
 //	Unsupported/<capability>
 //	Needs/{Advertised,Lacking}
 //	Context/{Canceled,DeadlineExceeded}/<method>
@@ -104,6 +116,8 @@ func Run(t *testing.T, opts Options, newTarget func(t *testing.T) Target) {
 	s.group(t, "Health", s.health)
 	s.group(t, "Logs", s.logs)
 	s.group(t, "Events", s.events)
+	s.group(t, "LocatorLED", s.locatorLED)
+	s.group(t, "NMI", s.nmi)
 	s.group(t, "Unsupported", s.unsupported)
 	s.group(t, "Needs", s.needs)
 	s.group(t, "Context", s.context)

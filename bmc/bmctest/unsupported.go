@@ -109,6 +109,10 @@ func (tc *tcase) checkUnsupported(c Capability) {
 		tc.checkHealthUnsupported()
 	case bmc.CapabilityEventLogs, bmc.CapabilityEventLogClear:
 		tc.checkLogsUnsupported(c)
+	case bmc.CapabilityLocatorLED, bmc.CapabilityLocatorLEDBlink, bmc.CapabilityLocatorLEDReadBack:
+		tc.checkLocatorUnsupported(c)
+	case bmc.CapabilityNMI:
+		tc.checkNMIUnsupported()
 	default:
 		tc.Fatalf("bmctest: no check for capability %q", c)
 	}

@@ -56,6 +56,8 @@ type BMC struct {
 	health    bmc.HealthReport // health.go
 	logs      []Log            // eventlog.go
 	events    eventService     // events.go
+	led       bmc.LEDState     // locatorled.go
+	nmis      int              // nmi.go
 }
 
 // step is one leg of a pending power transition: the BMC reports during
@@ -110,6 +112,10 @@ type State struct {
 	LastBootDevice bmc.BootDevice
 	// BMCResets counts ResetBMC calls that succeeded.
 	BMCResets int
+	// LocatorLED is the locator LED's state (bmc.LEDOff at first).
+	LocatorLED bmc.LEDState
+	// NMIs counts SendNMI calls that succeeded.
+	NMIs int
 }
 
 // New returns a BMC configured by opts. It panics with a message naming the
@@ -135,6 +141,7 @@ func New(opts Options) *BMC {
 		lacks:    map[Capability]bool{},
 		power:    opts.Power,
 		override: bmc.BootOverride{Device: bmc.BootDeviceNone},
+		led:      bmc.LEDOff,
 		media:    map[bmc.MediaKind]bmc.MediaStatus{},
 		hooks:    map[Method]Hook{},
 		failNext: map[Method]*failure{},
@@ -309,6 +316,8 @@ func (b *BMC) State() State {
 		LastResetTime:  b.lastReset,
 		LastBootDevice: b.lastBoot,
 		BMCResets:      b.resets,
+		LocatorLED:     b.led,
+		NMIs:           b.nmis,
 	}
 	if n := len(b.steps); n > 0 {
 		s.PendingPower = b.steps[n-1].after

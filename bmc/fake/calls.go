@@ -42,6 +42,9 @@ const (
 	MethodSubscribe            Method = "Subscribe"
 	MethodUnsubscribe          Method = "Unsubscribe"
 	MethodSubmitTestEvent      Method = "SubmitTestEvent"
+	MethodLocatorLED           Method = "LocatorLED"
+	MethodSetLocatorLED        Method = "SetLocatorLED"
+	MethodSendNMI              Method = "SendNMI"
 	MethodAny                  Method = "*"
 )
 
@@ -52,7 +55,8 @@ func (m Method) valid() bool {
 		MethodStartFirmwareUpdate, MethodFindFirmwareUpdate, MethodFirmwareUpdateStatus, MethodFirmwareVersion,
 		MethodInventory, MethodBIOSSettings, MethodBIOSRegistry, MethodSetBIOSAttributes, MethodCheckNeed,
 		MethodHealth, MethodSystemStatus, MethodLogServices, MethodLogEntries, MethodClearLog,
-		MethodEventSubscriptions, MethodSubscribe, MethodUnsubscribe, MethodSubmitTestEvent:
+		MethodEventSubscriptions, MethodSubscribe, MethodUnsubscribe, MethodSubmitTestEvent,
+		MethodLocatorLED, MethodSetLocatorLED, MethodSendNMI:
 		return true
 	}
 	return false

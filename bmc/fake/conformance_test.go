@@ -36,8 +36,20 @@ func TestConformance(t *testing.T) {
 				Dial: func(ctx context.Context, c bmc.Credentials) (bmc.Driver, error) {
 					return srv.Dial(ctx, bmc.Endpoint{Protocol: "redfish", Transport: "https", Host: "127.0.0.1"}, c)
 				},
-				Events: &bmctest.EventPeer{Subscriptions: srv.Subscriptions, TestEvents: func() int { return len(srv.TestEvents()) }},
+				Events:     &bmctest.EventPeer{Subscriptions: srv.Subscriptions, TestEvents: func() int { return len(srv.TestEvents()) }},
+				LocatorLED: func() bmc.LEDState { return srv.State().LocatorLED },
+				NMIs:       func() int { return srv.State().NMIs },
 			}
+		})
+	})
+
+	// A locator that cannot blink nor be read back (as on IPMI): the LED
+	// is checked at the peer.
+	t.Run("LocatorWithoutReadBack", func(t *testing.T) {
+		lacks := []bmc.Capability{bmc.CapabilityLocatorLEDReadBack, bmc.CapabilityLocatorLEDBlink}
+		bmctest.Run(t, bmctest.Options{PollInterval: time.Millisecond, Unsupported: lacks}, func(t *testing.T) bmctest.Target {
+			srv, drv := dialTarget(t, fake.Options{Unsupported: lacks})
+			return bmctest.Target{Driver: drv, LocatorLED: func() bmc.LEDState { return srv.State().LocatorLED }, NMIs: func() int { return srv.State().NMIs }}
 		})
 	})
 

@@ -153,6 +153,12 @@ func opName(m Method) string {
 		return "unsubscribe from events"
 	case MethodSubmitTestEvent:
 		return "submit test event"
+	case MethodLocatorLED:
+		return "read locator LED"
+	case MethodSetLocatorLED:
+		return "set locator LED"
+	case MethodSendNMI:
+		return "send NMI"
 	}
 	return string(m)
 }

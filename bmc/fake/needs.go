@@ -71,6 +71,15 @@ func (b *BMC) checkNeed(n bmc.Need) error {
 		if !l.Clearable {
 			return fmt.Errorf("%s: the BMC does not offer to clear it: %w", n, bmc.ErrNotSupported)
 		}
+	case n.LocatorLED != "":
+		if err := lacks(bmc.CapabilityLocatorLED); err != nil {
+			return err
+		}
+		if n.LocatorLED == bmc.LEDBlinking {
+			return lacks(bmc.CapabilityLocatorLEDBlink)
+		}
+	case n.NMI:
+		return lacks(bmc.CapabilityNMI)
 	}
 	return nil
 }

@@ -50,6 +50,8 @@ func factory(d *ipmi.Dialer, ep bmc.Endpoint, creds bmc.Credentials, peers ...fu
 // what the suite checks here is the walk, the order and the paging.
 func simPeers(sim *ipmitest.Server) func(*bmctest.Target) {
 	return func(tg *bmctest.Target) {
+		tg.LocatorLED = sim.Chassis().LocatorLED
+		tg.NMIs = func() int { return sim.Chassis().Counts().NMIs }
 		tg.Health = &bmctest.HealthPeer{
 			Want: func() bmc.HealthReport { return bmc.HealthReport{System: faultsHealth(sim.Chassis().Faults())} },
 			Set: func(h bmc.Health) {
@@ -168,12 +170,22 @@ func TestConformanceOpenIPMI(t *testing.T) {
 	t.Parallel()
 	sim := ipmitest.StartOpenIPMI(t, ipmitest.OpenIPMIOptions{FRU: testFRU})
 	bmctest.Run(t, bmctest.Options{
-		Unsupported:   []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityBMCReset, bmc.CapabilityBootOverrideReadBack, bmc.CapabilityBIOS},
+		Unsupported: []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityBMCReset, bmc.CapabilityBootOverrideReadBack, bmc.CapabilityBIOS,
+			bmc.CapabilityLocatorLEDBlink, bmc.CapabilityLocatorLEDReadBack, bmc.CapabilityNMI},
 		SettleTimeout: 20 * time.Second,
 		PollInterval:  50 * time.Millisecond,
 	}, factory(dialer(t, unlimited(sim.DialOptions())), sim.Endpoint, sim.Credentials, func(tg *bmctest.Target) {
 		// ipmi_sim reports no fault bits: the chassis is OK.
 		tg.Health = &bmctest.HealthPeer{Want: func() bmc.HealthReport { return bmc.HealthReport{System: faultsHealth(ipmitest.ChassisFaults{})} }}
+		// Nor the identify state: the locator is checked in what its
+		// chassis program got.
+		tg.LocatorLED = func() bmc.LEDState {
+			interval, force, ok, err := sim.ChassisIdentify()
+			if err != nil || !ok || !force && interval == 0 {
+				return bmc.LEDOff
+			}
+			return bmc.LEDOn
+		}
 	}))
 }
 
@@ -181,8 +193,9 @@ func TestConformanceOpenIPMI(t *testing.T) {
 // that SetBootOverride(uefi-http) is refused with bmc.ErrNotSupported. Nor
 // a standard firmware update: the driver does not implement
 // bmc.FirmwareUpdater, so Unsupported/firmware-update skips. IPMI has no
-// BIOS settings either (Unsupported/bios).
-var noHTTPBoot = []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityFirmwareUpdate, bmc.CapabilityBIOS}
+// BIOS settings either (Unsupported/bios), and its Chassis Identify cannot
+// ask for blinking (Unsupported/locator-led-blink).
+var noHTTPBoot = []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityFirmwareUpdate, bmc.CapabilityBIOS, bmc.CapabilityLocatorLEDBlink}
 
 // unlimited turns the request budget off: the suites poll faster than a
 // real job does.

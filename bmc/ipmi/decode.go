@@ -19,6 +19,10 @@ import (
 type chassisStatus struct {
 	power  bmc.PowerState
 	health bmc.ResourceHealth
+	// identify is the chassis identify state (byte 3 bits 5:4) as a
+	// locator LED state, "" when the BMC does not report it (bit 6 clear,
+	// as on ipmi_sim).
+	identify bmc.LEDState
 }
 
 // chassisResourceID is the ResourceHealth.ID of the one resource IPMI rates.
@@ -67,6 +71,15 @@ func decodeChassisStatus(data []byte) (chassisStatus, error) {
 		}
 	}
 	st.health.Rollup = st.health.Health
+	if res.ChassisIdentifySupported {
+		// 00b off, 01b temporary (timed) on, 10b indefinite on; 11b is
+		// reserved (IPMI v2.0 table 28-3): read as on, as a BMC that sets
+		// it shows something.
+		st.identify = bmc.LEDOn
+		if res.ChassisIdentifyState == chassis.ChassisIdentifyStateOff {
+			st.identify = bmc.LEDOff
+		}
+	}
 	return st, nil
 }
 

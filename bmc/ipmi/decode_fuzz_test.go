@@ -18,6 +18,9 @@ import (
 func FuzzDecodeChassisStatus(f *testing.F) {
 	for _, seed := range [][]byte{
 		{0x01, 0x00, 0x40},       // on
+		{0x01, 0x00, 0x60},       // identify supported, timed on
+		{0x01, 0x00, 0x50},       // identify supported, indefinite on
+		{0x01, 0x00, 0x00},       // ipmi_sim: identify state not reported
 		{0x00, 0x10, 0x40},       // off, last power on by command
 		{0x61, 0x00, 0x00, 0x00}, // on, restore policy bits, optional 4th byte
 		{0x09, 0x00, 0x48},       // on, main power fault, fan fault
@@ -59,6 +62,16 @@ func FuzzDecodeChassisStatus(f *testing.F) {
 		}
 		if n := bits(data[0]&0x1e) + bits(data[2]&0x0f); len(h.Faults) != n {
 			t.Fatalf("decode(% x): faults %q, want %d", data, h.Faults, n)
+		}
+		wantLED := bmc.LEDState("")
+		switch {
+		case data[2]&0x40 != 0 && data[2]&0x30 == 0:
+			wantLED = bmc.LEDOff
+		case data[2]&0x40 != 0:
+			wantLED = bmc.LEDOn
+		}
+		if st.identify != wantLED {
+			t.Fatalf("decode(% x): identify %q, want %q", data, st.identify, wantLED)
 		}
 	})
 }

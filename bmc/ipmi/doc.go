@@ -44,6 +44,11 @@
 // reservation, the erase followed until the BMC reports it complete. See
 // docs/health-events.md.
 //
+// The locator LED ([bmc.LocatorLED]) is Chassis Identify, forced on or off,
+// read from Get Chassis Status where the BMC reports the identify state
+// (ipmi_sim does not); an NMI ([bmc.NMISender]) is Chassis Control "pulse
+// diagnostic interrupt". See docs/indicator-nmi.md.
+//
 // # Errors
 //
 // Every error is a [*bmc.OpError]. A refused user name or password (RAKP

@@ -123,12 +123,13 @@ func TestConformance(t *testing.T) {
 		{name: "AllRestartsRefused", cfg: redfishtest.Config{PowerDelay: delay, DropDuringTransition: true,
 			RefusedResetTypes: []string{"PowerCycle", "ForceRestart", "GracefulRestart"}}},
 		{name: "ResetTypesInActionInfo", cfg: redfishtest.Config{ResetTypesInActionInfo: true,
-			ResetTypes: []string{"On", "ForceOff", "GracefulShutdown", "ForceRestart"}}},
+			ResetTypes: []string{"On", "ForceOff", "GracefulShutdown", "ForceRestart"}},
+			suite: bmctest.Options{Unsupported: []bmctest.Capability{bmc.CapabilityNMI}}},
 		// A BMC offering only On and ForceOff and no virtual media: soft-off
 		// and media are ErrNotSupported, cycle and reset use ForceOff+On.
 		{name: "MinimalBMC", cfg: redfishtest.Config{ResetTypes: []string{"On", "ForceOff"}, Media: redfishtest.MediaNone},
 			suite: bmctest.Options{Unsupported: []bmctest.Capability{
-				bmc.CapabilityPowerSoftOff, bmc.CapabilityVirtualMediaCD, bmc.CapabilityVirtualMediaUSB}}},
+				bmc.CapabilityPowerSoftOff, bmc.CapabilityVirtualMediaCD, bmc.CapabilityVirtualMediaUSB, bmc.CapabilityNMI}}},
 		{name: "BootOnceIgnored", cfg: redfishtest.Config{BootOnce: redfishtest.BootOnceIgnored},
 			suite: bmctest.Options{Skip: onceSubtests()}},
 		{name: "BootOnceRevertedAtOnce", cfg: redfishtest.Config{BootOnce: redfishtest.BootOnceReverted},
@@ -163,6 +164,16 @@ func TestConformance(t *testing.T) {
 		{name: "NoHealthNoLogs", cfg: redfishtest.Config{NoHealth: true, Logs: redfishtest.LogsNone},
 			suite: bmctest.Options{Unsupported: []bmctest.Capability{bmc.CapabilityHealth, bmc.CapabilityEventLogs}}},
 		{name: "LogsPagedByOne", cfg: redfishtest.Config{LogPageSize: 1}},
+		// The locator in each shape, and NMIs left out or refused.
+		{name: "LocatorActiveOnly", cfg: redfishtest.Config{Locator: redfishtest.LocatorActive},
+			suite: locatorOnly(bmc.CapabilityLocatorLEDBlink)},
+		{name: "LocatorIndicatorOnly", cfg: redfishtest.Config{Locator: redfishtest.LocatorIndicator},
+			suite: locatorOnly(bmc.CapabilityLocatorLEDBlink)},
+		{name: "LocatorOnChassis", cfg: redfishtest.Config{Locator: redfishtest.LocatorChassis},
+			suite: locatorOnly(bmc.CapabilityLocatorLEDBlink)},
+		{name: "NoLocatorNoNmi", cfg: redfishtest.Config{Locator: redfishtest.LocatorNone, ResetTypes: []string{"On", "ForceOff", "GracefulShutdown", "ForceRestart"}},
+			suite: locatorOnly(bmc.CapabilityLocatorLED, bmc.CapabilityNMI)},
+		{name: "NmiRefused", cfg: redfishtest.Config{RefusedResetTypes: []string{"Nmi"}}, suite: locatorOnly(bmc.CapabilityNMI)},
 		// Event subscriptions (Events/...), in the three shapes; the rest
 		// of the suite is the DMTF personality's.
 		{name: "SubscriptionsDMTF", cfg: redfishtest.Config{Subscriptions: redfishtest.SubscriptionsDMTF}, suite: eventsOnly},
@@ -215,6 +226,7 @@ func TestConformance(t *testing.T) {
 					target.Advance = func() { clk.Advance(time.Second) }
 				}
 				target.Health, target.Logs = simPeers(srv, p.systemID)
+				target.LocatorLED, target.NMIs = locatorPeers(srv, simID(p.systemID))
 				if p.cfg.Subscriptions != redfishtest.SubscriptionsNone {
 					target.Events = subscriptionPeer(srv)
 				}
@@ -244,7 +256,7 @@ func TestConformanceSimulatorAgrees(t *testing.T) {
 // the default in their subscriptions alone).
 var eventsOnly = bmctest.Options{Skip: []string{"Power", "BootOverride", "BootHTTP", "VirtualMedia", "ResetBMC",
 	"LastResetTime", "FirmwareUpdate", "Inventory", "BIOS", "Health", "Logs", "Unsupported", "Needs", "Context",
-	"Dial", "Concurrency", "Close", "Stats"}}
+	"Dial", "Concurrency", "Close", "Stats", "LocatorLED", "NMI"}}
 
 // subscriptionPeer shows bmctest the subscriptions the simulator holds;
 // it pushes events to their destinations.

@@ -92,6 +92,11 @@
 //     its managers; insert ejects first and reads back Inserted and Image.
 //     Actions go without If-Match; a device without InsertMedia/EjectMedia
 //     (older Lenovo XCC) is changed by a PATCH of Image and Inserted.
+//   - Locator LED: LocationIndicatorActive (ComputerSystem v1_13_0), else
+//     the deprecated IndicatorLED, on the system or else its first chassis
+//     that has one; blinking only through an IndicatorLED that allows it.
+//     NMI: ComputerSystem.Reset with ResetType Nmi where the reset types
+//     list it, on a server that is on. docs/indicator-nmi.md.
 //   - Links are followed, never built: the Systems and Managers
 //     collections come from the service root (HPE iLO's are lower-case).
 //   - A system without PowerState fails power calls at once (NotSupported);

@@ -52,6 +52,7 @@ type Driver struct {
 	bios       biosCache         // bios.go
 	needs      map[string]error  // CheckNeed's answers (needs.go)
 	logs       []*logServiceDoc  // the log services, once read (eventlog.go)
+	ledURI     string            // the resource that holds the locator, once found (locatorled.go)
 }
 
 var (

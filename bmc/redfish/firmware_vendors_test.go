@@ -413,7 +413,7 @@ func TestConformanceFirmwareVendors(t *testing.T) {
 				component = "BIOS"
 			}
 			skip := append([]string{"Power", "BootOverride", "BootHTTP", "VirtualMedia", "ResetBMC", "LastResetTime", "BIOS",
-				"Needs", "Context", "Dial", "Concurrency", "Close", "Stats"}, p.skip...)
+				"Needs", "Context", "Dial", "Concurrency", "Close", "Stats", "LocatorLED", "NMI"}, p.skip...)
 			bmctest.Run(t, bmctest.Options{PollInterval: time.Millisecond, SettleTimeout: 20 * time.Second, Skip: skip}, func(t *testing.T) bmctest.Target {
 				cfg := redfishtest.VendorConfig(v)
 				cfg.Firmware.Duration = 5 * time.Minute

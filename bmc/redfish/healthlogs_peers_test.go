@@ -12,15 +12,7 @@ import (
 // for the system the address names (systemID: an Id, a UUID, or "" for
 // the only one): what the suite compares the driver's reads with.
 func simPeers(srv *redfishtest.Server, systemID string) (*bmctest.HealthPeer, *bmctest.LogPeer) {
-	id := systemID
-	if id == "" {
-		id = "1"
-	}
-	for i := 1; i <= 64; i++ {
-		if systemID == redfishtest.SystemUUID(i) {
-			id = strconv.Itoa(i)
-		}
-	}
+	id := simID(systemID)
 	sys, chassis, mgr := "/redfish/v1/Systems/"+id, "/redfish/v1/Chassis/1", "/redfish/v1/Managers/BMC"
 	res := func(rid, path string) bmc.ResourceHealth {
 		h := srv.Health(path)
@@ -45,4 +37,19 @@ func simPeers(srv *redfishtest.Server, systemID string) (*bmctest.HealthPeer, *b
 		},
 	}
 	return health, logs
+}
+
+// simID is the simulator's ID ("1", ...) of the system an address names
+// by ID or UUID ("" for the only one).
+func simID(systemID string) string {
+	id := systemID
+	if id == "" {
+		id = "1"
+	}
+	for i := 1; i <= 64; i++ {
+		if systemID == redfishtest.SystemUUID(i) {
+			id = strconv.Itoa(i)
+		}
+	}
+	return id
 }

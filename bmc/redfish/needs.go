@@ -26,7 +26,11 @@ var _ bmc.NeedChecker = (*Driver)(nil)
 //     managers;
 //   - BMCReset: the managing manager's Manager.Reset and its types;
 //   - ClearLog: the log among the system's and the manager's
-//     LogServices, with a LogService.ClearLog action.
+//     LogServices, with a LogService.ClearLog action;
+//   - LocatorLED: LocationIndicatorActive or IndicatorLED on the system
+//     or one of its chassis, and IndicatorLED (with Blinking among its
+//     AllowableValues, where stated) for LEDBlinking;
+//   - NMI: Nmi among the reset types, where the BMC lists them.
 //
 // What the BMC does not state (no AllowableValues, no ActionInfo) passes.
 // Answers are remembered for the driver's life, so a job's tasks cost the
@@ -99,6 +103,19 @@ func (d *Driver) checkNeed(ctx context.Context, n bmc.Need) error {
 		return err
 	case n.ClearLog != nil:
 		return d.checkClearLog(ctx, *n.ClearLog)
+	case n.LocatorLED != "":
+		l, err := d.locator(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = l.patchBody(n.LocatorLED)
+		return err
+	case n.NMI:
+		doc, err := d.knownSystem(ctx)
+		if err != nil {
+			return err
+		}
+		return d.nmiOffered(ctx, doc)
 	}
 	return nil
 }

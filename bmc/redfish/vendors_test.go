@@ -20,7 +20,7 @@ import (
 var vendorSuite = map[redfishtest.Vendor]bmctest.Options{
 	// No BootSourceOverrideMode (so no mode can be set) and no UEFI HTTP
 	// boot.
-	redfishtest.VendorILO5Apollo: {Unsupported: []bmctest.Capability{bmc.CapabilityBootMode, bmc.CapabilityBootHTTP}},
+	redfishtest.VendorILO5Apollo: {Unsupported: []bmctest.Capability{bmc.CapabilityBootMode, bmc.CapabilityBootHTTP, bmc.CapabilityLocatorLEDBlink}},
 	// No boot override at all; the BMC offers only a forced restart of
 	// itself.
 	redfishtest.VendorCrayEX: {Unsupported: []bmctest.Capability{bmc.CapabilityBootOverride, bmc.CapabilityBootOverrideReadBack,

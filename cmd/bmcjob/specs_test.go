@@ -41,6 +41,20 @@ func TestRunNetbootSpecSimulated(t *testing.T) {
 	}
 }
 
+// The locate example on the simulated BMC: the locator is set and read
+// back.
+func TestRunLocateSpecSimulated(t *testing.T) {
+	out, err := runOut(t, "", "run", "-simulate", "-spec", "specs/locate.json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"task 1/1 locator LED on: done", "job Succeeded"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 // A task that fails is reported as failed in its progress line, not "done":
 // power off with a 50ms timeout on a simulated BMC whose power changes take
 // a minute times out.

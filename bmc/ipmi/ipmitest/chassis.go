@@ -47,6 +47,9 @@ type Chassis struct {
 	softOffs      int
 	bmcColdResets int
 	bmcWarmResets int
+
+	identify identifyState // identify.go
+	nmis     int           // diagnostic interrupts (identify.go)
 }
 
 type pendingChange struct {
@@ -130,13 +133,17 @@ type Counts struct {
 	// Boots counts power-ons, power cycles and hard resets of a running
 	// server that landed: each consumes a one-time boot flag.
 	Boots int
+	// NMIs counts Chassis Control "pulse diagnostic interrupt" requests
+	// the simulator accepted.
+	NMIs int
 }
 
 // Counts returns the action counters.
 func (c *Chassis) Counts() Counts {
 	var n Counts
 	c.locked(func() {
-		n = Counts{c.powerCycles, c.hardResets, c.softOffs, c.bmcColdResets, c.bmcWarmResets, c.boots}
+		n = Counts{PowerCycles: c.powerCycles, HardResets: c.hardResets, SoftOffs: c.softOffs,
+			BMCColdResets: c.bmcColdResets, BMCWarmResets: c.bmcWarmResets, Boots: c.boots, NMIs: c.nmis}
 	})
 	return n
 }
@@ -252,14 +259,18 @@ func (c *Chassis) handleGetChassisStatus(context.Context, *handlers.HandlerConte
 			PowerIsOn: c.on, PowerOverload: f.PowerOverload, PowerFault: f.PowerFault, PowerControlFault: f.PowerControlFault,
 			InterLock: f.Interlock, CollingFanFault: f.CoolingFault, DriveFault: f.DriveFault,
 			FrontPanelLockoutActive: f.FrontPanelLockout, ChassisIntrusionActive: f.Intrusion,
-			ChassisIdentifySupported: true,
+			ChassisIdentifySupported: true, ChassisIdentifyState: c.identify.state(c.clock.Now()),
 		}
 	})
 	return res.Pack(), types.CodeOK, nil
 }
 
-// Identify implements hal.ChassisHAL.
-func (c *Chassis) Identify(context.Context, uint8) error { return nil }
+// Identify implements hal.ChassisHAL: go-ipmi's handler passes 255 for
+// "force on" (registerIdentifyHandlers tells the two apart).
+func (c *Chassis) Identify(_ context.Context, seconds uint8) error {
+	c.locked(func() { c.identify = newIdentify(c.clock.Now(), seconds, seconds == 0xff) })
+	return nil
+}
 
 // IntrusionState implements hal.ChassisHAL: the Intrusion fault bit.
 func (c *Chassis) IntrusionState(context.Context) (bool, error) { return c.Faults().Intrusion, nil }

@@ -40,7 +40,10 @@ type OpenIPMIOptions struct {
 // suite 3 but not 17 and ignores the cipher-suite query; a power cycle turns
 // the server off and back on about a second later; Get System Boot Options
 // reports only the device selector (not the valid, persistent or EFI bits);
-// the BMC's own Cold/Warm Reset commands are refused as invalid. Its SEL
+// the BMC's own Cold/Warm Reset commands are refused as invalid; Chassis
+// Identify reaches the script (see [OpenIPMI.ChassisIdentify]) but Get
+// Chassis Status never reports the identify state, and Chassis Control
+// "pulse diagnostic interrupt" is refused (CCh). Its SEL
 // (1000 records) stamps records with its own clock, which counts seconds
 // since the host booted (before the epoch's 20000000h: "Pre-Init" times)
 // until a client sets the SEL time; it clears at once, adding no record.
@@ -106,7 +109,8 @@ set)
       power) echo "$2" > "$dir/power";;
       shutdown) echo 0 > "$dir/power";;
       boot) echo "$2" > "$dir/boot";;
-      reset|identify|diag) ;;
+      identify) shift; echo "$@" > "$dir/identify"; break;; # one argument, "<interval> <force>"
+      reset|diag) ;;
       *) echo "unknown parameter $1"; exit 1;;
     esac
     shift 2
@@ -242,6 +246,25 @@ func (s *OpenIPMI) BootDevice() (string, error) {
 		return "", err
 	}
 	return strings.TrimSpace(string(b)), nil
+}
+
+// ChassisIdentify reads the last Chassis Identify ipmi_sim handed the
+// chassis-control script ("set identify <interval> <force>"): ok false
+// when none came. ipmi_sim does not report the identify state in Get
+// Chassis Status, so this is the only place it shows.
+func (s *OpenIPMI) ChassisIdentify() (interval int, force, ok bool, err error) {
+	b, err := os.ReadFile(filepath.Join(s.dir, "identify"))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, false, false, nil
+	}
+	if err != nil {
+		return 0, false, false, err
+	}
+	var f int
+	if _, err := fmt.Sscan(string(b), &interval, &f); err != nil {
+		return 0, false, false, fmt.Errorf("ipmitest: the chassis script recorded identify %q: %w", strings.TrimSpace(string(b)), err)
+	}
+	return interval, f != 0, true, nil
 }
 
 // Close kills ipmi_sim and waits for it to exit. Idempotent.

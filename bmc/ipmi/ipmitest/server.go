@@ -209,6 +209,7 @@ func Start(opts Options) (*Server, error) {
 	handlers.RegisterStorageHandlers(reg)
 	registerBootOptionHandlers(reg, ch)
 	reg.RegisterFunc(types.CommandGetChassisStatus, ch.handleGetChassisStatus)
+	registerIdentifyHandlers(reg, ch)
 	sel := newSEL(clk, opts.SELCapacity, opts.SELErasePolls)
 	sel.register(reg)
 	reg.RegisterFunc(types.CommandGetSessionInfo, handleGetSessionInfo)

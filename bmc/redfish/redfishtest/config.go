@@ -284,6 +284,10 @@ type Config struct {
 	// managers: a BMC that reports no health. Defaults to false: each has
 	// Status with Health and HealthRollup ([Server.SetHealth]).
 	NoHealth bool
+	// Locator is where the systems' locator LED is and which properties
+	// show it. Defaults to LocatorBoth: LocationIndicatorActive and
+	// IndicatorLED on every system.
+	Locator LocatorShape
 
 	// Vendor shapes (see [VendorConfig] for the vendors that show them).
 

@@ -106,6 +106,7 @@ func (s *Server) routes() http.Handler {
 	s.biosRoutes(handle)
 	s.logRoutes(handle)
 	s.subscriptionRoutes(handle)
+	s.locatorRoutes(handle)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no resource at "+r.URL.Path)
 	})
@@ -491,6 +492,7 @@ func (s *Server) getChassis(w http.ResponseWriter, _ *http.Request) {
 	}
 	s.mu.Lock()
 	s.statusOf(doc, chassisURI)
+	s.locatorDoc(doc, chassisURI)
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, "", doc)
 }
@@ -565,6 +567,7 @@ func (s *Server) getSystem(w http.ResponseWriter, r *http.Request) {
 	s.inventoryLinks(doc, uri)
 	s.biosLinks(doc, uri)
 	s.statusOf(doc, uri)
+	s.locatorDoc(doc, uri)
 	s.logServicesLink(doc, uri, sys.id)
 	if !s.cfg.NoLastResetTime {
 		doc["LastResetTime"] = sys.lastReset.UTC().Format(lastResetLayout)
@@ -620,6 +623,9 @@ func (s *Server) patchSystem(w http.ResponseWriter, r *http.Request) {
 	var body map[string]json.RawMessage
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		redfishError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "body is not JSON")
+		return
+	}
+	if s.patchLocator(w, r, root+"/Systems/"+sys.id, sys.id, body) {
 		return
 	}
 	for k := range body {

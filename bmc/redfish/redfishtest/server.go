@@ -53,6 +53,7 @@ type Server struct {
 	sysLogs   map[string][]*simLog   // by system ID; logs.go
 	mgrLogs   []*simLog              // Managers/BMC's; logs.go
 	healthOf  map[string]HealthState // by resource path; logs.go
+	leds      map[string]string      // locator LED by resource path; locatorled.go
 }
 
 // PowerChange is one accepted power change, for measuring how soon a client

@@ -13,7 +13,8 @@ const (
 	// SimpleUpdate answers 200 with no task, and the update shows only in
 	// UpdateService.Oem.Hpe.State and, at its end, in the version
 	// (FirmwareConfig.UntrackedUpdates, OemHpe); the TaskService lists
-	// none of them. Event logs are iLO's IML and IEL (LogsILO5).
+	// none of them. Event logs are iLO's IML and IEL (LogsILO5). The
+	// locator is the system's IndicatorLED, Lit or Off (LocatorIndicator).
 	VendorILO5Apollo Vendor = "ilo5-apollo"
 	// VendorCrayEX: an HPE Cray EX node. Boot has no override properties
 	// at all; the system names no manager (no Links.ManagedBy), and the
@@ -80,6 +81,7 @@ func VendorConfig(v Vendor) Config {
 			BootTargets:            []string{"None", "Pxe", "Hdd", "Cd", "BiosSetup"},
 			Firmware:               FirmwareConfig{UntrackedUpdates: true, OemHpe: true},
 			Logs:                   LogsILO5,
+			Locator:                LocatorIndicator,
 		}
 	case VendorCrayEX:
 		return Config{
