@@ -43,7 +43,8 @@ type Sensor struct {
 	// non-recoverable. The BMC compares Raw with them ("at or below", "at
 	// or above") and reports the bits set in Get Sensor Reading.
 	LNR, LCR, LNC, UNC, UCR, UNR *uint8
-	// Unavailable makes Get Sensor Reading say "reading unavailable".
+	// Unavailable makes Get Sensor Reading say "reading unavailable"
+	// ([Server] only: ipmi_sim's emulation commands cannot set it).
 	Unavailable bool
 	// Discrete makes it a sensor-specific discrete sensor (event/reading
 	// type 6Fh, no numeric reading): a presence or state sensor.
@@ -123,11 +124,14 @@ func (s Sensor) Reading() bmc.SensorReading {
 	return r
 }
 
-// sdr encodes the sensor's record (IPMI v2.0 section 43.1 full, 43.2
+// SDR encodes the sensor's record (IPMI v2.0 section 43.1 full, 43.2
 // compact) with go-ipmi's encoders, record ID id. The thresholds set are
 // readable and their status returned (the masks), scanning and events
-// are enabled.
-func (s Sensor) sdr(id uint16) []byte {
+// are enabled. go-ipmi v0.9.0 swaps the readable and settable threshold
+// masks (bytes 19 and 20 of a full record), so ipmitool lists these
+// thresholds as settable; drivers that read the thresholds with Get
+// Sensor Thresholds (ipmitool) get them all the same.
+func (s Sensor) SDR(id uint16) []byte {
 	init := types.SensorInitialization{InitScanning: true, InitEvents: true, EventGenerationEnabled: true, SensorScanningEnabled: true}
 	caps := types.SensorCapabilities{AutoRearm: true}
 	ert := types.EventReadingTypeThreshold
@@ -339,7 +343,7 @@ func (s *Sensors) handleGetSDR(_ context.Context, _ *handlers.HandlerContext, re
 	if idx < 0 || idx >= len(s.list) {
 		return nil, types.CodeRequestedDataNotPresent, nil
 	}
-	rec := s.list[idx].sdr(uint16(idx + 1))
+	rec := s.list[idx].SDR(uint16(idx + 1))
 	if int(r.ReadOffset) >= len(rec) {
 		return nil, types.CodeParameterOutOfRange, nil
 	}
@@ -386,4 +390,42 @@ func (s *Sensors) handleReading(_ context.Context, _ *handlers.HandlerContext, r
 		return []byte{raw, flags, state}, types.CodeOK, nil
 	}
 	return nil, types.CodeRequestedDataNotPresent, nil
+}
+
+// sensorCommands are ipmi_sim's emulation commands (ipmi_sim_cmd(5)) for
+// the sensors: each one's SDR in the main repository, the sensor, its
+// thresholds and its reading.
+func sensorCommands(list []Sensor) string {
+	var b strings.Builder
+	for i, s := range list {
+		b.WriteString("main_sdr_add 0x20")
+		for _, c := range s.SDR(uint16(i + 1)) {
+			fmt.Fprintf(&b, " 0x%02x", c)
+		}
+		ert := 0x01
+		if s.Discrete {
+			ert = 0x6f
+		}
+		fmt.Fprintf(&b, "\nsensor_add 0x20 0 %d %d %d\n", s.Number, s.Type, ert)
+		if s.Discrete {
+			for bit := 0; bit < 8; bit++ {
+				fmt.Fprintf(&b, "sensor_set_bit 0x20 0 %d %d %d 0\n", s.Number, bit, s.Raw>>bit&1)
+			}
+			continue
+		}
+		// Thresholds 5 (UNR) down to 0 (LNC), enabled where set.
+		enabled, values := "", ""
+		for _, t := range []*uint8{s.UNR, s.UCR, s.UNC, s.LNR, s.LCR, s.LNC} {
+			v := uint8(0)
+			if t != nil {
+				enabled, v = enabled+"1", *t
+			} else {
+				enabled += "0"
+			}
+			values += fmt.Sprintf(" %d", v)
+		}
+		fmt.Fprintf(&b, "sensor_set_threshold 0x20 0 %d readable %s%s\n", s.Number, enabled, values)
+		fmt.Fprintf(&b, "sensor_set_value 0x20 0 %d %d 0\n", s.Number, s.Raw)
+	}
+	return b.String()
 }
