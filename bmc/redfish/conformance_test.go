@@ -163,6 +163,8 @@ func TestConformance(t *testing.T) {
 		{name: "NoHealthNoLogs", cfg: redfishtest.Config{NoHealth: true, Logs: redfishtest.LogsNone},
 			suite: bmctest.Options{Unsupported: []bmctest.Capability{bmc.CapabilityHealth, bmc.CapabilityEventLogs}}},
 		{name: "LogsPagedByOne", cfg: redfishtest.Config{LogPageSize: 1}},
+		// Sensors in the chassis' Thermal and Power (Health/Sensors).
+		{name: "Sensors", cfg: redfishtest.Config{Sensors: simSensors()}},
 		// Event subscriptions (Events/...), in the three shapes; the rest
 		// of the suite is the DMTF personality's.
 		{name: "SubscriptionsDMTF", cfg: redfishtest.Config{Subscriptions: redfishtest.SubscriptionsDMTF}, suite: eventsOnly},

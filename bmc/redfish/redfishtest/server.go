@@ -53,6 +53,7 @@ type Server struct {
 	sysLogs   map[string][]*simLog   // by system ID; logs.go
 	mgrLogs   []*simLog              // Managers/BMC's; logs.go
 	healthOf  map[string]HealthState // by resource path; logs.go
+	sensors   []bmc.SensorReading    // the chassis'; sensors.go
 }
 
 // PowerChange is one accepted power change, for measuring how soon a client
@@ -189,6 +190,7 @@ func start(cfg Config, useTLS bool) *Server {
 		s.mgrMedia = newMediaSet()
 	}
 	s.healthOf = map[string]HealthState{}
+	s.sensors = bmc.CloneSensors(cfg.Sensors)
 	s.initLogs()
 	h := s.redirects(s.routes())
 	if on, delay := cfg.OnRequest, cfg.RequestDelayFunc; on != nil || delay != nil {
