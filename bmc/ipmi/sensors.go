@@ -92,15 +92,25 @@ func noRepository(err error) bool {
 	return errors.Is(err, bmc.ErrNotSupported) || cc == types.CodeCannotExecuteCommandNotSupported || cc == types.CodeIllegalCommand
 }
 
-// sensorReading sends Get Sensor Reading to the sensor's owner and LUN.
-// A sensor the BMC says is absent or cannot read reads unknown.
+// bmcAddress is the BMC's own slave address: the sensors it owns answer
+// on the LAN session.
+const bmcAddress = 0x20
+
+// sensorReading sends Get Sensor Reading for a sensor the BMC owns, on the
+// sensor's LUN. A sensor owned by another controller (an Intel ME at 2Ch,
+// a satellite controller) would need a bridged request (Send Message),
+// which go-ipmi's lanplus does not make: it reads unknown, without a
+// request, rather than time out the session. A sensor whose reading the
+// BMC refuses (not present, an invalid command, any completion code)
+// reads unknown; only a failed exchange fails the read.
 func (d *Driver) sensorReading(ctx context.Context, c *client.Client, s sdrSensor) (bmc.SensorReading, error) {
+	if s.owner != bmcAddress {
+		return unreadSensor(s), nil
+	}
 	cctx := client.WithCommandContext(ctx, (&client.CommandContext{}).WithResponderAddr(s.owner).WithResponderLUN(s.lun))
 	var raw rawResponse
 	if err := d.exchange(cctx, c, &sensor.GetSensorReadingRequest{SensorNumber: s.number}, &raw); err != nil {
-		switch cc := completionCode(err); {
-		case errors.Is(err, bmc.ErrNotSupported), cc == types.CodeRequestedDataNotPresent, cc == types.CodeIllegalCommand,
-			cc == types.CodeCannotExecuteCommandNotSupported, cc == types.CodeParameterOutOfRange:
+		if _, refused := types.IsResponseError(err); refused {
 			return unreadSensor(s), nil
 		}
 		return bmc.SensorReading{}, fmt.Errorf("get sensor reading %s: %w", sensorLabel(s), err)

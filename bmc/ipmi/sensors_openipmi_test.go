@@ -12,20 +12,20 @@ import (
 )
 
 // openIPMISensors are testSensors (ipmi_sim cannot mark a reading
-// unavailable, so that one is left out) and two more at the upper
-// thresholds.
+// unavailable, and ipmitool would bridge to the ME, which ipmi_sim lacks:
+// those two are left out) and three more at thresholds.
 func openIPMISensors() []ipmitest.Sensor {
 	var list []ipmitest.Sensor
 	for _, s := range testSensors() {
-		if !s.Unavailable {
+		if !s.Unavailable && s.Owner == 0 {
 			list = append(list, s)
 		}
 	}
 	r := ipmitest.Raw
 	return append(list,
-		ipmitest.Sensor{Number: 0x09, Name: "CPU2 Temp", Type: 0x01, Unit: 1, Raw: 92, UNC: r(80), UCR: r(90)},
-		ipmitest.Sensor{Number: 0x0a, Name: "DIMM Temp", Type: 0x01, Unit: 1, Raw: 82, UNC: r(80), UCR: r(90), UNR: r(100)},
-		ipmitest.Sensor{Number: 0x0b, Name: "VBAT", Type: 0x02, Unit: 4, M: 2, RExp: -2, Raw: 140, LNC: r(135), LCR: r(130)},
+		ipmitest.Sensor{Number: 0x0c, Name: "CPU2 Temp", Type: 0x01, Unit: 1, Raw: 92, UNC: r(80), UCR: r(90)},
+		ipmitest.Sensor{Number: 0x0d, Name: "DIMM Temp", Type: 0x01, Unit: 1, Raw: 82, UNC: r(80), UCR: r(90), UNR: r(100)},
+		ipmitest.Sensor{Number: 0x0e, Name: "VBAT", Type: 0x02, Unit: 4, M: 2, RExp: -2, Raw: 140, LNC: r(135), LCR: r(130)},
 	)
 }
 

@@ -13,7 +13,8 @@ import (
 // testSensors cover every path of the decoder: plain and scaled analog
 // sensors, a Dell-style power sensor of type current in Watts, a stopped
 // fan (reading 0), a sensor whose reading is unavailable, a discrete
-// presence sensor and a compact threshold record.
+// presence sensor, a compact threshold record, a sensor the BMC says is
+// not present and one owned by another controller (an Intel ME).
 func testSensors() []ipmitest.Sensor {
 	r := ipmitest.Raw
 	return []ipmitest.Sensor{
@@ -25,6 +26,8 @@ func testSensors() []ipmitest.Sensor {
 		{Number: 0x06, Name: "Inlet Temp", Type: 0x01, Unit: 1, Raw: 20, Unavailable: true, UCR: r(50)},
 		{Number: 0x07, Name: "PS1 Status", Type: 0x08, Discrete: true, Raw: 0x01},
 		{Number: 0x08, Name: "Exhaust Temp", Type: 0x01, Unit: 1, Raw: 70, UNC: r(60), UCR: r(75), Compact: true},
+		{Number: 0x09, Name: "PCH Temp", Type: 0x01, Unit: 1, Raw: 50, NotPresent: true},
+		{Number: 0x0a, Name: "ME Temp", Type: 0x01, Unit: 1, Raw: 40, Owner: 0x2c, UCR: r(90)},
 	}
 }
 
@@ -110,6 +113,7 @@ func TestSensorsRequests(t *testing.T) {
 	}
 	defer drv.Close(t.Context())
 	n := int64(len(sensors))
+	read := n - 1 // the ME's sensor is not asked for
 	count := func(what string, want int64) {
 		t.Helper()
 		before, sdr := drv.Stats().Requests, sim.Sensors().SDRReads()
@@ -124,9 +128,9 @@ func TestSensorsRequests(t *testing.T) {
 			t.Errorf("%s: %d sensors read, the simulator has %d", what, len(h.Sensors), len(sim.Sensors().List()))
 		}
 	}
-	count("first read: chassis, repository info, a Get SDR and a reading per sensor", 2+2*n)
-	count("second read: the cached records", 2+n)
-	count("third read", 2+n)
+	count("first read: chassis, repository info, a Get SDR per record and a reading per sensor the BMC owns", 2+n+read)
+	count("second read: the cached records", 2+read)
+	count("third read", 2+read)
 	if w := ipmi.SDRWalks(drv); w != 1 {
 		t.Errorf("after three reads the repository was walked %d times, want 1", w)
 	}

@@ -52,6 +52,14 @@ type Sensor struct {
 	// Compact lists it as a compact SDR (type 02h), which has no
 	// conversion factors: a threshold sensor without a numeric reading.
 	Compact bool
+	// NotPresent makes Get Sensor Reading answer "requested data not
+	// present" (CBh): a sensor the SDR lists and the BMC cannot read. On
+	// ipmi_sim the sensor's SDR is added without the sensor.
+	NotPresent bool
+	// Owner is the slave address of the controller that owns the sensor
+	// (the SDR's owner ID), e.g. 2Ch for an Intel ME; reading it takes a
+	// bridged request. Defaults to 0: 20h, the BMC. [Server] only.
+	Owner uint8
 }
 
 // Raw returns a pointer to v, for Sensor's thresholds.
@@ -64,6 +72,13 @@ func (s Sensor) Value(raw uint8) float64 {
 		m = 1
 	}
 	return (float64(m)*float64(raw) + float64(s.B)*math.Pow(10, float64(s.BExp))) * math.Pow(10, float64(s.RExp))
+}
+
+func (s Sensor) owner() uint8 {
+	if s.Owner == 0 {
+		return 0x20
+	}
+	return s.Owner
 }
 
 // thresholdBits is byte 3 of Get Sensor Reading for a threshold sensor
@@ -106,7 +121,7 @@ func (s Sensor) Reading() bmc.SensorReading {
 			r.Unit = types.SensorUnit{BaseUnit: types.SensorUnitType(s.Unit)}.String()
 		}
 	}
-	if s.Discrete || s.Unavailable {
+	if s.Discrete || s.Unavailable || s.NotPresent || s.owner() != 0x20 {
 		return r
 	}
 	if !s.Compact {
@@ -152,7 +167,7 @@ func (s Sensor) SDR(id uint16) []byte {
 			}
 		}
 	}
-	gen := types.GeneratorID(0x20)
+	gen := types.GeneratorID(s.owner())
 	if s.Compact {
 		c := &types.SDRCompact{
 			GeneratorID: gen, SensorNumber: types.SensorNumber(s.Number), SensorEntityID: 0x07,
@@ -372,6 +387,9 @@ func (s *Sensors) handleReading(_ context.Context, _ *handlers.HandlerContext, r
 		if x.Number != req[0] {
 			continue
 		}
+		if x.NotPresent {
+			return nil, types.CodeRequestedDataNotPresent, nil
+		}
 		flags := byte(0xc0) // event messages and scanning enabled
 		if x.Unavailable {
 			flags |= 0x20
@@ -406,7 +424,11 @@ func sensorCommands(list []Sensor) string {
 		if s.Discrete {
 			ert = 0x6f
 		}
-		fmt.Fprintf(&b, "\nsensor_add 0x20 0 %d %d %d\n", s.Number, s.Type, ert)
+		b.WriteString("\n")
+		if s.NotPresent {
+			continue // listed, not there
+		}
+		fmt.Fprintf(&b, "sensor_add 0x20 0 %d %d %d\n", s.Number, s.Type, ert)
 		if s.Discrete {
 			for bit := 0; bit < 8; bit++ {
 				fmt.Fprintf(&b, "sensor_set_bit 0x20 0 %d %d %d 0\n", s.Number, bit, s.Raw>>bit&1)
