@@ -69,6 +69,10 @@ type HealthReport struct {
 	// Managers are the system's managers (Redfish: the manager the driver
 	// acts through), at most MaxInventoryEntries.
 	Managers []ResourceHealth `json:"managers,omitempty"`
+	// Sensors are the BMC's sensor readings, in the BMC's order, at most
+	// MaxSensors (IPMI: every full and compact sensor record of the SDR
+	// repository; docs/health-events.md, "Sensor readings").
+	Sensors []SensorReading `json:"sensors,omitempty"`
 }
 
 // HealthReader is implemented by drivers that can read the health the BMC
@@ -108,12 +112,19 @@ type SystemStatusReader interface {
 }
 
 // Bound cuts r's lists to their limits (MaxInventoryEntries resources,
-// MaxHealthFaults faults each, MaxInventoryString bytes per string).
-// Drivers call it before returning a report.
+// MaxHealthFaults faults each, MaxSensors sensors, MaxInventoryString
+// bytes per string) and drops sensor values JSON cannot carry (NaN,
+// infinities). Drivers call it before returning a report.
 func (r *HealthReport) Bound() {
 	cut := false
 	r.Chassis = boundList(r.Chassis, &cut)
 	r.Managers = boundList(r.Managers, &cut)
+	if len(r.Sensors) > MaxSensors {
+		r.Sensors = r.Sensors[:MaxSensors:MaxSensors]
+	}
+	for i := range r.Sensors {
+		r.Sensors[i].bound()
+	}
 	r.System.bound()
 	for i := range r.Chassis {
 		r.Chassis[i].bound()

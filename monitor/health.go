@@ -50,6 +50,12 @@ type Health struct {
 	// report, and where the BMC reports none).
 	Chassis  []bmc.ResourceHealth `json:"chassis,omitempty"`
 	Managers []bmc.ResourceHealth `json:"managers,omitempty"`
+	// Sensors are the BMC's sensor readings as of ReportTime (IPMI: the
+	// SDR repository's sensors; read only with Config.FullHealth where the
+	// power read carries the system's health, as IPMI's does). Their
+	// health does not change the Healthy condition (docs/health-events.md,
+	// "Sensor readings").
+	Sensors []bmc.SensorReading `json:"sensors,omitempty"`
 	// ReadTime is when System was read (by the reading replica's clock).
 	ReadTime time.Time `json:"readTime,omitzero"`
 	// ReportTime is when the full report (chassis and managers) was last
@@ -90,6 +96,7 @@ func (h Health) clone() Health {
 	}
 	h.System.Faults = slices.Clone(h.System.Faults)
 	h.Chassis, h.Managers = cp(h.Chassis), cp(h.Managers)
+	h.Sensors = bmc.CloneSensors(h.Sensors)
 	return h
 }
 
@@ -213,6 +220,7 @@ func applyHealth(mc *Machine, rd reading, seq int64, now time.Time) (before, aft
 			h.System, h.ReadTime = rd.report.System, now.UTC()
 		}
 		h.Chassis, h.Managers, h.ReportTime = rd.report.Chassis, rd.report.Managers, now.UTC()
+		h.Sensors = rd.report.Sensors
 	}
 	mc.Status.Health = &h
 	after = h.Worst()

@@ -1,7 +1,10 @@
 package bmctest
 
 import (
+	"fmt"
+	"math"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -18,6 +21,11 @@ type HealthPeer struct {
 	// manager) h, its own health and its rollup. Defaults to nil:
 	// Health/Changes skips.
 	Set func(h bmc.Health)
+	// SetSensor, when set, makes the peer's sensor of that name read a
+	// value the peer rates h (Critical, Warning, OK). Health/Sensors calls
+	// it for the first sensor of Want whose health is known. Defaults to
+	// nil: Health/Sensors only compares.
+	SetSensor func(name string, h bmc.Health)
 }
 
 // health checks bmc.HealthReader and bmc.SystemStatusReader:
@@ -26,8 +34,11 @@ type HealthPeer struct {
 //     holds where Target.Health says;
 //   - Changes: a change of the peer's health is read at once (no cache);
 //   - SystemStatus: the power state PowerState reads, with the system's
-//     health Health reads (or unknown, where the peer lacks health).
+//     health Health reads (or unknown, where the peer lacks health);
+//   - Sensors: well-formed sensors (healthSensors), where the peer holds
+//     some.
 func (s *suite) health(t *testing.T, path string) {
+	s.run(t, path, "Sensors", func(tc *tcase) { tc.healthSensors() })
 	s.run(t, path, "Read", func(tc *tcase) {
 		r := tc.healthReader()
 		h, err := r.Health(tc.ctx())
@@ -125,6 +136,12 @@ func (tc *tcase) checkHealth(h bmc.HealthReport) {
 	for _, m := range h.Managers {
 		tc.validHealth("Health.Managers", m)
 	}
+	if len(h.Sensors) > bmc.MaxSensors {
+		tc.Errorf("Health lists %d sensors, over bmc.MaxSensors: call HealthReport.Bound", len(h.Sensors))
+	}
+	for _, r := range h.Sensors {
+		tc.validSensor(r)
+	}
 }
 
 func (tc *tcase) validHealth(what string, h bmc.ResourceHealth) {
@@ -158,4 +175,111 @@ func (tc *tcase) checkHealthUnsupported() {
 	}
 	_, err := r.Health(tc.ctx())
 	tc.requireNotSupported("Health", err)
+}
+
+// validSensor checks one reading's shape: a name, a known kind and health,
+// finite values.
+func (tc *tcase) validSensor(r bmc.SensorReading) {
+	tc.Helper()
+	if r.Name == "" {
+		tc.Errorf("Health.Sensors: a sensor without a name: %s", sensorText(r))
+	}
+	if !r.Kind.Valid() {
+		tc.Errorf("Health.Sensors %q: kind %q is not one of bmc's SensorKind constants", r.Name, r.Kind)
+	}
+	switch r.Health {
+	case bmc.HealthOK, bmc.HealthWarning, bmc.HealthCritical, bmc.HealthUnknown:
+	default:
+		tc.Errorf("Health.Sensors %q: health %q is not one of bmc's Health constants", r.Name, r.Health)
+	}
+	vals := []*float64{r.Reading}
+	if t := r.Thresholds; t != nil {
+		vals = append(vals, t.LowerCritical, t.LowerWarning, t.UpperWarning, t.UpperCritical)
+	}
+	for _, v := range vals {
+		if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0)) {
+			tc.Errorf("Health.Sensors %q: value %v cannot be stored as JSON: call HealthReport.Bound", r.Name, *v)
+		}
+	}
+}
+
+// healthSensors: where the peer holds sensors (Target.Health.Want), Health
+// reads every one, in the peer's order, as the peer holds it; with
+// HealthPeer.SetSensor, a sensor driven to Critical, Warning and back to
+// OK reads so at once.
+func (tc *tcase) healthSensors() {
+	tc.Helper()
+	r := tc.healthReader()
+	p := tc.target.Health
+	if p == nil {
+		tc.Skip("Target.Health is not set: the suite cannot know the peer's sensors")
+	}
+	want := p.Want().Sensors
+	if len(want) == 0 {
+		tc.Skip("the peer holds no sensors (Target.Health.Want)")
+	}
+	read := func(what string) []bmc.SensorReading {
+		tc.Helper()
+		h, err := r.Health(tc.ctx())
+		tc.noErr("Health"+what, err)
+		for _, s := range h.Sensors {
+			tc.validSensor(s)
+		}
+		return h.Sensors
+	}
+	compare := func(what string, got, want []bmc.SensorReading) {
+		tc.Helper()
+		if len(got) != len(want) {
+			tc.Errorf("Health%s reads %d sensors; the peer holds %d", what, len(got), len(want))
+			return
+		}
+		for i := range want {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				tc.Errorf("Health%s: sensor %d reads %s; the peer holds %s", what, i, sensorText(got[i]), sensorText(want[i]))
+			}
+		}
+	}
+	compare("", read(""), want)
+	if p.SetSensor == nil {
+		return
+	}
+	name := ""
+	for _, s := range want {
+		if s.Health != bmc.HealthUnknown {
+			name = s.Name
+			break
+		}
+	}
+	if name == "" {
+		tc.Skip("no sensor of the peer has a known health to change")
+	}
+	for _, h := range []bmc.Health{bmc.HealthCritical, bmc.HealthWarning, bmc.HealthOK} {
+		p.SetSensor(name, h)
+		what := " after the peer rated sensor " + strconv.Quote(name) + " " + string(h)
+		got := read(what)
+		for _, s := range got {
+			if s.Name == name && s.Health != h {
+				tc.Errorf("Health%s reads %s", what, sensorText(s))
+			}
+		}
+		compare(what, got, p.Want().Sensors)
+	}
+}
+
+func sensorText(r bmc.SensorReading) string {
+	v := "no reading"
+	if r.Reading != nil {
+		v = strconv.FormatFloat(*r.Reading, 'g', -1, 64) + " " + r.Unit
+	}
+	th := ""
+	if t := r.Thresholds; t != nil {
+		f := func(p *float64) string {
+			if p == nil {
+				return "-"
+			}
+			return strconv.FormatFloat(*p, 'g', -1, 64)
+		}
+		th = fmt.Sprintf(", thresholds critical %s..%s, warning %s..%s", f(t.LowerCritical), f(t.UpperCritical), f(t.LowerWarning), f(t.UpperWarning))
+	}
+	return fmt.Sprintf("%q (%s): %s, health %q%s", r.Name, r.Kind, v, r.Health, th)
 }

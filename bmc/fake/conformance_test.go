@@ -174,6 +174,7 @@ func TestConformanceHealthLogs(t *testing.T) {
 		lacks []bmc.Capability
 	}{
 		{name: "Defaults"},
+		{name: "Sensors", opts: fake.Options{Health: withSensors(fake.DefaultHealth())}},
 		{name: "ManyEntriesNoTimes", opts: fake.Options{Logs: []fake.Log{manyEntries(250)}}},
 		{name: "NotClearable", opts: fake.Options{Unsupported: []bmc.Capability{bmc.CapabilityEventLogClear}}},
 		{name: "NoHealthNoLogs", opts: fake.Options{Unsupported: []bmc.Capability{bmc.CapabilityHealth, bmc.CapabilityEventLogs}}},
@@ -193,6 +194,14 @@ func TestConformanceHealthLogs(t *testing.T) {
 						}
 						for i := range r.Managers {
 							r.Managers[i].Health, r.Managers[i].Rollup = h, h
+						}
+						srv.SetHealth(r)
+					}, SetSensor: func(name string, h bmc.Health) {
+						r := srv.HealthReport()
+						for i := range r.Sensors {
+							if r.Sensors[i].Name == name {
+								r.Sensors[i].Health = h
+							}
 						}
 						srv.SetHealth(r)
 					}},
@@ -225,4 +234,17 @@ func manyEntries(n int) fake.Log {
 		l.Entries = append(l.Entries, bmc.LogEntry{ID: fmt.Sprint(i), Severity: bmc.SeverityOK, Message: fmt.Sprintf("entry %d", i)})
 	}
 	return l
+}
+
+// withSensors is r with sensors of several kinds: with and without a
+// reading and thresholds, one of unknown health.
+func withSensors(r bmc.HealthReport) *bmc.HealthReport {
+	v := func(f float64) *float64 { return &f }
+	r.Sensors = []bmc.SensorReading{
+		{Name: "CPU1 Temp", Kind: bmc.SensorTemperature, Reading: v(45), Unit: bmc.UnitCelsius, Health: bmc.HealthOK,
+			Thresholds: &bmc.SensorThresholds{UpperWarning: v(80), UpperCritical: v(90)}},
+		{Name: "FAN1", Kind: bmc.SensorFan, Reading: v(0), Unit: bmc.UnitRPM, Health: bmc.HealthCritical},
+		{Name: "PS1 Status", Kind: bmc.SensorOther},
+	}
+	return &r
 }

@@ -22,8 +22,8 @@ func DefaultHealth() bmc.HealthReport {
 }
 
 // Health implements [bmc.HealthReader]: the health set by Options.Health
-// or [BMC.SetHealth] (else [DefaultHealth]), read at the BMC's clock's
-// now. Without [bmc.CapabilityHealth] it fails with an error wrapping
+// or [BMC.SetHealth] (else [DefaultHealth]), sensors included, read at the
+// BMC's clock's now. Without [bmc.CapabilityHealth] it fails with an error wrapping
 // [bmc.ErrNotSupported].
 func (d *Driver) Health(ctx context.Context) (bmc.HealthReport, error) {
 	var r bmc.HealthReport
@@ -92,5 +92,6 @@ func copyHealth(r bmc.HealthReport) bmc.HealthReport {
 	for _, m := range r.Managers {
 		out.Managers = append(out.Managers, res(m))
 	}
+	out.Sensors = bmc.CloneSensors(r.Sensors)
 	return out
 }

@@ -2,6 +2,7 @@ package ipmi_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -53,7 +54,10 @@ func simPeers(sim *ipmitest.Server) func(*bmctest.Target) {
 		tg.LocatorLED = sim.Chassis().LocatorLED
 		tg.NMIs = func() int { return sim.Chassis().Counts().NMIs }
 		tg.Health = &bmctest.HealthPeer{
-			Want: func() bmc.HealthReport { return bmc.HealthReport{System: faultsHealth(sim.Chassis().Faults())} },
+			Want: func() bmc.HealthReport {
+				return bmc.HealthReport{System: faultsHealth(sim.Chassis().Faults()), Sensors: sim.Sensors().Readings()}
+			},
+			SetSensor: func(name string, h bmc.Health) { setSensorHealth(sim.Sensors(), name, h) },
 			Set: func(h bmc.Health) {
 				switch h {
 				case bmc.HealthCritical:
@@ -76,6 +80,25 @@ func simPeers(sim *ipmitest.Server) func(*bmctest.Target) {
 			Add: func(_ bmc.LogRef, n int) { addEvents(sim.SEL(), n) },
 		}
 	}
+}
+
+// setSensorHealth sets the raw reading of the sensor named name to the
+// first value the simulator rates h.
+func setSensorHealth(s *ipmitest.Sensors, name string, h bmc.Health) {
+	for _, x := range s.List() {
+		if x.Name != name {
+			continue
+		}
+		for raw := range 256 {
+			x.Raw = uint8(raw)
+			if x.Reading().Health == h {
+				s.SetRaw(x.Number, x.Raw)
+				return
+			}
+		}
+		panic(fmt.Sprintf("no reading of sensor %q is rated %s", name, h))
+	}
+	panic(fmt.Sprintf("the simulator has no sensor %q", name))
 }
 
 // faultsHealth is the health the driver must read for the fault bits f.
@@ -133,7 +156,7 @@ func addEvents(sel *ipmitest.SEL, n int) {
 // run has a budget).
 func TestConformanceGoIPMISimulator(t *testing.T) {
 	t.Parallel()
-	sim := ipmitest.NewServer(t, ipmitest.Options{SELErasePolls: 2})
+	sim := ipmitest.NewServer(t, ipmitest.Options{SELErasePolls: 2, Sensors: testSensors(), SDRReadLimit: 16})
 	addEvents(sim.SEL(), 7)
 	bmctest.Run(t, bmctest.Options{Unsupported: noHTTPBoot, SettleTimeout: 20 * time.Second, PollInterval: 20 * time.Millisecond},
 		factory(dialer(t, ipmi.Options{RequestsPerSecond: -1}), sim.Endpoint, sim.Credentials, simPeers(sim)))
@@ -168,15 +191,24 @@ func TestConformanceGoIPMISimulatorSlowPower(t *testing.T) {
 // explicitly (ipmi_sim ignores the suite query and lacks 17).
 func TestConformanceOpenIPMI(t *testing.T) {
 	t.Parallel()
-	sim := ipmitest.StartOpenIPMI(t, ipmitest.OpenIPMIOptions{FRU: testFRU})
+	sensors := openIPMISensors()
+	sim := ipmitest.StartOpenIPMI(t, ipmitest.OpenIPMIOptions{FRU: testFRU, Sensors: sensors})
 	bmctest.Run(t, bmctest.Options{
 		Unsupported: []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityBMCReset, bmc.CapabilityBootOverrideReadBack, bmc.CapabilityBIOS,
 			bmc.CapabilityLocatorLEDBlink, bmc.CapabilityLocatorLEDReadBack, bmc.CapabilityNMI},
 		SettleTimeout: 20 * time.Second,
 		PollInterval:  50 * time.Millisecond,
 	}, factory(dialer(t, unlimited(sim.DialOptions())), sim.Endpoint, sim.Credentials, func(tg *bmctest.Target) {
-		// ipmi_sim reports no fault bits: the chassis is OK.
-		tg.Health = &bmctest.HealthPeer{Want: func() bmc.HealthReport { return bmc.HealthReport{System: faultsHealth(ipmitest.ChassisFaults{})} }}
+		// ipmi_sim reports no fault bits: the chassis is OK. Its
+		// sensors read as ipmitest rates them (TestSensorsMatchIpmitool
+		// checks that against ipmitool).
+		tg.Health = &bmctest.HealthPeer{Want: func() bmc.HealthReport {
+			r := bmc.HealthReport{System: faultsHealth(ipmitest.ChassisFaults{})}
+			for _, s := range sensors {
+				r.Sensors = append(r.Sensors, s.Reading())
+			}
+			return r
+		}}
 		// Nor the identify state: the locator is checked in what its
 		// chassis program got.
 		tg.LocatorLED = func() bmc.LEDState {

@@ -37,7 +37,10 @@
 // Health ([bmc.HealthReader], [bmc.SystemStatusReader]) comes from the
 // fault bits of the same Get Chassis Status request that reads power: one
 // request, the chassis rated Critical for a power subsystem fault, Warning
-// for a cooling, drive, interlock, lockout or intrusion bit, else OK. The
+// for a cooling, drive, interlock, lockout or intrusion bit, else OK.
+// Health also reads the sensors: the SDR repository (cached while Get SDR
+// Repository Info reports it unchanged) and one Get Sensor Reading per
+// sensor, the BMC's threshold status as each one's health. The
 // System Event Log is the one log ([bmc.EventLogReader],
 // [bmc.EventLogClearer], system/SEL): read record by record (Get SEL
 // Entry), newest first and paged by [bmc.PageLog]; cleared with a

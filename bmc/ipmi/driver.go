@@ -155,9 +155,11 @@ type Driver struct {
 	lastUsed time.Time
 	broken   bool // the last exchange got no usable reply: re-login first
 	closed   bool
+	sdr      sdrCache // the sensor records, for Health (sensors.go)
 
 	requests, connections, logins atomic.Int64
 	dropped                       atomic.Int64   // datagrams sessionConn dropped (stale or unexpected)
+	sdrWalks                      atomic.Int64   // SDR repository reads (sensors.go)
 	throttle                      budget.Counter // requests that waited for the budget, and how long
 }
 

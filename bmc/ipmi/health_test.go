@@ -10,8 +10,9 @@ import (
 )
 
 // TestSystemStatusOneRequest: SystemStatus reads power and health with the
-// one Get Chassis Status request PowerState sends, and Health costs the
-// same; the fault bits set on the simulator are the faults read.
+// one Get Chassis Status request PowerState sends, and Health costs one
+// more on a BMC without sensors (Get SDR Repository Info: 0 records); the
+// fault bits set on the simulator are the faults read.
 func TestSystemStatusOneRequest(t *testing.T) {
 	t.Parallel()
 	sim := ipmitest.NewServer(t, ipmitest.Options{PoweredOn: true})
@@ -39,10 +40,10 @@ func TestSystemStatusOneRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := drv.Stats().Requests - before; n != 1 {
-		t.Errorf("Health sent %d requests, want 1", n)
+	if n := drv.Stats().Requests - before; n != 2 {
+		t.Errorf("Health sent %d requests, want 2 (chassis status, SDR repository info)", n)
 	}
-	if !reflect.DeepEqual(h.System, want) || len(h.Chassis)+len(h.Managers) != 0 {
+	if !reflect.DeepEqual(h.System, want) || len(h.Chassis)+len(h.Managers)+len(h.Sensors) != 0 {
 		t.Errorf("Health = %+v, want the system %+v alone", h, want)
 	}
 }

@@ -174,6 +174,8 @@ func TestConformance(t *testing.T) {
 		{name: "NoLocatorNoNmi", cfg: redfishtest.Config{Locator: redfishtest.LocatorNone, ResetTypes: []string{"On", "ForceOff", "GracefulShutdown", "ForceRestart"}},
 			suite: locatorOnly(bmc.CapabilityLocatorLED, bmc.CapabilityNMI)},
 		{name: "NmiRefused", cfg: redfishtest.Config{RefusedResetTypes: []string{"Nmi"}}, suite: locatorOnly(bmc.CapabilityNMI)},
+		// Sensors in the chassis' Thermal and Power (Health/Sensors).
+		{name: "Sensors", cfg: redfishtest.Config{Sensors: simSensors()}},
 		// Event subscriptions (Events/...), in the three shapes; the rest
 		// of the suite is the DMTF personality's.
 		{name: "SubscriptionsDMTF", cfg: redfishtest.Config{Subscriptions: redfishtest.SubscriptionsDMTF}, suite: eventsOnly},

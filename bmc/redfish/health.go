@@ -64,7 +64,9 @@ func (d *Driver) SystemStatus(ctx context.Context) (bmc.SystemStatus, error) {
 
 // Health implements [bmc.HealthReader]: the Status of the system (one
 // GET), of each chassis its Links.Chassis names (one GET each, at most
-// bmc.MaxInventoryEntries) and of its manager (one GET). A resource without
+// bmc.MaxInventoryEntries) and of its manager (one GET), and the sensors
+// of the Thermal and Power resources each chassis links (one GET each;
+// sensors.go). A resource without
 // Status is reported with its health unknown; when none of them has one,
 // the error wraps [bmc.ErrNotSupported].
 func (d *Driver) Health(ctx context.Context) (bmc.HealthReport, error) {
@@ -91,31 +93,39 @@ func (d *Driver) health(ctx context.Context) (bmc.HealthReport, error) {
 	type resource struct {
 		ID     string `json:"Id"`
 		Status *healthStatus
+		sensorLinks
 	}
-	read := func(uri string) (bmc.ResourceHealth, error) {
+	read := func(uri string) (bmc.ResourceHealth, sensorLinks, error) {
 		var res resource
 		if _, err := d.getJSON(ctx, uri, &res); err != nil {
-			return bmc.ResourceHealth{}, fmt.Errorf("read the health of %s: %w", uri, err)
+			return bmc.ResourceHealth{}, sensorLinks{}, fmt.Errorf("read the health of %s: %w", uri, err)
 		}
 		reported = reported || res.Status != nil
 		if res.ID == "" {
 			res.ID = lastSegment(uri)
 		}
-		return resourceHealth(res.ID, res.Status), nil
+		return resourceHealth(res.ID, res.Status), res.sensorLinks, nil
 	}
 	chassis := doc.Chassis
 	if len(chassis) > bmc.MaxInventoryEntries {
 		chassis = chassis[:bmc.MaxInventoryEntries]
 	}
 	for _, uri := range chassis {
-		h, err := read(uri)
+		h, links, err := read(uri)
 		if err != nil {
 			return bmc.HealthReport{}, err
 		}
 		r.Chassis = append(r.Chassis, h)
+		if len(r.Sensors) < bmc.MaxSensors {
+			sensors, err := d.chassisSensors(ctx, links)
+			if err != nil {
+				return bmc.HealthReport{}, err
+			}
+			r.Sensors = append(r.Sensors, sensors...)
+		}
 	}
 	if m, err := d.manager(ctx); err == nil {
-		h, err := read(m.uri)
+		h, _, err := read(m.uri)
 		if err != nil {
 			return bmc.HealthReport{}, err
 		}

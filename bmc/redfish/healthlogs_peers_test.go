@@ -20,7 +20,17 @@ func simPeers(srv *redfishtest.Server, systemID string) (*bmctest.HealthPeer, *b
 	}
 	health := &bmctest.HealthPeer{
 		Want: func() bmc.HealthReport {
-			return bmc.HealthReport{System: res(id, sys), Chassis: []bmc.ResourceHealth{res("1", chassis)}, Managers: []bmc.ResourceHealth{res("BMC", mgr)}}
+			return bmc.HealthReport{System: res(id, sys), Chassis: []bmc.ResourceHealth{res("1", chassis)}, Managers: []bmc.ResourceHealth{res("BMC", mgr)},
+				Sensors: srv.Sensors()}
+		},
+		SetSensor: func(name string, h bmc.Health) {
+			l := srv.Sensors()
+			for i := range l {
+				if l[i].Name == name {
+					l[i].Health = h
+				}
+			}
+			srv.SetSensors(l)
 		},
 		Set: func(h bmc.Health) {
 			for _, p := range []string{sys, chassis, mgr} {

@@ -18,7 +18,13 @@
 // holds ([SEL.Records]); clients read it with Get SEL Info and Get SEL
 // Entry, add to it (ipmitool's "sel add") and clear it with a reservation,
 // the erase reporting "in progress" to the first Options.SELErasePolls
-// status queries.
+// status queries. [Server.Sensors] are the BMC's sensors (Options.Sensors):
+// full or compact SDRs in its SDR repository (read whole, or in pieces of
+// Options.SDRReadLimit bytes under a reservation) and the readings and
+// threshold states Get Sensor Reading answers; a test changes them
+// ([Sensors.SetRaw], [Sensors.Set]) and reads what a driver should see
+// ([Sensors.Readings]). OpenIPMIOptions.Sensors puts the same sensors in
+// ipmi_sim.
 //
 // Like a real BMC it reports IPMI version 2.0, forgets sessions idle longer
 // than Options.SessionTimeout (IPMI's 60 s by default), refuses an unknown

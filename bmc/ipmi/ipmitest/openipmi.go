@@ -28,6 +28,11 @@ type OpenIPMIOptions struct {
 	// FRU is the data of FRU device 0 (mc_add_fru_data), e.g. from
 	// [EncodeFRU]. Defaults to none.
 	FRU []byte
+	// Sensors are the BMC's sensors: their SDRs in the main SDR
+	// repository (main_sdr_add), the sensors with their thresholds and
+	// readings (sensor_add, sensor_set_threshold, sensor_set_value).
+	// Discrete sensors' Raw sets their state bits. Defaults to none.
+	Sensors []Sensor
 }
 
 // OpenIPMI is a running OpenIPMI ipmi_sim process serving IPMI v2.0
@@ -133,6 +138,9 @@ func startOpenIPMI(ctx context.Context, bin, dir string, opts OpenIPMIOptions) (
 			return nil, fmt.Errorf("%s %q cannot be written to ipmi_sim's lan.conf: at most 16 characters, no quotes, spaces or backslashes", name, redact(name, v))
 		}
 	}
+	if err := validateSensors(opts.Sensors); err != nil {
+		return nil, fmt.Errorf("OpenIPMIOptions.Sensors: %w", err)
+	}
 	port, err := freeUDPPort()
 	if err != nil {
 		return nil, err
@@ -148,7 +156,7 @@ func startOpenIPMI(ctx context.Context, bin, dir string, opts OpenIPMIOptions) (
 		filepath.Join(dir, "boot"):  "default\n",
 		filepath.Join(dir, "emu.cmds"): "mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\n" +
 			// A SEL of 1000 records, with Delete SEL Entry and Reserve SEL (flags 0Ah, as Get SEL Info reports them).
-			"sel_enable 0x20 1000 0x0a\n" + fruCommand(opts.FRU) + "mc_enable 0x20\n",
+			"sel_enable 0x20 1000 0x0a\n" + fruCommand(opts.FRU) + sensorCommands(opts.Sensors) + "mc_enable 0x20\n",
 		filepath.Join(dir, "lan.conf"): fmt.Sprintf(`name "bmckit"
 set_working_mc 0x20
   startlan 1

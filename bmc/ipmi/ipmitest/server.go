@@ -106,6 +106,14 @@ type Options struct {
 	// FRU Data), e.g. from [EncodeFRU]. Defaults to none: the FRU commands
 	// answer "requested data not present".
 	FRU []byte
+
+	// Sensors are the BMC's sensors and its SDR repository
+	// ([Server.Sensors]). Defaults to none: an empty repository.
+	Sensors []Sensor
+	// SDRReadLimit makes Get SDR refuse to return more than this many
+	// bytes at once (completion code CAh), as BMCs with small buffers do:
+	// clients then read records in pieces. Defaults to 0: whole records.
+	SDRReadLimit int
 }
 
 // Clock is the simulator's time source: bmckit's [bmckitclock.Source], any
@@ -135,6 +143,7 @@ type Server struct {
 
 	chassis *Chassis
 	sel     *SEL
+	sensors *Sensors
 	srv     *server.Server
 	conn    *silenceableConn
 	done    chan struct{}
@@ -212,6 +221,11 @@ func Start(opts Options) (*Server, error) {
 	registerIdentifyHandlers(reg, ch)
 	sel := newSEL(clk, opts.SELCapacity, opts.SELErasePolls)
 	sel.register(reg)
+	sensors, err := newSensors(clk, opts.Sensors, opts.SDRReadLimit)
+	if err != nil {
+		return nil, fmt.Errorf("Options.Sensors: %w", err)
+	}
+	sensors.register(reg)
 	reg.RegisterFunc(types.CommandGetSessionInfo, handleGetSessionInfo)
 	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -247,6 +261,7 @@ func Start(opts Options) (*Server, error) {
 		Credentials: bmc.Credentials{Username: user, Password: pass},
 		chassis:     ch,
 		sel:         sel,
+		sensors:     sensors,
 		srv:         srv,
 		conn:        pc,
 		done:        make(chan struct{}),
@@ -266,6 +281,9 @@ func (s *Server) Chassis() *Chassis { return s.chassis }
 
 // SEL is the BMC's System Event Log.
 func (s *Server) SEL() *SEL { return s.sel }
+
+// Sensors are the BMC's sensors and SDR repository.
+func (s *Server) Sensors() *Sensors { return s.sensors }
 
 // SetSilent makes the BMC drop every packet it receives (true) or answer
 // again (false), as a BMC that rebooted or lost its network does. Sessions

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/clock"
 )
 
@@ -288,6 +289,12 @@ type Config struct {
 	// show it. Defaults to LocatorBoth: LocationIndicatorActive and
 	// IndicatorLED on every system.
 	Locator LocatorShape
+	// Sensors are the chassis' sensors, served as its Thermal
+	// (temperature, fan) and Power (voltage, power) resources, with
+	// Status.Health, the reading and the thresholds given (sensors.go;
+	// [Server.SetSensors], [Server.Sensors]). Defaults to none: the
+	// chassis links neither resource.
+	Sensors []bmc.SensorReading
 
 	// Vendor shapes (see [VendorConfig] for the vendors that show them).
 

@@ -42,7 +42,9 @@
 //     counted ([Server.OverLimit]); [Server.PeakRate] is the busiest second.
 //   - Health and event logs (logs.go): Status.Health and HealthRollup on
 //     the systems, the chassis and the manager ([Server.SetHealth],
-//     [Config.NoHealth]); LogServices under each system and the manager
+//     [Config.NoHealth]); the chassis' sensors as its Thermal and Power
+//     ([Config.Sensors], [Server.SetSensors]; sensors.go); LogServices
+//     under each system and the manager
 //     in the DMTF, iLO 5, OpenBMC or Cray EX shape ([Config.Logs]), with
 //     entries a test adds ([Server.AddLogEntry]) and reads back
 //     ([Server.LogEntries]), paged ([Config.LogPageSize]) and cleared by

@@ -88,6 +88,8 @@ func (s *Server) routes() http.Handler {
 	handle("POST", root+"/Systems/{id}/Actions/ComputerSystem.Reset", s.auth(s.resetSystem))
 	handle("GET", root+"/Chassis", s.auth(s.listChassis))
 	handle("GET", chassisURI, s.auth(s.getChassis))
+	handle("GET", thermalURI, s.auth(s.getThermal))
+	handle("GET", powerURI, s.auth(s.getPower))
 	handle("GET", eventServiceURI, s.auth(s.getEventService))
 	handle("GET", sseURI, s.auth(s.eventStream))
 	handle("GET", root+"/Managers", s.auth(s.listManagers))
@@ -493,6 +495,7 @@ func (s *Server) getChassis(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	s.statusOf(doc, chassisURI)
 	s.locatorDoc(doc, chassisURI)
+	s.chassisSensorLinks(doc)
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, "", doc)
 }

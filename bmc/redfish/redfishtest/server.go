@@ -54,6 +54,7 @@ type Server struct {
 	mgrLogs   []*simLog              // Managers/BMC's; logs.go
 	healthOf  map[string]HealthState // by resource path; logs.go
 	leds      map[string]string      // locator LED by resource path; locatorled.go
+	sensors   []bmc.SensorReading    // the chassis'; sensors.go
 }
 
 // PowerChange is one accepted power change, for measuring how soon a client
@@ -190,6 +191,7 @@ func start(cfg Config, useTLS bool) *Server {
 		s.mgrMedia = newMediaSet()
 	}
 	s.healthOf = map[string]HealthState{}
+	s.sensors = bmc.CloneSensors(cfg.Sensors)
 	s.initLogs()
 	h := s.redirects(s.routes())
 	if on, delay := cfg.OnRequest, cfg.RequestDelayFunc; on != nil || delay != nil {
