@@ -67,6 +67,9 @@ const (
 	// every log, as on logs without a ClearLog action. Implied by
 	// CapabilityEventLogs.
 	CapabilityEventLogClear Capability = "event-log-clear"
+	// CapabilityAccounts: the calls of bmc.AccountManager fail, as on
+	// BMCs without an AccountService.
+	CapabilityAccounts Capability = "accounts"
 )
 
 // Capabilities lists every Capability, in a stable order.
@@ -79,6 +82,7 @@ func Capabilities() []Capability {
 		CapabilityInventory,
 		CapabilityBIOS,
 		CapabilityHealth, CapabilityEventLogs, CapabilityEventLogClear,
+		CapabilityAccounts,
 	}
 }
 
