@@ -118,7 +118,9 @@ func (s AccountSpec) GoString() string {
 }
 
 // Format makes every verb print the redacted form.
-func (s AccountSpec) Format(f fmt.State, verb rune) { formatRedacted(f, verb, s.String(), s.GoString()) }
+func (s AccountSpec) Format(f fmt.State, verb rune) {
+	formatRedacted(f, verb, s.String(), s.GoString())
+}
 
 // MarshalJSON redacts the password.
 func (s AccountSpec) MarshalJSON() ([]byte, error) {

@@ -79,6 +79,7 @@ type Target struct {
 //	Health/{Read,Changes,SystemStatus}
 //	Logs/{List,Read,Paging,InvalidQuery,Clear}
 //	Events/{Subscribe,List,Unsubscribe,TestEvent}
+//	Accounts/{List,Policy,CreateLoginUpdateDelete,UpdateRole,UnknownID}
 //	Unsupported/<capability>
 //	Needs/{Advertised,Lacking}
 //	Context/{Canceled,DeadlineExceeded}/<method>
@@ -104,6 +105,7 @@ func Run(t *testing.T, opts Options, newTarget func(t *testing.T) Target) {
 	s.group(t, "Health", s.health)
 	s.group(t, "Logs", s.logs)
 	s.group(t, "Events", s.events)
+	s.group(t, "Accounts", s.accounts)
 	s.group(t, "Unsupported", s.unsupported)
 	s.group(t, "Needs", s.needs)
 	s.group(t, "Context", s.context)

@@ -109,6 +109,8 @@ func (tc *tcase) checkUnsupported(c Capability) {
 		tc.checkHealthUnsupported()
 	case bmc.CapabilityEventLogs, bmc.CapabilityEventLogClear:
 		tc.checkLogsUnsupported(c)
+	case bmc.CapabilityAccounts:
+		tc.checkAccountsUnsupported()
 	default:
 		tc.Fatalf("bmctest: no check for capability %q", c)
 	}

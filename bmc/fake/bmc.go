@@ -56,6 +56,7 @@ type BMC struct {
 	health    bmc.HealthReport // health.go
 	logs      []Log            // eventlog.go
 	events    eventService     // events.go
+	accounts  accountStore     // accounts.go
 }
 
 // step is one leg of a pending power transition: the BMC reports during
@@ -159,6 +160,7 @@ func New(opts Options) *BMC {
 	for _, c := range opts.Unsupported {
 		b.lacks[c] = true
 	}
+	b.initAccounts()
 	for m, h := range opts.Hooks {
 		b.hooks[m] = h
 	}
@@ -377,9 +379,8 @@ func (b *BMC) dial(ctx context.Context, ep bmc.Endpoint, fleet *Fleet, creds bmc
 		if m := b.opts.MaxSessions; m > 0 && b.sessions.Open >= m {
 			return bmc.Transient(fmt.Errorf("session limit reached: %d of %d sessions open", b.sessions.Open, m))
 		}
-		if (b.opts.Username != "" || b.opts.Password != "") &&
-			(creds.Username != b.opts.Username || creds.Password != b.opts.Password) {
-			return fmt.Errorf("login as user %q refused: %w", creds.Username, bmc.ErrUnauthorized)
+		if err := b.login(creds); err != nil { // accounts.go
+			return err
 		}
 		// Counted under the same lock as the limit check above.
 		b.sessions.Logins++

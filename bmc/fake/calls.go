@@ -55,7 +55,7 @@ func (m Method) valid() bool {
 		MethodEventSubscriptions, MethodSubscribe, MethodUnsubscribe, MethodSubmitTestEvent:
 		return true
 	}
-	return false
+	return accountMethod(m) // accounts.go
 }
 
 // Call is one entry of the call log, and what a [Hook] is shown.

@@ -153,6 +153,16 @@ func opName(m Method) string {
 		return "unsubscribe from events"
 	case MethodSubmitTestEvent:
 		return "submit test event"
+	case MethodAccounts:
+		return "list accounts"
+	case MethodPasswordPolicy:
+		return "read password policy"
+	case MethodCreateAccount:
+		return "create account"
+	case MethodUpdateAccount:
+		return "update account"
+	case MethodDeleteAccount:
+		return "delete account"
 	}
 	return string(m)
 }
