@@ -19,15 +19,24 @@ import (
 // the environment, times in UTC) and fails the test on an error.
 func runIpmitool(t *testing.T, sim *ipmitest.OpenIPMI, args ...string) string {
 	t.Helper()
-	bin := ipmitest.RequireProgram(t, "ipmitool", "ipmitool")
-	base := []string{"-I", "lanplus", "-H", sim.Endpoint.Host, "-p", strconv.Itoa(sim.Endpoint.Port), "-U", sim.Credentials.Username, "-E", "-C", "3", "-N", "2", "-R", "3"}
-	cmd := exec.CommandContext(t.Context(), bin, append(base, args...)...)
-	cmd.Env = append(os.Environ(), "IPMITOOL_PASSWORD="+sim.Credentials.Password, "TZ=UTC")
-	out, err := cmd.Output() // stderr: ipmitool's complaints about the SDR ipmi_sim lacks
+	out, err := ipmitoolAs(t, sim, sim.Credentials, args...)
 	if err != nil {
 		t.Fatalf("ipmitool %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return string(out)
+	return out
+}
+
+// ipmitoolAs runs ipmitool against ipmi_sim logged in with creds (the
+// password through the environment, never on the command line) and
+// returns its standard output and error.
+func ipmitoolAs(t *testing.T, sim *ipmitest.OpenIPMI, creds bmc.Credentials, args ...string) (string, error) {
+	t.Helper()
+	bin := ipmitest.RequireProgram(t, "ipmitool", "ipmitool")
+	base := []string{"-I", "lanplus", "-H", sim.Endpoint.Host, "-p", strconv.Itoa(sim.Endpoint.Port), "-U", creds.Username, "-E", "-C", "3", "-N", "2", "-R", "3"}
+	cmd := exec.CommandContext(t.Context(), bin, append(base, args...)...)
+	cmd.Env = append(os.Environ(), "IPMITOOL_PASSWORD="+creds.Password, "TZ=UTC")
+	out, err := cmd.Output() // stderr: ipmitool's complaints about the SDR ipmi_sim lacks
+	return string(out), err
 }
 
 // ipmitoolSEL is one record as ipmitool's "sel list" and "sel get" show it.
