@@ -27,7 +27,9 @@
 // cycle landed), [HealthReader] and [SystemStatusReader] (the health of the
 // system, its chassis and manager; power and health from one request), and
 // [EventLogReader] and [EventLogClearer] (the system's and the manager's
-// event logs, newest first, paged by [PageLog]). A driver that implements an interface but whose BMC lacks
+// event logs, newest first, paged by [PageLog]), and [AccountManager] (the
+// BMC's local accounts and password policy; [GeneratePassword] makes a
+// password that fits it). A driver that implements an interface but whose BMC lacks
 // the feature returns an error wrapping [ErrNotSupported]; [Capability] names
 // such features for the fake BMC and the conformance suite.
 //
