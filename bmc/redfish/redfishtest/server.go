@@ -266,7 +266,9 @@ func (s *Server) Endpoint(systemID string) bmc.Endpoint {
 	return ep
 }
 
-// Credentials are the accepted credentials.
+// Credentials are the credentials the server was started with
+// (Config.Username and Password): its first account. A password changed
+// since through the AccountService is not reflected here.
 func (s *Server) Credentials() bmc.Credentials {
 	return bmc.Credentials{Username: s.cfg.Username, Password: s.cfg.Password}
 }
