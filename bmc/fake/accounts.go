@@ -30,9 +30,10 @@ func accountMethod(m Method) bool {
 
 // AccountOptions configure the BMC's accounts ([bmc.AccountManager]).
 type AccountOptions struct {
-	// Policy is the password policy the BMC reports and enforces (lengths;
-	// LockoutThreshold failed logins lock an account). MaxAccounts is set
-	// from Slots. Defaults to none.
+	// Policy is the password policy the BMC reports and enforces: the
+	// lengths, and LockoutThreshold failed logins lock an account until
+	// its password is set (LockoutDuration is reported, not timed).
+	// MaxAccounts is set from Slots. Defaults to none.
 	Policy bmc.PasswordPolicy
 	// Slots, when set, holds accounts in this many fixed slots ("1" ..
 	// Slots, slot 1 the anonymous user, never filled), as iDRAC (16) and
