@@ -58,6 +58,12 @@ const (
 // roles), plus "None", the role of iDRAC's empty slots.
 var simRoles = []string{"Administrator", "Operator", "ReadOnly", "NoAccess"}
 
+// simAccounts are the accounts, guarded by Server.mu.
+type simAccounts struct {
+	list []*simAccount // in ID order
+	next int           // the next ID to hand out (without FixedSlots)
+}
+
 // simAccount is one account (or, with FixedSlots, one slot).
 type simAccount struct {
 	id, user, password, role string
@@ -88,26 +94,26 @@ func (s *Server) initAccounts() {
 	first := 1
 	if n := s.cfg.Accounts.FixedSlots; n > 0 {
 		for i := 1; i <= n; i++ {
-			s.accounts = append(s.accounts, &simAccount{id: strconv.Itoa(i), role: "None"})
+			s.accounts.list = append(s.accounts.list, &simAccount{id: strconv.Itoa(i), role: "None"})
 		}
 		first = 2
 	}
 	put := func(i int, user, pw string) {
 		a := &simAccount{id: strconv.Itoa(first + i), user: user, password: pw, role: "Administrator", enabled: true}
 		if s.cfg.Accounts.FixedSlots > 0 {
-			if first+i > len(s.accounts) {
+			if first+i > len(s.accounts.list) {
 				panic("redfishtest: Config.Users do not fit in AccountsConfig.FixedSlots")
 			}
-			s.accounts[first+i-1] = a
+			s.accounts.list[first+i-1] = a
 			return
 		}
-		s.accounts = append(s.accounts, a)
+		s.accounts.list = append(s.accounts.list, a)
 	}
 	put(0, s.cfg.Username, s.cfg.Password)
 	for i, u := range names {
 		put(i+1, u, s.cfg.Users[u])
 	}
-	s.nextAccount = len(s.accounts) + 1
+	s.accounts.next = len(s.accounts.list) + 1
 }
 
 // validUser checks a login against the accounts, counting failures
@@ -144,7 +150,7 @@ func (s *Server) validUser(user, password string) bool {
 }
 
 func (s *Server) accountNamed(user string) *simAccount {
-	for _, a := range s.accounts {
+	for _, a := range s.accounts.list {
 		if !a.empty() && a.user == user {
 			return a
 		}
@@ -153,7 +159,7 @@ func (s *Server) accountNamed(user string) *simAccount {
 }
 
 func (s *Server) accountByID(id string) *simAccount {
-	for _, a := range s.accounts {
+	for _, a := range s.accounts.list {
 		if a.id == id {
 			return a
 		}
@@ -166,8 +172,8 @@ func (s *Server) accountByID(id string) *simAccount {
 func (s *Server) Accounts() []AccountState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]AccountState, 0, len(s.accounts))
-	for _, a := range s.accounts {
+	out := make([]AccountState, 0, len(s.accounts.list))
+	for _, a := range s.accounts.list {
 		out = append(out, AccountState{ID: a.id, UserName: a.user, RoleID: a.role, Enabled: a.enabled, Locked: a.locked})
 	}
 	return out
@@ -221,7 +227,7 @@ func (s *Server) getAccountService(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) listAccounts(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	var members []any
-	for _, a := range s.accounts {
+	for _, a := range s.accounts.list {
 		members = append(members, link(accountsURI+"/"+a.id))
 	}
 	s.mu.Unlock()
@@ -341,12 +347,12 @@ func (s *Server) createAccount(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		return
 	}
-	a := &simAccount{id: strconv.Itoa(s.nextAccount), user: *b.UserName, password: *b.Password, role: *b.RoleID, enabled: true}
+	a := &simAccount{id: strconv.Itoa(s.accounts.next), user: *b.UserName, password: *b.Password, role: *b.RoleID, enabled: true}
 	if b.Enabled != nil {
 		a.enabled = *b.Enabled
 	}
-	s.nextAccount++
-	s.accounts = append(s.accounts, a)
+	s.accounts.next++
+	s.accounts.list = append(s.accounts.list, a)
 	s.stateChanged(r, "", "account created")
 	doc := accountDoc(a)
 	s.mu.Unlock()
@@ -421,12 +427,12 @@ func (s *Server) deleteAccount(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i := slices.IndexFunc(s.accounts, func(a *simAccount) bool { return a.id == r.PathValue("id") })
+	i := slices.IndexFunc(s.accounts.list, func(a *simAccount) bool { return a.id == r.PathValue("id") })
 	if i < 0 {
 		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no account at "+r.URL.Path)
 		return
 	}
-	s.accounts = slices.Delete(s.accounts, i, i+1)
+	s.accounts.list = slices.Delete(s.accounts.list, i, i+1)
 	s.stateChanged(r, "", "account deleted")
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -32,29 +32,28 @@ type Server struct {
 	logins    atomic.Int64
 	overLimit atomic.Int64
 
-	mu          sync.Mutex
-	systems     []*system
-	mgrMedia    []*media
-	sessions    map[string]*session // by token
-	nextID      int
-	log         []Request
-	rng         *mathrand.Rand
-	faultFunc   func(method, path string) Fault
-	faultRate   float64
-	bmcResets   int
-	downUntil   time.Time // after a Manager.Reset: requests are dropped until then
-	changes     []PowerChange
-	changeSeq   int64 // last StateChange.Seq
-	rate        requestRate
-	events      eventHub               // events.go
-	subs        subscriptionHub        // subscriptions.go
-	fw          firmwareState          // firmware.go
-	bios        map[string]*biosSystem // by system ID; bios.go
-	sysLogs     map[string][]*simLog   // by system ID; logs.go
-	mgrLogs     []*simLog              // Managers/BMC's; logs.go
-	healthOf    map[string]HealthState // by resource path; logs.go
-	accounts    []*simAccount          // in ID order; accounts.go
-	nextAccount int                    // the next account ID to hand out (no FixedSlots)
+	mu        sync.Mutex
+	systems   []*system
+	mgrMedia  []*media
+	sessions  map[string]*session // by token
+	nextID    int
+	log       []Request
+	rng       *mathrand.Rand
+	faultFunc func(method, path string) Fault
+	faultRate float64
+	bmcResets int
+	downUntil time.Time // after a Manager.Reset: requests are dropped until then
+	changes   []PowerChange
+	changeSeq int64 // last StateChange.Seq
+	rate      requestRate
+	events    eventHub               // events.go
+	subs      subscriptionHub        // subscriptions.go
+	fw        firmwareState          // firmware.go
+	bios      map[string]*biosSystem // by system ID; bios.go
+	sysLogs   map[string][]*simLog   // by system ID; logs.go
+	mgrLogs   []*simLog              // Managers/BMC's; logs.go
+	healthOf  map[string]HealthState // by resource path; logs.go
+	accounts  simAccounts            // accounts.go
 }
 
 // PowerChange is one accepted power change, for measuring how soon a client
