@@ -81,6 +81,9 @@ const (
 	// CapabilityNMI: SendNMI (bmc.NMISender) fails, as on BMCs that do not
 	// list Nmi among the reset types or refuse the diagnostic interrupt.
 	CapabilityNMI Capability = "nmi"
+	// CapabilityAccounts: the calls of bmc.AccountManager fail, as on
+	// BMCs without an AccountService.
+	CapabilityAccounts Capability = "accounts"
 )
 
 // Capabilities lists every Capability, in a stable order.
@@ -94,6 +97,7 @@ func Capabilities() []Capability {
 		CapabilityBIOS,
 		CapabilityHealth, CapabilityEventLogs, CapabilityEventLogClear,
 		CapabilityLocatorLED, CapabilityLocatorLEDBlink, CapabilityLocatorLEDReadBack, CapabilityNMI,
+		CapabilityAccounts,
 	}
 }
 

@@ -28,8 +28,10 @@
 // system, its chassis and manager; power and health from one request), and
 // [EventLogReader] and [EventLogClearer] (the system's and the manager's
 // event logs, newest first, paged by [PageLog]), [LocatorLED] (the locator
-// LED, read back where the BMC reports it) and [NMISender] (a diagnostic
-// interrupt to the host; docs/indicator-nmi.md). A driver that implements an interface but whose BMC lacks
+// LED, read back where the BMC reports it), [NMISender] (a diagnostic
+// interrupt to the host; docs/indicator-nmi.md) and [AccountManager] (the
+// BMC's local accounts and password policy; [GeneratePassword] makes a
+// password that fits it). A driver that implements an interface but whose BMC lacks
 // the feature returns an error wrapping [ErrNotSupported]; [Capability] names
 // such features for the fake BMC and the conformance suite.
 //

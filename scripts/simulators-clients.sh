@@ -3,10 +3,12 @@
 # clients: DMTF's redfishtool and OpenStack's sushy (the library Ironic uses).
 # Power on/off and every reset type, boot override Once/Continuous/mode,
 # sessions and basic auth, virtual media, a wrong password, the protocol
-# documents. Then the IPMI simulator (bmc/ipmi/ipmitest) with ipmitool: power
+# documents, accounts (add, set password, role, disable, delete). Then the
+# IPMI simulator (bmc/ipmi/ipmitest) with ipmitool: power
 # status/on/off/cycle/reset/soft, boot device once/persistent/EFI and its
 # clearing by the next boot and by the one-time flag timeout, mc info, session
-# info, cipher suites 3 and 17, a wrong password and an unknown user, and the
+# info, cipher suites 3 and 17, a wrong password and an unknown user, users
+# (name, password, channel access, enable/disable, password test), and the
 # silence after a BMC cold reset. It fails on the first error.
 #
 # Needs the Debian packages redfishtool, python3-sushy and ipmitool (installed
@@ -113,6 +115,32 @@ redfishtool_suite() { # redfishtool_suite AUTH (Session or Basic)
   echo "ok   redfishtool($1) wrong password refused"
 }
 
+redfishtool_accounts() { # accounts through redfishtool's AccountService commands
+  local a=(-A Session -u admin -p redfishtest-secret)
+  local ops=(-A Basic -u ops)
+  rt "${a[@]}" AccountService adduser ops Ops-pw-1234 Operator >/dev/null || fail "redfishtool adduser"
+  rt "${ops[@]}" -p Ops-pw-1234 Systems >/dev/null || fail "redfishtool: the new user cannot log in"
+  echo "ok   redfishtool adduser: the new user logs in"
+  rt "${a[@]}" AccountService setpassword ops Ops-pw-5678 >/dev/null || fail "redfishtool setpassword"
+  if rt "${ops[@]}" -p Ops-pw-1234 Systems >/dev/null 2>&1; then
+    fail "redfishtool: the old password still logs in after setpassword"
+  fi
+  rt "${ops[@]}" -p Ops-pw-5678 Systems >/dev/null || fail "redfishtool: the new password does not log in"
+  echo "ok   redfishtool setpassword: the new password logs in, the old one is refused"
+  rt "${a[@]}" AccountService useradmin ops setRoleId ReadOnly >/dev/null || fail "redfishtool useradmin setRoleId"
+  expect "redfishtool useradmin setRoleId" "$(prop "$(rt "${a[@]}" AccountService Accounts -i2)" RoleId)" ReadOnly
+  rt "${a[@]}" AccountService useradmin ops disable >/dev/null || fail "redfishtool useradmin disable"
+  if rt "${ops[@]}" -p Ops-pw-5678 Systems >/dev/null 2>&1; then
+    fail "redfishtool: a disabled user logs in"
+  fi
+  echo "ok   redfishtool useradmin disable: refused"
+  rt "${a[@]}" AccountService deleteuser ops >/dev/null || fail "redfishtool deleteuser"
+  if rt "${a[@]}" AccountService Accounts -i2 >/dev/null 2>&1; then
+    fail "redfishtool deleteuser: account 2 is still there"
+  fi
+  echo "ok   redfishtool deleteuser: the account is gone"
+}
+
 sushy_suite() { # sushy_suite URL AUTH (session, basic) MEDIA (manager, system)
   "$py" - "$@" <<'EOF'
 import sys
@@ -192,6 +220,7 @@ EOF
 start_sim -sessions body -media manager
 redfishtool_suite Session
 redfishtool_suite Basic
+redfishtool_accounts
 # A session across calls: login, use its token, list, logout.
 login=$(rt -A Session -u admin -p redfishtest-secret SessionService login) || fail "redfishtool login"
 token=$(prop "$login" X-Auth-Token)
@@ -298,6 +327,28 @@ if out=$(it -U bmctest-nobody -v chassis power status 2>&1); then
   fail "ipmitool as an unknown user succeeded"
 fi
 has "$out" "unauthorized name" "ipmitool unknown user refused (RAKP 2 unauthorized name)"
+
+# Users (ipmitest's user commands): ipmitool names, sets a password, gives
+# channel access and enables user 3, logs in as it, changes the password
+# (the old one is refused), disables it (refused), and tests the password.
+it user set name 3 ops >/dev/null || fail "ipmitool user set name 3 ops"
+it user set password 3 Ops-pw-1234 >/dev/null || fail "ipmitool user set password 3"
+it channel setaccess 1 3 ipmi=on link=on privilege=4 >/dev/null || fail "ipmitool channel setaccess 1 3"
+it user enable 3 >/dev/null || fail "ipmitool user enable 3"
+has "$(it user list 1)" "ops              true    true       true       ADMINISTRATOR" "ipmitool user list 1: the new user"
+has "$(it -U ops -P Ops-pw-1234 chassis power status)" "Chassis Power is" "ipmitool logs in as the new user"
+it user set password 3 Ops-pw-5678 >/dev/null || fail "ipmitool user set password 3 (again)"
+if it -U ops -P Ops-pw-1234 chassis power status >/dev/null 2>&1; then
+  fail "ipmitool logged in with the old password after the change"
+fi
+echo "ok   ipmitool: the old password is refused after the change"
+has "$(it -U ops -P Ops-pw-5678 chassis power status)" "Chassis Power is" "ipmitool logs in with the new password"
+has "$(it user test 3 16 Ops-pw-5678)" "Success" "ipmitool user test: the password matches"
+it user disable 3 >/dev/null || fail "ipmitool user disable 3"
+if it -U ops -P Ops-pw-5678 chassis power status >/dev/null 2>&1; then
+  fail "ipmitool logged in as a disabled user"
+fi
+echo "ok   ipmitool: a disabled user is refused"
 
 # poll_until SECONDS WHAT CMD...: runs CMD until it succeeds, or fails after
 # SECONDS.

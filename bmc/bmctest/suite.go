@@ -91,6 +91,7 @@ type Target struct {
 //	Events/{Subscribe,List,Unsubscribe,TestEvent}
 //	LocatorLED/{OnOff,Blinking,Idempotent,InvalidState}
 //	NMI/{Send,ServerOff}
+//	Accounts/{List,Policy,CreateLoginUpdateDelete,UpdateRole,UnknownID}
 //	Unsupported/<capability>
 //	Needs/{Advertised,Lacking}
 //	Context/{Canceled,DeadlineExceeded}/<method>
@@ -118,6 +119,7 @@ func Run(t *testing.T, opts Options, newTarget func(t *testing.T) Target) {
 	s.group(t, "Events", s.events)
 	s.group(t, "LocatorLED", s.locatorLED)
 	s.group(t, "NMI", s.nmi)
+	s.group(t, "Accounts", s.accounts)
 	s.group(t, "Unsupported", s.unsupported)
 	s.group(t, "Needs", s.needs)
 	s.group(t, "Context", s.context)

@@ -113,6 +113,8 @@ func (tc *tcase) checkUnsupported(c Capability) {
 		tc.checkLocatorUnsupported(c)
 	case bmc.CapabilityNMI:
 		tc.checkNMIUnsupported()
+	case bmc.CapabilityAccounts:
+		tc.checkAccountsUnsupported()
 	default:
 		tc.Fatalf("bmctest: no check for capability %q", c)
 	}

@@ -58,6 +58,7 @@ type BMC struct {
 	events    eventService     // events.go
 	led       bmc.LEDState     // locatorled.go
 	nmis      int              // nmi.go
+	accounts  accountStore     // accounts.go
 }
 
 // step is one leg of a pending power transition: the BMC reports during
@@ -166,6 +167,7 @@ func New(opts Options) *BMC {
 	for _, c := range opts.Unsupported {
 		b.lacks[c] = true
 	}
+	b.initAccounts()
 	for m, h := range opts.Hooks {
 		b.hooks[m] = h
 	}
@@ -386,9 +388,8 @@ func (b *BMC) dial(ctx context.Context, ep bmc.Endpoint, fleet *Fleet, creds bmc
 		if m := b.opts.MaxSessions; m > 0 && b.sessions.Open >= m {
 			return bmc.Transient(fmt.Errorf("session limit reached: %d of %d sessions open", b.sessions.Open, m))
 		}
-		if (b.opts.Username != "" || b.opts.Password != "") &&
-			(creds.Username != b.opts.Username || creds.Password != b.opts.Password) {
-			return fmt.Errorf("login as user %q refused: %w", creds.Username, bmc.ErrUnauthorized)
+		if err := b.login(creds); err != nil { // accounts.go
+			return err
 		}
 		// Counted under the same lock as the limit check above.
 		b.sessions.Logins++

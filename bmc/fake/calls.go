@@ -59,7 +59,7 @@ func (m Method) valid() bool {
 		MethodLocatorLED, MethodSetLocatorLED, MethodSendNMI:
 		return true
 	}
-	return false
+	return accountMethod(m) // accounts.go
 }
 
 // Call is one entry of the call log, and what a [Hook] is shown.

@@ -159,6 +159,16 @@ func opName(m Method) string {
 		return "set locator LED"
 	case MethodSendNMI:
 		return "send NMI"
+	case MethodAccounts:
+		return "list accounts"
+	case MethodPasswordPolicy:
+		return "read password policy"
+	case MethodCreateAccount:
+		return "create account"
+	case MethodUpdateAccount:
+		return "update account"
+	case MethodDeleteAccount:
+		return "delete account"
 	}
 	return string(m)
 }

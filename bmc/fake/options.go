@@ -36,8 +36,10 @@ type Hook func(ctx context.Context, call Call) error
 // accepts any credentials, answers at once, lands power changes at once and
 // supports every capability.
 type Options struct {
-	// Username and Password are the credentials the BMC accepts. Defaults to
-	// accepting any credentials when both are empty.
+	// Username and Password are the credentials the BMC accepts: its first
+	// account (see Accounts). Defaults to accepting any credentials when
+	// both are empty, except the user names of accounts created since,
+	// which need their passwords.
 	Username string
 	Password string
 
@@ -128,6 +130,11 @@ type Options struct {
 	// [BMC.SetHook]. Defaults to none.
 	Hooks map[Method]Hook
 
+	// Accounts configure the BMC's accounts (bmc.AccountManager): its
+	// password policy and fixed slots. The account of Username and
+	// Password is its first account. Defaults to no policy, no slots.
+	Accounts AccountOptions
+
 	// Firmware configures firmware updates (bmc.FirmwareUpdater).
 	// Defaults to components BMC and BIOS at 1.0.0, no known images.
 	Firmware FirmwareOptions
@@ -170,6 +177,9 @@ func (o Options) validate() error {
 			return fmt.Errorf("fake: Options.Logs[%d]: log %s listed twice", i, l.LogRef)
 		}
 		seen[l.LogRef] = true
+	}
+	if err := o.Accounts.validate(); err != nil {
+		return err
 	}
 	for m := range o.Hooks {
 		if !m.valid() {

@@ -64,13 +64,6 @@ func parseLocator(body []byte) (locatorDoc, error) {
 	return l, nil
 }
 
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "..."
-	}
-	return s
-}
-
 func (l locatorDoc) has() bool { return l.hasActive || l.hasIndicator }
 
 // state maps what the resource reports: LocationIndicatorActive where it

@@ -114,6 +114,11 @@ type Options struct {
 	// bytes at once (completion code CAh), as BMCs with small buffers do:
 	// clients then read records in pieces. Defaults to 0: whole records.
 	SDRReadLimit int
+	// UserSlots is the number of user IDs (Get User Access's maximum):
+	// user 1 the null user, user 2 the administrator of Username and
+	// Password, the others empty, for the user commands (users.go).
+	// At most 63. Defaults to DefaultUserSlots.
+	UserSlots int
 }
 
 // Clock is the simulator's time source: bmckit's [bmckitclock.Source], any
@@ -227,6 +232,14 @@ func Start(opts Options) (*Server, error) {
 	}
 	sensors.register(reg)
 	reg.RegisterFunc(types.CommandGetSessionInfo, handleGetSessionInfo)
+	slots := opts.UserSlots
+	if slots <= 0 {
+		slots = DefaultUserSlots
+	}
+	if slots < 2 || slots > gobmc.MaxUsers {
+		return nil, fmt.Errorf("Options.UserSlots %d: want 2 to %d", opts.UserSlots, gobmc.MaxUsers)
+	}
+	(&users{store: b.Users, slots: slots}).register(reg)
 	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		return nil, fmt.Errorf("listen on 127.0.0.1: %w", err)

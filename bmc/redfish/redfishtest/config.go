@@ -418,6 +418,13 @@ type Config struct {
 	// resource. Paths are otherwise served as always (the canonical case
 	// still works, as iLO's case-insensitive paths do). Defaults to false.
 	LowerCaseLinks bool
+
+	// Accounts selects the AccountService (accounts.go). Username and
+	// Password, then Users, are its first accounts, all Administrator;
+	// logins are checked against the accounts, so a changed password
+	// takes effect for new sessions and basic auth. Defaults to the DMTF
+	// mockup's shape.
+	Accounts AccountsConfig
 }
 
 func (c Config) withDefaults() Config {
@@ -428,6 +435,12 @@ func (c Config) withDefaults() Config {
 		c.Password = "redfishtest-secret"
 	}
 	c.Users = maps.Clone(c.Users)
+	if c.Accounts.MinPasswordLength == 0 {
+		c.Accounts.MinPasswordLength = 8
+	}
+	if n := c.Accounts.FixedSlots; n < 0 || n == 1 {
+		panic("redfishtest: AccountsConfig.FixedSlots must be 0 or at least 2 (slot 1 is the anonymous user)")
+	}
 	if c.Systems <= 0 {
 		c.Systems = 1
 	}

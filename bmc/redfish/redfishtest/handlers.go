@@ -109,6 +109,7 @@ func (s *Server) routes() http.Handler {
 	s.logRoutes(handle)
 	s.subscriptionRoutes(handle)
 	s.locatorRoutes(handle)
+	s.accountRoutes(handle) // accounts.go
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		redfishError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no resource at "+r.URL.Path)
 	})
@@ -150,7 +151,7 @@ func (s *Server) faults(next http.Handler) http.Handler {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			// Any case: links may be lower-case (Config.LowerCaseLinks).
 			if len(body) > 0 && !strings.EqualFold(strings.TrimRight(r.URL.Path, "/"), sessionsURI) {
-				req.Body = string(body)
+				req.Body = string(redactPasswords(body)) // accounts.go
 			}
 		}
 		s.mu.Lock()
@@ -308,6 +309,7 @@ func (s *Server) serviceRoot(w http.ResponseWriter, _ *http.Request) {
 	s.firmwareLinks(doc)
 	s.expandFeatures(doc)
 	s.biosLinks(doc, "")
+	s.accountLinks(doc)
 	if s.cfg.Sessions != SessionsNone {
 		doc["SessionService"] = link(root + "/SessionService")
 		doc["Links"] = map[string]any{"Sessions": link(sessionsURI)}

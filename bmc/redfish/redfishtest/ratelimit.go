@@ -62,13 +62,3 @@ func (s *Server) PeakRate() float64 {
 	defer s.mu.Unlock()
 	return float64(s.rate.peak)
 }
-
-// validUser reports whether the credentials are Config.Username/Password or
-// one of Config.Users.
-func (s *Server) validUser(user, password string) bool {
-	if user == s.cfg.Username && password == s.cfg.Password {
-		return true
-	}
-	p, ok := s.cfg.Users[user]
-	return ok && user != "" && password == p
-}

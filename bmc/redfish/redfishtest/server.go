@@ -55,6 +55,7 @@ type Server struct {
 	healthOf  map[string]HealthState // by resource path; logs.go
 	leds      map[string]string      // locator LED by resource path; locatorled.go
 	sensors   []bmc.SensorReading    // the chassis'; sensors.go
+	accounts  simAccounts            // accounts.go
 }
 
 // PowerChange is one accepted power change, for measuring how soon a client
@@ -192,6 +193,7 @@ func start(cfg Config, useTLS bool) *Server {
 	}
 	s.healthOf = map[string]HealthState{}
 	s.sensors = bmc.CloneSensors(cfg.Sensors)
+	s.initAccounts()
 	s.initLogs()
 	h := s.redirects(s.routes())
 	if on, delay := cfg.OnRequest, cfg.RequestDelayFunc; on != nil || delay != nil {
@@ -266,7 +268,9 @@ func (s *Server) Endpoint(systemID string) bmc.Endpoint {
 	return ep
 }
 
-// Credentials are the accepted credentials.
+// Credentials are the credentials the server was started with
+// (Config.Username and Password): its first account. A password changed
+// since through the AccountService is not reflected here.
 func (s *Server) Credentials() bmc.Credentials {
 	return bmc.Credentials{Username: s.cfg.Username, Password: s.cfg.Password}
 }
