@@ -89,7 +89,7 @@ func (d *Driver) readSensors(ctx context.Context, c *client.Client) ([]bmc.Senso
 // commands: it has none.
 func noRepository(err error) bool {
 	cc := completionCode(err)
-	return errors.Is(err, bmc.ErrNotSupported) || cc == types.CodeCannotExecuteCommandNotSupported || cc == types.CodeIllegalCommand
+	return errors.Is(err, bmc.ErrNotSupported) || cc == types.CodeNotSupported || cc == types.CodeIllegalCommand
 }
 
 // bmcAddress is the BMC's own slave address: the sensors it owns answer
