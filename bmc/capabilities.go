@@ -67,6 +67,16 @@ const (
 	// every log, as on logs without a ClearLog action. Implied by
 	// CapabilityEventLogs.
 	CapabilityEventLogClear Capability = "event-log-clear"
+	// CapabilitySecureBoot: the calls of bmc.SecureBootManager fail, as on
+	// IPMI BMCs and Redfish systems without a SecureBoot resource.
+	CapabilitySecureBoot Capability = "secure-boot"
+	// CapabilitySecureBootResetKeys: ResetSecureBootKeys fails, whatever
+	// the kind (a SecureBoot without the ResetKeys action). Implied by
+	// CapabilitySecureBoot.
+	CapabilitySecureBootResetKeys Capability = "secure-boot-reset-keys"
+	// CapabilityBootOrder: the calls of bmc.BootOrderManager fail, as on
+	// IPMI BMCs and Redfish systems without BootOptions.
+	CapabilityBootOrder Capability = "boot-order"
 )
 
 // Capabilities lists every Capability, in a stable order.
@@ -79,6 +89,7 @@ func Capabilities() []Capability {
 		CapabilityInventory,
 		CapabilityBIOS,
 		CapabilityHealth, CapabilityEventLogs, CapabilityEventLogClear,
+		CapabilitySecureBoot, CapabilitySecureBootResetKeys, CapabilityBootOrder,
 	}
 }
 
