@@ -53,6 +53,9 @@ type Server struct {
 	sysLogs   map[string][]*simLog   // by system ID; logs.go
 	mgrLogs   []*simLog              // Managers/BMC's; logs.go
 	healthOf  map[string]HealthState // by resource path; logs.go
+
+	secureBoot map[string]*secureBootSystem // by system ID; secureboot.go
+	bootOrders map[string]*bootOrderSystem  // by system ID; bootorder.go
 }
 
 // PowerChange is one accepted power change, for measuring how soon a client
@@ -467,6 +470,8 @@ func (s *Server) land(sys *system, p *pendingChange) {
 		}
 		s.activateFirmware(false) // host firmware staged for this boot
 		s.biosBooted(sys)         // pending BIOS settings apply at boot
+		s.secureBootBooted(sys)   // Secure Boot: held change, current boot
+		s.bootOrderBooted(sys)    // held boot order and HTTP boot URI
 	}
 }
 
