@@ -124,6 +124,9 @@ func (o Options) lacks(c Capability) bool {
 	if c == bmc.CapabilityEventLogClear && slices.Contains(o.Unsupported, bmc.CapabilityEventLogs) {
 		return true
 	}
+	if c == bmc.CapabilitySecureBootResetKeys && slices.Contains(o.Unsupported, bmc.CapabilitySecureBoot) {
+		return true
+	}
 	return slices.Contains(o.Unsupported, c)
 }
 

@@ -109,6 +109,10 @@ func (tc *tcase) checkUnsupported(c Capability) {
 		tc.checkHealthUnsupported()
 	case bmc.CapabilityEventLogs, bmc.CapabilityEventLogClear:
 		tc.checkLogsUnsupported(c)
+	case bmc.CapabilitySecureBoot, bmc.CapabilitySecureBootResetKeys:
+		tc.checkSecureBootUnsupported(c)
+	case bmc.CapabilityBootOrder:
+		tc.checkBootOrderUnsupported()
 	default:
 		tc.Fatalf("bmctest: no check for capability %q", c)
 	}

@@ -56,6 +56,9 @@ type BMC struct {
 	health    bmc.HealthReport // health.go
 	logs      []Log            // eventlog.go
 	events    eventService     // events.go
+
+	secureBoot secureBootState // secureboot.go
+	bootOrder  bootOrderState  // bootorder.go
 }
 
 // step is one leg of a pending power transition: the BMC reports during
@@ -146,6 +149,7 @@ func New(opts Options) *BMC {
 	b.lastReset = b.clock.Now() // as if the server came up with its BMC
 	b.initFirmware()
 	b.inventory, b.bios = DefaultInventory(), newBIOS(opts)
+	b.secureBoot, b.bootOrder = newSecureBoot(opts), newBootOrder(opts)
 	if opts.Inventory != nil {
 		b.inventory = *opts.Inventory.DeepCopy()
 	}

@@ -52,7 +52,8 @@ func (m Method) valid() bool {
 		MethodStartFirmwareUpdate, MethodFindFirmwareUpdate, MethodFirmwareUpdateStatus, MethodFirmwareVersion,
 		MethodInventory, MethodBIOSSettings, MethodBIOSRegistry, MethodSetBIOSAttributes, MethodCheckNeed,
 		MethodHealth, MethodSystemStatus, MethodLogServices, MethodLogEntries, MethodClearLog,
-		MethodEventSubscriptions, MethodSubscribe, MethodUnsubscribe, MethodSubmitTestEvent:
+		MethodEventSubscriptions, MethodSubscribe, MethodUnsubscribe, MethodSubmitTestEvent,
+		MethodSecureBoot, MethodSetSecureBoot, MethodResetSecureBootKeys, MethodBootOrder, MethodSetBootOrder:
 		return true
 	}
 	return false

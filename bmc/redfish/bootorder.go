@@ -213,7 +213,7 @@ func (d *Driver) BootOrder(ctx context.Context) (bmc.BootOrder, error) {
 // next boot does not already bring: one PATCH of the system's Boot (the
 // whole order, bmc.CompleteBootOrder, and the HTTP boot URI) to its
 // settings object, with @Redfish.SettingsApplyTime OnReset where listed, or
-// to the system; one PATCH of BootOptionEnabled per option to change (to
+// to the system (with If-Match as the boot override's PATCH); one PATCH of BootOptionEnabled per option to change (to
 // its settings object where it has one). Then it reads everything back:
 // each requested value must be current or pending. With nothing to send it
 // sends nothing.
@@ -260,7 +260,15 @@ func (d *Driver) SetBootOrder(ctx context.Context, c bmc.BootOrderChange) (bmc.B
 	if len(boot) > 0 {
 		target := r.sys.Settings.target(d.systemURI)
 		d.logger(ctx).V(1).Info("setting the boot order", "uri", target, "properties", slices.Sorted(maps.Keys(boot)))
-		if err := d.patch(ctx, target, r.sys.Settings.withApplyTime(map[string]any{"Boot": boot}), ""); err != nil {
+		body := r.sys.Settings.withApplyTime(map[string]any{"Boot": boot})
+		if target == d.systemURI {
+			// The system itself: with its If-Match handling, as the boot
+			// override's PATCH.
+			err = d.patchSystem(ctx, body)
+		} else {
+			err = d.patch(ctx, target, body, "")
+		}
+		if err != nil {
 			return r.state, d.opErr(op, fmt.Errorf("PATCH %s: %w", target, err))
 		}
 		sent = true
