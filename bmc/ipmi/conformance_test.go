@@ -168,7 +168,8 @@ func TestConformanceOpenIPMI(t *testing.T) {
 	t.Parallel()
 	sim := ipmitest.StartOpenIPMI(t, ipmitest.OpenIPMIOptions{FRU: testFRU})
 	bmctest.Run(t, bmctest.Options{
-		Unsupported:   []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityBMCReset, bmc.CapabilityBootOverrideReadBack, bmc.CapabilityBIOS},
+		Unsupported: []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityBMCReset, bmc.CapabilityBootOverrideReadBack, bmc.CapabilityBIOS,
+			bmc.CapabilitySecureBoot, bmc.CapabilityBootOrder},
 		SettleTimeout: 20 * time.Second,
 		PollInterval:  50 * time.Millisecond,
 	}, factory(dialer(t, unlimited(sim.DialOptions())), sim.Endpoint, sim.Credentials, func(tg *bmctest.Target) {
@@ -181,8 +182,10 @@ func TestConformanceOpenIPMI(t *testing.T) {
 // that SetBootOverride(uefi-http) is refused with bmc.ErrNotSupported. Nor
 // a standard firmware update: the driver does not implement
 // bmc.FirmwareUpdater, so Unsupported/firmware-update skips. IPMI has no
-// BIOS settings either (Unsupported/bios).
-var noHTTPBoot = []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityFirmwareUpdate, bmc.CapabilityBIOS}
+// BIOS settings either (Unsupported/bios), no Secure Boot and no
+// persistent boot order (Unsupported/secure-boot, Unsupported/boot-order).
+var noHTTPBoot = []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityFirmwareUpdate, bmc.CapabilityBIOS,
+	bmc.CapabilitySecureBoot, bmc.CapabilityBootOrder}
 
 // unlimited turns the request budget off: the suites poll faster than a
 // real job does.
