@@ -387,3 +387,17 @@ func ValidateBootOrderChange(b BootOrder, c BootOrderChange) error {
 	}
 	return nil
 }
+
+// BootOrderNeed is a [Need] for the persistent boot order: reading and
+// setting it; with HTTPBootURI, setting the UEFI HTTP boot URI too.
+type BootOrderNeed struct {
+	HTTPBootURI bool `json:"httpBootURI,omitempty"`
+}
+
+// String names the need: "boot order", "boot order with HTTP boot URI".
+func (n BootOrderNeed) String() string {
+	if n.HTTPBootURI {
+		return "boot order with HTTP boot URI"
+	}
+	return "boot order"
+}

@@ -31,11 +31,11 @@ func TestDevicePathMAC(t *testing.T) {
 		"PciRoot(0x4)/Pci(0x4,0x0)/Pci(0x0,0x0)/MAC(6805CAE1367C,0x1)/IPv4(0.0.0.0)": "68:05:ca:e1:36:7c",
 		"MAC(6805cae1367c)": "68:05:ca:e1:36:7c",
 		"MAC(6805CAE1367C0000000000000000000000000000000000000000000000000000,0x1)": "68:05:ca:e1:36:7c",
-		"HD(1,GPT,E0462D22,0x40,0x32000)": "",
-		"MAC(6805CAE136,0x1)":             "",
-		"MAC(6805CAE1367G,0x1)":           "",
-		"MAC(6805CAE1367C":                "",
-		"":                                "",
+		"HD(1,GPT,E0462D22,0x40,0x32000)":                                           "",
+		"MAC(6805CAE136,0x1)":                                                       "",
+		"MAC(6805CAE1367G,0x1)":                                                     "",
+		"MAC(6805CAE1367C":                                                          "",
+		"":                                                                          "",
 	} {
 		if got := bmc.DevicePathMAC(in); got != want {
 			t.Errorf("DevicePathMAC(%q) = %q, want %q", in, got, want)

@@ -20,6 +20,10 @@ type Need struct {
 	// ClearLog: ClearLog of this log (an EventLogClearer, and a log the
 	// BMC offers to clear).
 	ClearLog *LogRef `json:"clearLog,omitempty"`
+	// SecureBoot: the SecureBootManager calls (secureboot.go).
+	SecureBoot *SecureBootNeed `json:"secureBoot,omitempty"`
+	// BootOrder: the BootOrderManager calls (bootorder.go).
+	BootOrder *BootOrderNeed `json:"bootOrder,omitempty"`
 }
 
 // String names the need for errors and logs ("power cycle", "boot pxe
@@ -46,6 +50,10 @@ func (n Need) String() string {
 		return "BMC reset " + string(n.BMCReset)
 	case n.ClearLog != nil:
 		return "clear log " + n.ClearLog.String()
+	case n.SecureBoot != nil:
+		return n.SecureBoot.String()
+	case n.BootOrder != nil:
+		return n.BootOrder.String()
 	}
 	return "nothing"
 }

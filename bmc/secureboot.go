@@ -218,3 +218,17 @@ func (s SecureBootState) String() string {
 	}
 	return b.String()
 }
+
+// SecureBootNeed is a [Need] for Secure Boot: reading and setting it, and
+// with ResetKeys set, that key reset.
+type SecureBootNeed struct {
+	ResetKeys SecureBootResetKeys `json:"resetKeys,omitempty"`
+}
+
+// String names the need: "secure boot", "secure boot key reset DeletePK".
+func (n SecureBootNeed) String() string {
+	if n.ResetKeys != "" {
+		return "secure boot key reset " + string(n.ResetKeys)
+	}
+	return "secure boot"
+}

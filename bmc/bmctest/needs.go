@@ -33,6 +33,12 @@ func (o Options) needsOf(c Capability) []bmc.Need {
 		return []bmc.Need{{Power: bmc.PowerActionCycle}}
 	case bmc.CapabilityPowerReset:
 		return []bmc.Need{{Power: bmc.PowerActionReset}}
+	case bmc.CapabilitySecureBoot:
+		return []bmc.Need{{SecureBoot: &bmc.SecureBootNeed{}}}
+	case bmc.CapabilitySecureBootResetKeys:
+		return []bmc.Need{{SecureBoot: &bmc.SecureBootNeed{ResetKeys: bmc.SecureBootResetAllKeysToDefault}}}
+	case bmc.CapabilityBootOrder:
+		return []bmc.Need{{BootOrder: &bmc.BootOrderNeed{}}}
 	}
 	return nil
 }
@@ -43,6 +49,8 @@ func (o Options) needsLacking(c Capability) bool {
 	switch c {
 	case bmc.CapabilityBootMode, bmc.CapabilityBootHTTP:
 		return o.lacks(c) || o.lacks(bmc.CapabilityBootOverride)
+	case bmc.CapabilitySecureBootResetKeys:
+		return o.lacks(c) || o.lacks(bmc.CapabilitySecureBoot)
 	}
 	return o.lacks(c)
 }

@@ -285,3 +285,19 @@ func (d *Driver) SetBootOrder(ctx context.Context, c bmc.BootOrderChange) (bmc.B
 	}
 	return r.state, nil
 }
+
+// checkBootOrder is CheckNeed's rule for Need.BootOrder: the system's Boot
+// has BootOrder or BootOptions, and HttpBootUri when the need says so.
+func (d *Driver) checkBootOrder(ctx context.Context, n bmc.BootOrderNeed) error {
+	doc, err := d.knownSystem(ctx)
+	if err != nil {
+		return err
+	}
+	if _, ok := doc.Sub[subBootOptions]; !ok && !doc.BootHas[propBootOrder] {
+		return fmt.Errorf("the system's Boot has no BootOrder and no BootOptions (%s): %w", doc.typeName(), bmc.ErrNotSupported)
+	}
+	if n.HTTPBootURI && !doc.BootHas[propHTTPURI] {
+		return fmt.Errorf("the system's Boot has no HttpBootUri (%s): %w", doc.typeName(), bmc.ErrNotSupported)
+	}
+	return nil
+}

@@ -26,7 +26,11 @@ var _ bmc.NeedChecker = (*Driver)(nil)
 //     managers;
 //   - BMCReset: the managing manager's Manager.Reset and its types;
 //   - ClearLog: the log among the system's and the manager's
-//     LogServices, with a LogService.ClearLog action.
+//     LogServices, with a LogService.ClearLog action;
+//   - SecureBoot: the system's SecureBoot link; for a key reset, the
+//     resource's ResetKeys action listing the kind (one GET);
+//   - BootOrder: Boot.BootOrder or Boot.BootOptions; for an HTTP boot
+//     URI, Boot.HttpBootUri.
 //
 // What the BMC does not state (no AllowableValues, no ActionInfo) passes.
 // Answers are remembered for the driver's life, so a job's tasks cost the
@@ -99,6 +103,10 @@ func (d *Driver) checkNeed(ctx context.Context, n bmc.Need) error {
 		return err
 	case n.ClearLog != nil:
 		return d.checkClearLog(ctx, *n.ClearLog)
+	case n.SecureBoot != nil:
+		return d.checkSecureBoot(ctx, *n.SecureBoot)
+	case n.BootOrder != nil:
+		return d.checkBootOrder(ctx, *n.BootOrder)
 	}
 	return nil
 }

@@ -249,3 +249,30 @@ func resetKindList(ks []bmc.SecureBootResetKeys) string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// checkSecureBoot is CheckNeed's rule for Need.SecureBoot: the system links
+// a SecureBoot; for a key reset, the resource has the ResetKeys action and
+// offers the kind (one GET).
+func (d *Driver) checkSecureBoot(ctx context.Context, n bmc.SecureBootNeed) error {
+	doc, err := d.knownSystem(ctx)
+	if err != nil {
+		return err
+	}
+	if _, ok := doc.Sub[subSecureBoot]; !ok {
+		return fmt.Errorf("the system %s links no SecureBoot resource: %w", d.systemURI, bmc.ErrNotSupported)
+	}
+	if n.ResetKeys == "" {
+		return nil
+	}
+	sb, s, err := d.readSecureBoot(ctx)
+	if err != nil {
+		return err
+	}
+	if sb.resetTarget == "" {
+		return fmt.Errorf("the SecureBoot resource has no #SecureBoot.ResetKeys action: %w", bmc.ErrNotSupported)
+	}
+	if !s.OffersReset(n.ResetKeys) {
+		return fmt.Errorf("the BMC offers only %s: %w", resetKindList(s.ResetKeys), bmc.ErrNotSupported)
+	}
+	return nil
+}

@@ -197,3 +197,29 @@ func TestSecureBootRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestSecureBootBootOrderNeeds: the preflight refuses what the system does
+// not offer, with reads only, and passes what it does.
+func TestSecureBootBootOrderNeeds(t *testing.T) {
+	ctx := context.Background()
+	srv, drv := dialSim(t, redfishtest.Config{SecureBoot: redfishtest.SecureBootNone, BootOrder: redfishtest.BootOrderNone, NoHTTPBootURI: true}, testOptions(), "", false)
+	srv.ClearRequests()
+	for _, n := range []bmc.Need{{SecureBoot: &bmc.SecureBootNeed{}}, {SecureBoot: &bmc.SecureBootNeed{ResetKeys: bmc.SecureBootDeletePK}}, {BootOrder: &bmc.BootOrderNeed{}}} {
+		if err := drv.CheckNeed(ctx, n); !errors.Is(err, bmc.ErrNotSupported) {
+			t.Errorf("CheckNeed(%s) without the resource: %v; want ErrNotSupported", n, err)
+		}
+	}
+	if reqs := srv.Requests(); len(reqs) != 0 {
+		t.Errorf("the checks sent %+v; want none (the system read at dial says it all)", reqs)
+	}
+	_, drv = dialSim(t, redfishtest.Config{NoHTTPBootURI: true}, testOptions(), "", false)
+	for n, want := range map[bmc.Need]bool{
+		{SecureBoot: &bmc.SecureBootNeed{}}: true, {SecureBoot: &bmc.SecureBootNeed{ResetKeys: bmc.SecureBootDeletePK}}: true,
+		{SecureBoot: &bmc.SecureBootNeed{ResetKeys: bmc.SecureBootResetDBX}}: false,
+		{BootOrder: &bmc.BootOrderNeed{}}: true, {BootOrder: &bmc.BootOrderNeed{HTTPBootURI: true}}: false,
+	} {
+		if err := drv.CheckNeed(ctx, n); (err == nil) != want || (err != nil && !errors.Is(err, bmc.ErrNotSupported)) {
+			t.Errorf("CheckNeed(%s) = %v; want passed=%t", n, err, want)
+		}
+	}
+}
