@@ -247,6 +247,9 @@ func (d *Driver) SetBootOrder(ctx context.Context, c bmc.BootOrderChange) (bmc.B
 			ref := strings.TrimPrefix(what, "enabled:")
 			o := r.options[ref]
 			target := o.settings.target(o.uri)
+			if target == "" {
+				return r.state, d.opErr(op, bmc.Permanent(fmt.Errorf("the BootOption %s has no @odata.id to PATCH", quoteClip(ref))))
+			}
 			if err := checkLink("BootOption "+ref, target); err != nil {
 				return r.state, d.opErr(op, err)
 			}

@@ -1,6 +1,7 @@
 package redfish
 
 import (
+	"errors"
 	"os"
 	"reflect"
 	"strings"
@@ -82,5 +83,47 @@ func TestDecodeShapesRefused(t *testing.T) {
 		if _, err := decodeBootOption([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("decodeBootOption(%s) = %v, want an error with %q", in, err, want)
 		}
+	}
+}
+
+// TestILO5SystemBootShapes reads two iLO 5 systems: an older one with a
+// SecureBoot link and no boot order (NotSupported for the boot order), and
+// one with Boot.BootOrder and BootOptions and no @Redfish.Settings (the
+// order applies on the system itself).
+func TestILO5SystemBootShapes(t *testing.T) {
+	read := func(name string) systemDoc {
+		b, err := os.ReadFile("testdata/secureboot/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := parseSystem(b, "")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return doc
+	}
+	old := read("ilo5-dl180-system.json")
+	if old.Sub[subSecureBoot] != "/redfish/v1/Systems/1/SecureBoot/" || old.BootHas[propBootOrder] || old.Sub[subBootOptions] != "" {
+		t.Errorf("DL180: SecureBoot %q, BootOrder %t, BootOptions %q", old.Sub[subSecureBoot], old.BootHas[propBootOrder], old.Sub[subBootOptions])
+	}
+	d := &Driver{sys: old}
+	if err := d.checkBootOrder(t.Context(), bmc.BootOrderNeed{}); !errors.Is(err, bmc.ErrNotSupported) {
+		t.Errorf("DL180 boot order need: %v; want ErrNotSupported", err)
+	}
+	if err := d.checkSecureBoot(t.Context(), bmc.SecureBootNeed{}); err != nil {
+		t.Errorf("DL180 Secure Boot need: %v", err)
+	}
+	plus := read("ilo5-dl360-system-boot.json")
+	if !plus.BootHas[propBootOrder] || plus.Sub[subBootOptions] != "/redfish/v1/Systems/1/BootOptions" || plus.Settings.object != "" ||
+		len(plus.Boot.BootOrder) != 10 || plus.Boot.BootOrder[0] != "Boot0019" || plus.BootHas[propHTTPURI] {
+		t.Errorf("DL360 Gen10 Plus: BootOrder %t %v, BootOptions %q, settings %q, HttpBootUri %t",
+			plus.BootHas[propBootOrder], plus.Boot.BootOrder, plus.Sub[subBootOptions], plus.Settings.object, plus.BootHas[propHTTPURI])
+	}
+	d = &Driver{sys: plus}
+	if err := d.checkBootOrder(t.Context(), bmc.BootOrderNeed{}); err != nil {
+		t.Errorf("DL360 boot order need: %v", err)
+	}
+	if err := d.checkBootOrder(t.Context(), bmc.BootOrderNeed{HTTPBootURI: true}); !errors.Is(err, bmc.ErrNotSupported) {
+		t.Errorf("DL360 HTTP boot URI need (no HttpBootUri in its Boot): %v; want ErrNotSupported", err)
 	}
 }
