@@ -15,11 +15,12 @@ func (s *suite) secureBoot(t *testing.T, path string) {
 	s.run(t, path, "Read", func(tc *tcase) {
 		m := tc.secureBootManager()
 		st := tc.secureBootState(m)
-		if st.Pending != nil && st.CurrentBoot == bmc.SecureBootCurrentUnknown {
-			// Allowed only from a settings object; then it must differ.
-			if *st.Pending == st.Enabled {
-				tc.Errorf("SecureBoot %v: Pending equals Enabled; Pending lists only a value that differs", st)
-			}
+		// A Pending equal to the setting says the current boot ran
+		// otherwise (bmc.PendingSecureBoot): it needs a current boot
+		// that disagrees.
+		if st.Pending != nil && *st.Pending == st.Enabled &&
+			(st.CurrentBoot == bmc.SecureBootCurrentUnknown || (st.CurrentBoot == bmc.SecureBootCurrentEnabled) == st.Enabled) {
+			tc.Errorf("SecureBoot %v: Pending equals the setting, yet the current boot does not disagree with it", st)
 		}
 		for _, k := range st.ResetKeys {
 			if !k.Valid() {

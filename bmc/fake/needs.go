@@ -41,7 +41,7 @@ func (b *BMC) checkNeed(n bmc.Need) error {
 		if err := lacks(bmc.CapabilitySecureBootResetKeys); err != nil {
 			return err
 		}
-		if !slices.Contains(b.secureBoot.state().ResetKeys, n.SecureBoot.ResetKeys) {
+		if !slices.Contains(b.secureBootState().ResetKeys, n.SecureBoot.ResetKeys) {
 			return fmt.Errorf("%s: the BMC does not offer it: %w", n, bmc.ErrNotSupported)
 		}
 	case n.BootOrder != nil:

@@ -34,14 +34,23 @@ func newSecureBoot(o Options) secureBootState {
 // enrolled. Called with b.mu held.
 func (s *secureBootState) booted() { s.current = s.enable && s.mode != bmc.SecureBootSetupMode }
 
-func (s *secureBootState) state() bmc.SecureBootState {
+// state is the state as a driver reads it; resets says whether the BMC
+// offers key resets (it lacks CapabilitySecureBootResetKeys otherwise).
+func (s *secureBootState) state(resets bool) bmc.SecureBootState {
 	cur := bmc.SecureBootCurrentDisabled
 	if s.current {
 		cur = bmc.SecureBootCurrentEnabled
 	}
-	return bmc.SecureBootState{Enabled: s.enable, CurrentBoot: cur, Mode: s.mode,
-		Pending:   bmc.PendingSecureBoot(s.enable, nil, cur),
-		ResetKeys: []bmc.SecureBootResetKeys{bmc.SecureBootResetAllKeysToDefault, bmc.SecureBootDeleteAllKeys, bmc.SecureBootDeletePK}}
+	out := bmc.SecureBootState{Enabled: s.enable, CurrentBoot: cur, Mode: s.mode, Pending: bmc.PendingSecureBoot(s.enable, nil, cur)}
+	if resets {
+		out.ResetKeys = []bmc.SecureBootResetKeys{bmc.SecureBootResetAllKeysToDefault, bmc.SecureBootDeleteAllKeys, bmc.SecureBootDeletePK}
+	}
+	return out
+}
+
+// secureBootState is the state as a driver reads it. Called with b.mu held.
+func (b *BMC) secureBootState() bmc.SecureBootState {
+	return b.secureBoot.state(!b.lacks[bmc.CapabilitySecureBootResetKeys])
 }
 
 // SecureBootState returns the BMC's Secure Boot (a test hook; logs no
@@ -49,7 +58,7 @@ func (s *secureBootState) state() bmc.SecureBootState {
 func (b *BMC) SecureBootState() bmc.SecureBootState {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.secureBoot.state()
+	return b.secureBootState()
 }
 
 func (b *BMC) checkSecureBoot() error {
@@ -67,7 +76,7 @@ func (d *Driver) SecureBoot(ctx context.Context) (bmc.SecureBootState, error) {
 			return err
 		}
 		d.bmc.settle()
-		s = d.bmc.secureBoot.state()
+		s = d.bmc.secureBootState()
 		return nil
 	})
 	return s, err
@@ -85,7 +94,7 @@ func (d *Driver) SetSecureBoot(ctx context.Context, enabled bool) (bmc.SecureBoo
 		}
 		b.settle()
 		sb := &b.secureBoot
-		if s = sb.state(); s.NextBoot() == enabled {
+		if s = b.secureBootState(); s.NextBoot() == enabled {
 			return nil
 		}
 		if enabled && sb.mode == bmc.SecureBootSetupMode {
@@ -95,7 +104,7 @@ func (d *Driver) SetSecureBoot(ctx context.Context, enabled bool) (bmc.SecureBoo
 		if sb.immediate {
 			sb.booted()
 		}
-		s = sb.state()
+		s = b.secureBootState()
 		return nil
 	})
 	return s, err
@@ -119,7 +128,7 @@ func (d *Driver) ResetSecureBootKeys(ctx context.Context, kind bmc.SecureBootRes
 		if !kind.Valid() {
 			return bmc.Permanent(fmt.Errorf("unknown key reset %q", kind))
 		}
-		if s = sb.state(); !slices.Contains(s.ResetKeys, kind) {
+		if s = b.secureBootState(); !slices.Contains(s.ResetKeys, kind) {
 			return fmt.Errorf("key reset %s is not offered: %w", kind, bmc.ErrNotSupported)
 		}
 		if kind == bmc.SecureBootResetAllKeysToDefault {
@@ -127,7 +136,7 @@ func (d *Driver) ResetSecureBootKeys(ctx context.Context, kind bmc.SecureBootRes
 		} else {
 			sb.mode = bmc.SecureBootSetupMode
 		}
-		s = sb.state()
+		s = b.secureBootState()
 		return nil
 	})
 	return s, err

@@ -213,11 +213,17 @@ func TestSecureBootBootOrderNeeds(t *testing.T) {
 		t.Errorf("the checks sent %+v; want none (the system read at dial says it all)", reqs)
 	}
 	_, drv = dialSim(t, redfishtest.Config{NoHTTPBootURI: true}, testOptions(), "", false)
-	for n, want := range map[bmc.Need]bool{
-		{SecureBoot: &bmc.SecureBootNeed{}}: true, {SecureBoot: &bmc.SecureBootNeed{ResetKeys: bmc.SecureBootDeletePK}}: true,
-		{SecureBoot: &bmc.SecureBootNeed{ResetKeys: bmc.SecureBootResetDBX}}: false,
-		{BootOrder: &bmc.BootOrderNeed{}}: true, {BootOrder: &bmc.BootOrderNeed{HTTPBootURI: true}}: false,
+	for _, c := range []struct {
+		n    bmc.Need
+		want bool
+	}{
+		{bmc.Need{SecureBoot: &bmc.SecureBootNeed{}}, true},
+		{bmc.Need{SecureBoot: &bmc.SecureBootNeed{ResetKeys: bmc.SecureBootDeletePK}}, true},
+		{bmc.Need{SecureBoot: &bmc.SecureBootNeed{ResetKeys: bmc.SecureBootResetDBX}}, false},
+		{bmc.Need{BootOrder: &bmc.BootOrderNeed{}}, true},
+		{bmc.Need{BootOrder: &bmc.BootOrderNeed{HTTPBootURI: true}}, false},
 	} {
+		n, want := c.n, c.want
 		if err := drv.CheckNeed(ctx, n); (err == nil) != want || (err != nil && !errors.Is(err, bmc.ErrNotSupported)) {
 			t.Errorf("CheckNeed(%s) = %v; want passed=%t", n, err, want)
 		}
