@@ -84,6 +84,16 @@ const (
 	// CapabilityAccounts: the calls of bmc.AccountManager fail, as on
 	// BMCs without an AccountService.
 	CapabilityAccounts Capability = "accounts"
+	// CapabilitySecureBoot: the calls of bmc.SecureBootManager fail, as on
+	// IPMI BMCs and Redfish systems without a SecureBoot resource.
+	CapabilitySecureBoot Capability = "secure-boot"
+	// CapabilitySecureBootResetKeys: ResetSecureBootKeys fails, whatever
+	// the kind (a SecureBoot without the ResetKeys action). Implied by
+	// CapabilitySecureBoot.
+	CapabilitySecureBootResetKeys Capability = "secure-boot-reset-keys"
+	// CapabilityBootOrder: the calls of bmc.BootOrderManager fail, as on
+	// IPMI BMCs and Redfish systems without BootOptions.
+	CapabilityBootOrder Capability = "boot-order"
 )
 
 // Capabilities lists every Capability, in a stable order.
@@ -98,6 +108,7 @@ func Capabilities() []Capability {
 		CapabilityHealth, CapabilityEventLogs, CapabilityEventLogClear,
 		CapabilityLocatorLED, CapabilityLocatorLEDBlink, CapabilityLocatorLEDReadBack, CapabilityNMI,
 		CapabilityAccounts,
+		CapabilitySecureBoot, CapabilitySecureBootResetKeys, CapabilityBootOrder,
 	}
 }
 

@@ -25,6 +25,10 @@ type Need struct {
 	LocatorLED LEDState `json:"locatorLED,omitempty"`
 	// NMI: SendNMI.
 	NMI bool `json:"nmi,omitempty"`
+	// SecureBoot: the SecureBootManager calls (secureboot.go).
+	SecureBoot *SecureBootNeed `json:"secureBoot,omitempty"`
+	// BootOrder: the BootOrderManager calls (bootorder.go).
+	BootOrder *BootOrderNeed `json:"bootOrder,omitempty"`
 }
 
 // String names the need for errors and logs ("power cycle", "boot pxe
@@ -55,6 +59,10 @@ func (n Need) String() string {
 		return "locator LED " + string(n.LocatorLED)
 	case n.NMI:
 		return "NMI"
+	case n.SecureBoot != nil:
+		return n.SecureBoot.String()
+	case n.BootOrder != nil:
+		return n.BootOrder.String()
 	}
 	return "nothing"
 }

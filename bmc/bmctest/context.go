@@ -80,6 +80,38 @@ func methods(opts Options) []method {
 			}
 			return true, r.ResetBMC(ctx, bmc.BMCResetWarm)
 		}},
+		{"SecureBoot", bmc.CapabilitySecureBoot, func(ctx context.Context, d bmc.Driver) (bool, error) {
+			m, ok := d.(bmc.SecureBootManager)
+			if !ok {
+				return false, nil
+			}
+			_, err := m.SecureBoot(ctx)
+			return true, err
+		}},
+		{"SetSecureBoot", bmc.CapabilitySecureBoot, func(ctx context.Context, d bmc.Driver) (bool, error) {
+			m, ok := d.(bmc.SecureBootManager)
+			if !ok {
+				return false, nil
+			}
+			_, err := m.SetSecureBoot(ctx, false)
+			return true, err
+		}},
+		{"BootOrder", bmc.CapabilityBootOrder, func(ctx context.Context, d bmc.Driver) (bool, error) {
+			m, ok := d.(bmc.BootOrderManager)
+			if !ok {
+				return false, nil
+			}
+			_, err := m.BootOrder(ctx)
+			return true, err
+		}},
+		{"SetBootOrder", bmc.CapabilityBootOrder, func(ctx context.Context, d bmc.Driver) (bool, error) {
+			m, ok := d.(bmc.BootOrderManager)
+			if !ok {
+				return false, nil
+			}
+			_, err := m.SetBootOrder(ctx, bmc.BootOrderChange{Order: []string{"Boot0001"}})
+			return true, err
+		}},
 	}
 }
 

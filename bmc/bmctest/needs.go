@@ -39,6 +39,12 @@ func (o Options) needsOf(c Capability) []bmc.Need {
 		return []bmc.Need{{LocatorLED: bmc.LEDBlinking}}
 	case bmc.CapabilityNMI:
 		return []bmc.Need{{NMI: true}}
+	case bmc.CapabilitySecureBoot:
+		return []bmc.Need{{SecureBoot: &bmc.SecureBootNeed{}}}
+	case bmc.CapabilitySecureBootResetKeys:
+		return []bmc.Need{{SecureBoot: &bmc.SecureBootNeed{ResetKeys: bmc.SecureBootResetAllKeysToDefault}}}
+	case bmc.CapabilityBootOrder:
+		return []bmc.Need{{BootOrder: &bmc.BootOrderNeed{}}}
 	}
 	return nil
 }
@@ -51,6 +57,8 @@ func (o Options) needsLacking(c Capability) bool {
 		return o.lacks(c) || o.lacks(bmc.CapabilityBootOverride)
 	case bmc.CapabilityLocatorLEDBlink:
 		return o.lacks(c) || o.lacks(bmc.CapabilityLocatorLED)
+	case bmc.CapabilitySecureBootResetKeys:
+		return o.lacks(c) || o.lacks(bmc.CapabilitySecureBoot)
 	}
 	return o.lacks(c)
 }

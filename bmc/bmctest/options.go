@@ -127,6 +127,9 @@ func (o Options) lacks(c Capability) bool {
 	if (c == bmc.CapabilityLocatorLEDBlink || c == bmc.CapabilityLocatorLEDReadBack) && slices.Contains(o.Unsupported, bmc.CapabilityLocatorLED) {
 		return true
 	}
+	if c == bmc.CapabilitySecureBootResetKeys && slices.Contains(o.Unsupported, bmc.CapabilitySecureBoot) {
+		return true
+	}
 	return slices.Contains(o.Unsupported, c)
 }
 

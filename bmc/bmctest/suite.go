@@ -87,6 +87,8 @@ type Target struct {
 //	Inventory/Read
 //	BIOS/{Read,UnknownAttributeRefused,InvalidValueRefused,ReadOnlyRefused,SetCurrentIsNoop,ApplyAfterBoot}
 //	Health/{Read,Changes,SystemStatus}
+//	SecureBoot/{Read,SetCurrentIsNoop,ApplyAfterBoot,ResetKeysNotOffered}
+//	BootOrder/{Read,UnknownOptionRefused,SetCurrentIsNoop,ApplyAfterBoot,EnableOption,HTTPBootURI}
 //	Logs/{List,Read,Paging,InvalidQuery,Clear}
 //	Events/{Subscribe,List,Unsubscribe,TestEvent}
 //	LocatorLED/{OnOff,Blinking,Idempotent,InvalidState}
@@ -115,6 +117,8 @@ func Run(t *testing.T, opts Options, newTarget func(t *testing.T) Target) {
 	s.group(t, "Inventory", s.inventory)
 	s.group(t, "BIOS", s.bios)
 	s.group(t, "Health", s.health)
+	s.group(t, "SecureBoot", s.secureBoot)
+	s.group(t, "BootOrder", s.bootOrder)
 	s.group(t, "Logs", s.logs)
 	s.group(t, "Events", s.events)
 	s.group(t, "LocatorLED", s.locatorLED)

@@ -115,6 +115,10 @@ func (tc *tcase) checkUnsupported(c Capability) {
 		tc.checkNMIUnsupported()
 	case bmc.CapabilityAccounts:
 		tc.checkAccountsUnsupported()
+	case bmc.CapabilitySecureBoot, bmc.CapabilitySecureBootResetKeys:
+		tc.checkSecureBootUnsupported(c)
+	case bmc.CapabilityBootOrder:
+		tc.checkBootOrderUnsupported()
 	default:
 		tc.Fatalf("bmctest: no check for capability %q", c)
 	}

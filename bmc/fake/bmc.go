@@ -59,6 +59,9 @@ type BMC struct {
 	led       bmc.LEDState     // locatorled.go
 	nmis      int              // nmi.go
 	accounts  accountStore     // accounts.go
+
+	secureBoot secureBootState // secureboot.go
+	bootOrder  bootOrderState  // bootorder.go
 }
 
 // step is one leg of a pending power transition: the BMC reports during
@@ -154,6 +157,7 @@ func New(opts Options) *BMC {
 	b.lastReset = b.clock.Now() // as if the server came up with its BMC
 	b.initFirmware()
 	b.inventory, b.bios = DefaultInventory(), newBIOS(opts)
+	b.secureBoot, b.bootOrder = newSecureBoot(opts), newBootOrder(opts)
 	if opts.Inventory != nil {
 		b.inventory = *opts.Inventory.DeepCopy()
 	}

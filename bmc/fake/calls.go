@@ -56,7 +56,8 @@ func (m Method) valid() bool {
 		MethodInventory, MethodBIOSSettings, MethodBIOSRegistry, MethodSetBIOSAttributes, MethodCheckNeed,
 		MethodHealth, MethodSystemStatus, MethodLogServices, MethodLogEntries, MethodClearLog,
 		MethodEventSubscriptions, MethodSubscribe, MethodUnsubscribe, MethodSubmitTestEvent,
-		MethodLocatorLED, MethodSetLocatorLED, MethodSendNMI:
+		MethodLocatorLED, MethodSetLocatorLED, MethodSendNMI,
+		MethodSecureBoot, MethodSetSecureBoot, MethodResetSecureBootKeys, MethodBootOrder, MethodSetBootOrder:
 		return true
 	}
 	return accountMethod(m) // accounts.go

@@ -3,6 +3,7 @@ package fake
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/bmckit/bmckit/bmc"
 )
@@ -33,6 +34,21 @@ func (b *BMC) checkNeed(n bmc.Need) error {
 		return lacks(bmc.CapabilityPowerCycle)
 	case n.Power == bmc.PowerActionReset:
 		return lacks(bmc.CapabilityPowerReset)
+	case n.SecureBoot != nil:
+		if err := lacks(bmc.CapabilitySecureBoot); err != nil || n.SecureBoot.ResetKeys == "" {
+			return err
+		}
+		if err := lacks(bmc.CapabilitySecureBootResetKeys); err != nil {
+			return err
+		}
+		if !slices.Contains(b.secureBootState().ResetKeys, n.SecureBoot.ResetKeys) {
+			return fmt.Errorf("%s: the BMC does not offer it: %w", n, bmc.ErrNotSupported)
+		}
+	case n.BootOrder != nil:
+		if err := lacks(bmc.CapabilityBootOrder); err != nil || !n.BootOrder.HTTPBootURI {
+			return err
+		}
+		return lacks(bmc.CapabilityBootHTTP)
 	case n.Boot != nil:
 		if err := lacks(bmc.CapabilityBootOverride); err != nil {
 			return err

@@ -112,6 +112,21 @@ type Options struct {
 	// off, a cycle or a reset), as on most BMCs.
 	BIOSImmediate bool
 
+	// SecureBootImmediate applies SetSecureBoot to the current boot at
+	// once. Defaults to false: the setting changes at once and the boot
+	// runs with it from the next boot on (bmc.SecureBootState.Pending
+	// until then), as in the DMTF model.
+	SecureBootImmediate bool
+
+	// BootOptions are the boot options (bmc.BootOrderManager), in boot
+	// order. Defaults to [DefaultBootOptions].
+	BootOptions []bmc.BootOption
+
+	// BootOrderImmediate applies SetBootOrder at once. Defaults to false:
+	// the change is pending until the next boot, as on BMCs that hold it
+	// in a settings object.
+	BootOrderImmediate bool
+
 	// Health is what Health reports (bmc.HealthReader), and the system's
 	// part what SystemStatus reports with the power state; ReadTime is
 	// ignored. Defaults to [DefaultHealth]; see [BMC.SetHealth].

@@ -49,6 +49,8 @@ func (b *BMC) boot(at time.Time) {
 	}
 	b.lastReset = at
 	b.bios.applyPending() // pending BIOS settings take effect at boot
+	b.secureBoot.booted() // the boot runs with the Secure Boot setting
+	b.bootOrder.booted()  // a pending boot order takes effect
 	b.lastBoot = bmc.BootDeviceDisk
 	if b.override.Device != bmc.BootDeviceNone && b.override.Device != "" {
 		b.lastBoot = b.override.Device

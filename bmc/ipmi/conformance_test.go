@@ -195,7 +195,8 @@ func TestConformanceOpenIPMI(t *testing.T) {
 	sim := ipmitest.StartOpenIPMI(t, ipmitest.OpenIPMIOptions{FRU: testFRU, Sensors: sensors})
 	bmctest.Run(t, bmctest.Options{
 		Unsupported: []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityBMCReset, bmc.CapabilityBootOverrideReadBack, bmc.CapabilityBIOS,
-			bmc.CapabilityLocatorLEDBlink, bmc.CapabilityLocatorLEDReadBack, bmc.CapabilityNMI},
+			bmc.CapabilityLocatorLEDBlink, bmc.CapabilityLocatorLEDReadBack, bmc.CapabilityNMI,
+			bmc.CapabilitySecureBoot, bmc.CapabilityBootOrder},
 		SettleTimeout: 20 * time.Second,
 		PollInterval:  50 * time.Millisecond,
 	}, factory(dialer(t, unlimited(sim.DialOptions())), sim.Endpoint, sim.Credentials, func(tg *bmctest.Target) {
@@ -225,9 +226,12 @@ func TestConformanceOpenIPMI(t *testing.T) {
 // that SetBootOverride(uefi-http) is refused with bmc.ErrNotSupported. Nor
 // a standard firmware update: the driver does not implement
 // bmc.FirmwareUpdater, so Unsupported/firmware-update skips. IPMI has no
-// BIOS settings either (Unsupported/bios), and its Chassis Identify cannot
-// ask for blinking (Unsupported/locator-led-blink).
-var noHTTPBoot = []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityFirmwareUpdate, bmc.CapabilityBIOS, bmc.CapabilityLocatorLEDBlink}
+// BIOS settings either (Unsupported/bios), no Secure Boot and no
+// persistent boot order (Unsupported/secure-boot, Unsupported/boot-order),
+// and its Chassis Identify cannot ask for blinking
+// (Unsupported/locator-led-blink).
+var noHTTPBoot = []bmctest.Capability{bmc.CapabilityBootHTTP, bmc.CapabilityFirmwareUpdate, bmc.CapabilityBIOS,
+	bmc.CapabilitySecureBoot, bmc.CapabilityBootOrder, bmc.CapabilityLocatorLEDBlink}
 
 // unlimited turns the request budget off: the suites poll faster than a
 // real job does.

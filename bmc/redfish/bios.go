@@ -12,8 +12,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/stmcginnis/gofish/schemas"
-
 	"github.com/bmckit/bmckit/bmc"
 )
 
@@ -50,11 +48,9 @@ type biosResource struct {
 	// members counts the members of Attributes, null ones included: 0
 	// when Attributes is absent, null or {}.
 	members int
-	// settings is the @Redfish.Settings SettingsObject, "" when the BMC
-	// has none (it takes a PATCH on the Bios resource and applies it at
-	// once); onReset is set when SupportedApplyTimes lists OnReset.
-	settings string
-	onReset  bool
+	// settings is the @Redfish.Settings (settings.go): no object when the
+	// BMC takes a PATCH on the Bios resource and applies it at once.
+	settings settingsRef
 }
 
 // decodeBIOS decodes a Bios resource (or settings object). No attribute
@@ -63,10 +59,7 @@ func decodeBIOS(b []byte) (biosResource, error) {
 	var doc struct {
 		AttributeRegistry string
 		Attributes        json.RawMessage
-		Settings          *struct {
-			SettingsObject      schemas.Link
-			SupportedApplyTimes []string
-		} `json:"@Redfish.Settings"`
+		settingsAnnotation
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return biosResource{}, fmt.Errorf("invalid Bios: %w", err)
@@ -89,10 +82,7 @@ func decodeBIOS(b []byte) (biosResource, error) {
 			r.allowed[k] = allowed
 		}
 	}
-	if doc.Settings != nil {
-		r.settings = string(doc.Settings.SettingsObject)
-		r.onReset = slices.Contains(doc.Settings.SupportedApplyTimes, "OnReset")
-	}
+	r.settings = doc.ref()
 	return r, nil
 }
 
@@ -205,20 +195,14 @@ func (d *Driver) readBIOS(ctx context.Context) (cur, settings biosResource, err 
 	if cur, err = d.readBIOSResource(ctx); err != nil {
 		return cur, settings, err
 	}
-	if cur.settings == "" {
+	raw, ok, err := d.readSettingsObject(ctx, "Bios", cur.settings)
+	if err != nil || !ok {
 		// No settings object: a PATCH goes to the Bios resource itself and
 		// applies at once; nothing is pending.
-		return cur, biosResource{attrs: bmc.BIOSAttributes{}}, nil
-	}
-	if err := checkLink("Bios @Redfish.Settings SettingsObject", cur.settings); err != nil {
-		return cur, settings, err
-	}
-	var raw json.RawMessage
-	if _, err := d.getJSON(ctx, cur.settings, &raw); err != nil {
-		return cur, settings, fmt.Errorf("read the Bios settings object: %w", err)
+		return cur, biosResource{attrs: bmc.BIOSAttributes{}}, err
 	}
 	if settings, err = decodeBIOS(raw); err != nil {
-		return cur, settings, bmc.Permanent(fmt.Errorf("GET %s: %w", cur.settings, err))
+		return cur, settings, invalidAt(cur.settings.object, err)
 	}
 	return cur, settings, nil
 }
@@ -576,13 +560,8 @@ func (d *Driver) setBIOS(ctx context.Context, attrs bmc.BIOSAttributes) (bmc.BIO
 		send[k] = jv
 	}
 	if len(send) > 0 {
-		body := map[string]any{"Attributes": send}
-		target := cur.settings
-		if target == "" {
-			target = d.sysBIOSURI()
-		} else if cur.onReset {
-			body["@Redfish.SettingsApplyTime"] = map[string]string{"ApplyTime": "OnReset"}
-		}
+		body := cur.settings.withApplyTime(map[string]any{"Attributes": send})
+		target := cur.settings.target(d.sysBIOSURI())
 		d.logger(ctx).V(1).Info("setting BIOS attributes", "uri", target, "attributes", slices.Sorted(maps.Keys(send)))
 		if err := d.patch(ctx, target, body, ""); err != nil {
 			return bmc.BIOSApply{}, fmt.Errorf("PATCH %s: %w", target, err)

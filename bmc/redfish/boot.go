@@ -69,14 +69,29 @@ func (d *Driver) setBootOverride(ctx context.Context, o bmc.BootOverride) (bmc.B
 	if err != nil {
 		return bmc.BootOverride{}, systemDoc{}, err
 	}
-	body := struct{ Boot *schemas.Boot }{boot}
+	if err := d.patchSystem(ctx, struct{ Boot *schemas.Boot }{boot}); err != nil {
+		return bmc.BootOverride{}, systemDoc{}, err
+	}
+	doc, err := d.readSystem(ctx)
+	if err != nil {
+		return bmc.BootOverride{}, systemDoc{}, fmt.Errorf("read back boot override: %w", err)
+	}
+	return bootOverride(doc.Boot), doc, nil
+}
+
+// patchSystem PATCHes the system resource with body, with If-Match from
+// the last read when the driver has an ETag; a BMC that rejects If-Match
+// (400/412) gets the PATCH again without it (and never again on this
+// connection), one that requires it (428) gets a fresh ETag. The boot
+// override and the boot order (bootorder.go) send through it.
+func (d *Driver) patchSystem(ctx context.Context, body any) error {
 	etag := d.sys.etag
 	if d.noIfMatch {
 		etag = ""
 	}
 	rejected := false // the BMC answered 400 to a PATCH with If-Match
 	for attempt := 0; ; attempt++ {
-		err = d.patch(ctx, d.systemURI, body, etag)
+		err := d.patch(ctx, d.systemURI, body, etag)
 		if err == nil {
 			if rejected && etag == "" {
 				d.noIfMatch = true // it worked without: never send it again
@@ -85,7 +100,7 @@ func (d *Driver) setBootOverride(ctx context.Context, o bmc.BootOverride) (bmc.B
 		}
 		var se *StatusError
 		if attempt >= 2 || !errors.As(err, &se) {
-			return bmc.BootOverride{}, systemDoc{}, err
+			return err
 		}
 		switch {
 		case etag != "" && (se.StatusCode == http.StatusBadRequest || se.StatusCode == http.StatusPreconditionFailed):
@@ -96,22 +111,18 @@ func (d *Driver) setBootOverride(ctx context.Context, o bmc.BootOverride) (bmc.B
 		case etag == "" && se.StatusCode == http.StatusPreconditionRequired:
 			doc, rerr := d.readSystem(ctx)
 			if rerr != nil {
-				return bmc.BootOverride{}, systemDoc{}, rerr
+				return rerr
 			}
 			d.noIfMatch = false
 			etag = doc.etag
 			if etag == "" {
-				return bmc.BootOverride{}, systemDoc{}, fmt.Errorf("the BMC requires If-Match but sends no ETag: %w", err)
+				return fmt.Errorf("the BMC requires If-Match but sends no ETag: %w", err)
 			}
 		default:
-			return bmc.BootOverride{}, systemDoc{}, err
+			return err
 		}
 	}
-	doc, err := d.readSystem(ctx)
-	if err != nil {
-		return bmc.BootOverride{}, systemDoc{}, fmt.Errorf("read back boot override: %w", err)
-	}
-	return bootOverride(doc.Boot), doc, nil
+	return nil
 }
 
 func describe(o bmc.BootOverride) string {

@@ -176,6 +176,12 @@ func TestConformance(t *testing.T) {
 		{name: "NmiRefused", cfg: redfishtest.Config{RefusedResetTypes: []string{"Nmi"}}, suite: locatorOnly(bmc.CapabilityNMI)},
 		// Sensors in the chassis' Thermal and Power (Health/Sensors).
 		{name: "Sensors", cfg: redfishtest.Config{Sensors: simSensors()}},
+		// Secure Boot and the boot order held in settings objects until the
+		// next boot (Dell's shape), applied at once, and absent.
+		{name: "SecureBootBootOrderSettingsObjects", cfg: redfishtest.Config{SecureBoot: redfishtest.SecureBootSettingsObject, BootOrder: redfishtest.BootOrderOnReset}},
+		{name: "SecureBootBootOrderImmediate", cfg: redfishtest.Config{SecureBoot: redfishtest.SecureBootImmediate, BootOrder: redfishtest.BootOrderImmediate}},
+		{name: "NoSecureBootNoBootOrder", cfg: redfishtest.Config{SecureBoot: redfishtest.SecureBootNone, BootOrder: redfishtest.BootOrderNone},
+			suite: bmctest.Options{Unsupported: []bmctest.Capability{bmc.CapabilitySecureBoot, bmc.CapabilityBootOrder}}},
 		// Event subscriptions (Events/...), in the three shapes; the rest
 		// of the suite is the DMTF personality's.
 		{name: "SubscriptionsDMTF", cfg: redfishtest.Config{Subscriptions: redfishtest.SubscriptionsDMTF}, suite: eventsOnly},
@@ -258,7 +264,7 @@ func TestConformanceSimulatorAgrees(t *testing.T) {
 // the default in their subscriptions alone).
 var eventsOnly = bmctest.Options{Skip: []string{"Power", "BootOverride", "BootHTTP", "VirtualMedia", "ResetBMC",
 	"LastResetTime", "FirmwareUpdate", "Inventory", "BIOS", "Health", "Logs", "Unsupported", "Needs", "Context",
-	"Dial", "Concurrency", "Close", "Stats", "LocatorLED", "NMI"}}
+	"Dial", "Concurrency", "Close", "Stats", "LocatorLED", "NMI", "SecureBoot", "BootOrder"}}
 
 // subscriptionPeer shows bmctest the subscriptions the simulator holds;
 // it pushes events to their destinations.

@@ -41,6 +41,9 @@ type systemDoc struct {
 	// LogServices is the system's LogServices link, "" when absent
 	// (eventlog.go).
 	LogServices string
+	// Settings is the system's @Redfish.Settings (bootorder.go): where a
+	// Boot.BootOrder change goes on a BMC that holds it until a reset.
+	Settings settingsRef
 }
 
 // powerReport is how a ComputerSystem reported PowerState.
@@ -144,6 +147,8 @@ func parseSystem(b []byte, etagHeader string) (systemDoc, error) {
 		Type         string `json:"@odata.type"`
 
 		Bios, Processors, Memory, Storage, EthernetInterfaces schemas.Link
+		SecureBoot                                            schemas.Link
+		settingsAnnotation
 		// Boot is kept raw (it shadows systemFields.Boot) and decoded twice
 		// below: its properties, and which of them it has.
 		Boot json.RawMessage
@@ -163,6 +168,9 @@ func parseSystem(b []byte, etagHeader string) (systemDoc, error) {
 		Enabled json.RawMessage `json:"BootSourceOverrideEnabled"`
 		Mode    json.RawMessage `json:"BootSourceOverrideMode"`
 		HTTPURI json.RawMessage `json:"HttpBootUri"`
+		// The persistent boot order (bootorder.go).
+		Order       json.RawMessage `json:"BootOrder"`
+		BootOptions schemas.Link
 	}
 	if len(extra.Boot) > 0 {
 		if err := json.Unmarshal(extra.Boot, (*plainBoot)(&doc.Boot)); err != nil {
@@ -191,15 +199,16 @@ func parseSystem(b []byte, etagHeader string) (systemDoc, error) {
 	doc.Chassis = extra.Links.Chassis.ToStrings()
 	doc.LogServices = string(extra.LogServices)
 	doc.Type = extra.Type
+	doc.Settings = extra.ref()
 	doc.Sub = map[string]string{}
 	for k, l := range map[string]schemas.Link{subBios: extra.Bios, subProcessors: extra.Processors, subMemory: extra.Memory,
-		subStorage: extra.Storage, subEthernet: extra.EthernetInterfaces} {
+		subStorage: extra.Storage, subEthernet: extra.EthernetInterfaces, subSecureBoot: extra.SecureBoot, subBootOptions: has.BootOptions} {
 		if l != "" {
 			doc.Sub[k] = string(l)
 		}
 	}
 	doc.BootHas = map[string]bool{}
-	for p, v := range map[string]json.RawMessage{propTarget: has.Target, propEnabled: has.Enabled, propMode: has.Mode, propHTTPURI: has.HTTPURI} {
+	for p, v := range map[string]json.RawMessage{propTarget: has.Target, propEnabled: has.Enabled, propMode: has.Mode, propHTTPURI: has.HTTPURI, propBootOrder: has.Order} {
 		if v != nil {
 			doc.BootHas[p] = true
 		}

@@ -31,6 +31,10 @@ var _ bmc.NeedChecker = (*Driver)(nil)
 //     or one of its chassis, and IndicatorLED (with Blinking among its
 //     AllowableValues, where stated) for LEDBlinking;
 //   - NMI: Nmi among the reset types, where the BMC lists them.
+//   - SecureBoot: the system's SecureBoot link; for a key reset, the
+//     resource's ResetKeys action listing the kind (one GET);
+//   - BootOrder: Boot.BootOrder or Boot.BootOptions; for an HTTP boot
+//     URI, Boot.HttpBootUri.
 //
 // What the BMC does not state (no AllowableValues, no ActionInfo) passes.
 // Answers are remembered for the driver's life, so a job's tasks cost the
@@ -116,6 +120,10 @@ func (d *Driver) checkNeed(ctx context.Context, n bmc.Need) error {
 			return err
 		}
 		return d.nmiOffered(ctx, doc)
+	case n.SecureBoot != nil:
+		return d.checkSecureBoot(ctx, *n.SecureBoot)
+	case n.BootOrder != nil:
+		return d.checkBootOrder(ctx, *n.BootOrder)
 	}
 	return nil
 }

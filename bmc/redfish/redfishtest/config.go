@@ -259,6 +259,12 @@ type Config struct {
 	// BIOS selects how BIOS settings apply (see bios.go). Defaults to
 	// BIOSOnReset: pending until the system next boots.
 	BIOS BIOSMode
+	// SecureBoot selects how Secure Boot changes apply (see
+	// secureboot.go). Defaults to SecureBootNextBoot.
+	SecureBoot SecureBootApply
+	// BootOrder selects how boot order changes apply (see bootorder.go).
+	// Defaults to BootOrderImmediate.
+	BootOrder BootOrderApply
 	// BIOSObjectValues serves every BIOS attribute value as an object, as
 	// HPE Cray EX nodes do: {"current_value": v}, with "AllowableValues"
 	// for an enumeration, in the Bios and its settings object; adds two

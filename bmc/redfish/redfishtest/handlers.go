@@ -106,6 +106,8 @@ func (s *Server) routes() http.Handler {
 	s.firmwareRoutes(handle)
 	s.inventoryRoutes(handle)
 	s.biosRoutes(handle)
+	s.secureBootRoutes(handle)
+	s.bootOrderRoutes(handle)
 	s.logRoutes(handle)
 	s.subscriptionRoutes(handle)
 	s.locatorRoutes(handle)
@@ -536,7 +538,7 @@ func (s *Server) getSystem(w http.ResponseWriter, r *http.Request) {
 		reset["ResetType@Redfish.AllowableValues"] = s.cfg.ResetTypes
 	}
 	etag := fmt.Sprintf(`W/"%d"`, sys.etag)
-	boot := map[string]any{"BootOrder": []string{"Boot0001", "Boot0002"}}
+	boot := map[string]any{}
 	values := map[string]string{
 		"BootSourceOverrideTarget":  sys.bootTarget,
 		"BootSourceOverrideEnabled": sys.bootEnabled,
@@ -571,6 +573,8 @@ func (s *Server) getSystem(w http.ResponseWriter, r *http.Request) {
 	}
 	s.inventoryLinks(doc, uri)
 	s.biosLinks(doc, uri)
+	s.secureBootLink(doc, uri)
+	s.bootOrderDoc(sys, doc, boot, uri)
 	s.statusOf(doc, uri)
 	s.locatorDoc(doc, uri)
 	s.logServicesLink(doc, uri, sys.id)
@@ -639,10 +643,24 @@ func (s *Server) patchSystem(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var boot map[string]string
-	if err := json.Unmarshal(body["Boot"], &boot); err != nil {
-		redfishError(w, http.StatusBadRequest, "Base.1.8.PropertyValueTypeError", "Boot must be an object of strings")
+	var rawBoot map[string]json.RawMessage
+	if err := json.Unmarshal(body["Boot"], &rawBoot); err != nil {
+		redfishError(w, http.StatusBadRequest, "Base.1.8.PropertyValueTypeError", "Boot must be an object")
 		return
+	}
+	applyOrder, code, msg := s.takeBootOrder(sys, rawBoot) // bootorder.go
+	if code != "" {
+		redfishError(w, http.StatusBadRequest, code, msg)
+		return
+	}
+	boot := map[string]string{}
+	for k, v := range rawBoot {
+		var sv string
+		if err := json.Unmarshal(v, &sv); err != nil {
+			redfishError(w, http.StatusBadRequest, "Base.1.8.PropertyValueTypeError", "Boot/"+k+" must be a string")
+			return
+		}
+		boot[k] = sv
 	}
 	for k := range boot {
 		if k == "HttpBootUri" && s.cfg.NoHTTPBootURI {
@@ -683,6 +701,7 @@ func (s *Server) patchSystem(w http.ResponseWriter, r *http.Request) {
 		}
 		mode = v
 	}
+	applyOrder()
 	w.WriteHeader(http.StatusNoContent)
 	change := "boot:" + target + "/" + enabled
 	if _, ok := boot["HttpBootUri"]; ok {

@@ -56,6 +56,9 @@ type Server struct {
 	leds      map[string]string      // locator LED by resource path; locatorled.go
 	sensors   []bmc.SensorReading    // the chassis'; sensors.go
 	accounts  simAccounts            // accounts.go
+
+	secureBoot map[string]*secureBootSystem // by system ID; secureboot.go
+	bootOrders map[string]*bootOrderSystem  // by system ID; bootorder.go
 }
 
 // PowerChange is one accepted power change, for measuring how soon a client
@@ -474,6 +477,8 @@ func (s *Server) land(sys *system, p *pendingChange) {
 		}
 		s.activateFirmware(false) // host firmware staged for this boot
 		s.biosBooted(sys)         // pending BIOS settings apply at boot
+		s.secureBootBooted(sys)   // Secure Boot: held change, current boot
+		s.bootOrderBooted(sys)    // held boot order and HTTP boot URI
 	}
 }
 
