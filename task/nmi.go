@@ -11,5 +11,5 @@ package task
 // again (docs/indicator-nmi.md). It has no fields.
 type NMIAction struct{}
 
-func (*NMIAction) describe() string     { return "send NMI" }
+func (*NMIAction) describe() string      { return "send NMI" }
 func (*NMIAction) validate(string) error { return nil }

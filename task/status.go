@@ -90,6 +90,12 @@ type Status struct {
 	// ClearLog is what a clearLog task read before its clear (stored
 	// before the clear is sent). Nil for the other kinds.
 	ClearLog *ClearLogStatus `json:"clearLog,omitempty"`
+	// SecureBoot is what a secureBoot task read last. Nil for the other
+	// kinds.
+	SecureBoot *SecureBootStatus `json:"secureBoot,omitempty"`
+	// BootOrder is what a bootOrder task read last. Nil for the other
+	// kinds.
+	BootOrder *BootOrderStatus `json:"bootOrder,omitempty"`
 }
 
 // BIOSStatus is what a bios task stored.
