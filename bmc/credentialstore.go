@@ -3,6 +3,7 @@ package bmc
 import (
 	"context"
 	"errors"
+	"sync"
 )
 
 // CredentialsStore is a [CredentialsResolver] that can also hold, per
@@ -41,34 +42,78 @@ type CredentialsStore interface {
 // pending ones (another rotation replaced them). Permanent.
 var ErrPendingMismatch = errors.New("the credentials are not the pending ones of the reference")
 
-// TryPending calls try with cur, the current credentials of ref that r
-// resolved. When try fails with an error wrapping [ErrUnauthorized] and r
-// is a [CredentialsStore] holding pending credentials for ref (other than
-// cur), it calls try once more with those: a BMC found between the change
-// of a rotation and its promotion (a crash there, or a rotation in another
-// process) accepts only them. It returns the credentials try last used,
-// whether they are the pending ones, and try's error (the first one when
-// the pending credentials were not tried).
+// PendingFallback dials with the pending credentials of a
+// [CredentialsStore] when the current ones are refused: a BMC found
+// between the change of a rotation and its promotion (a crash there, or a
+// rotation in another process) accepts only the pending ones. It is the one
+// place where bmckit does this: the job package's dial and the monitor's
+// reads go through it (each holds one).
 //
-// It is the one place where bmckit falls back to pending credentials: the
-// job package's dial and the monitor's reads go through it. It tries the
-// pending set only after the current one was refused, so a BMC that locks
-// accounts after failed logins sees at most one failed login per call.
-func TryPending(ctx context.Context, r CredentialsResolver, ref string, cur Credentials, try func(Credentials) error) (used Credentials, pending bool, err error) {
+// It remembers, per reference, pending credentials that worked, and tries
+// them first while they stay pending: a BMC that locks an account after a
+// few failed logins sees one failed login per rotation it is found in, not
+// one per dial. The zero value is ready; safe for concurrent use.
+type PendingFallback struct {
+	mu     sync.Mutex
+	worked map[string]Credentials // ref: pending credentials that were accepted
+}
+
+// Try calls try with credentials of ref: cur (the current credentials r
+// resolved), or the pending ones of r when r is a CredentialsStore that
+// holds them and either they worked last time or try refused cur with an
+// error wrapping [ErrUnauthorized]. It returns the credentials try last
+// used, whether they are the pending ones, and try's last error. It never
+// tries the same credentials twice, nor the pending ones more than once.
+func (f *PendingFallback) Try(ctx context.Context, r CredentialsResolver, ref string, cur Credentials, try func(Credentials) error) (used Credentials, pending bool, err error) {
+	cs, isStore := r.(CredentialsStore)
+	if !isStore {
+		return cur, false, try(cur)
+	}
+	if p, ok := f.remembered(ref); ok {
+		if pend, has, perr := cs.Pending(ctx, ref); perr == nil && has && pend == p && pend != cur {
+			err = try(pend)
+			if err == nil || !errors.Is(err, ErrUnauthorized) {
+				return pend, true, err
+			}
+		}
+		f.forget(ref)
+		if err != nil { // the pending ones were refused: the current ones, once
+			return cur, false, try(cur)
+		}
+	}
 	err = try(cur)
 	if err == nil || !errors.Is(err, ErrUnauthorized) {
 		return cur, false, err
 	}
-	cs, ok := r.(CredentialsStore)
-	if !ok {
+	pend, has, perr := cs.Pending(ctx, ref)
+	if perr != nil || !has || pend == cur {
 		return cur, false, err
 	}
-	p, has, perr := cs.Pending(ctx, ref)
-	if perr != nil || !has || p == cur {
-		return cur, false, err
+	if err := try(pend); err != nil {
+		return pend, true, err
 	}
-	if perr := try(p); perr != nil {
-		return p, true, perr
+	f.remember(ref, pend)
+	return pend, true, nil
+}
+
+func (f *PendingFallback) remembered(ref string) (Credentials, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.worked[ref]
+	return c, ok
+}
+
+func (f *PendingFallback) remember(ref string, c Credentials) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.worked == nil {
+		f.worked = map[string]Credentials{}
 	}
-	return p, true, nil
+	f.worked[ref] = c
+}
+
+func (f *PendingFallback) forget(ref string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.worked, ref)
 }

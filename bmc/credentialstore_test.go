@@ -131,14 +131,17 @@ func TestFileCredentialsRefuseABadFileNamingTheField(t *testing.T) {
 	}
 }
 
-// TestTryPending: the pending set is tried only after the current one was
-// refused as unauthorized, and only when there is one.
-func TestTryPending(t *testing.T) {
+// TestPendingFallback: the pending set is tried only after the current
+// one was refused as unauthorized, and only when there is one; once it
+// worked it is tried first while it stays pending, so each dial costs no
+// failed login.
+func TestPendingFallback(t *testing.T) {
 	ctx := context.Background()
 	refused := fmt.Errorf("login: %w", bmc.ErrUnauthorized)
-	accepts := func(ok bmc.Credentials, tried *[]string) func(bmc.Credentials) error {
+	var tried []string
+	accepts := func(ok bmc.Credentials) func(bmc.Credentials) error {
 		return func(c bmc.Credentials) error {
-			*tried = append(*tried, strings.TrimSuffix(c.Password, "-"+secretPW))
+			tried = append(tried, strings.TrimSuffix(c.Password, "-"+secretPW))
 			if c == ok {
 				return nil
 			}
@@ -146,29 +149,41 @@ func TestTryPending(t *testing.T) {
 		}
 	}
 	store := bmc.NewMemoryCredentials(map[string]bmc.Credentials{"r": oldCreds})
+	var f bmc.PendingFallback
 
-	var tried []string
-	used, pending, err := bmc.TryPending(ctx, store, "r", oldCreds, accepts(oldCreds, &tried))
+	used, pending, err := f.Try(ctx, store, "r", oldCreds, accepts(oldCreds))
 	require.NoError(t, err)
 	assert.Equal(t, oldCreds, used)
 	assert.False(t, pending)
 	assert.Equal(t, []string{"old"}, tried)
 
 	tried = nil
-	_, _, err = bmc.TryPending(ctx, store, "r", oldCreds, accepts(newCreds, &tried))
+	_, _, err = f.Try(ctx, store, "r", oldCreds, accepts(newCreds))
 	require.ErrorIs(t, err, bmc.ErrUnauthorized, "nothing pending: the refusal stands")
 	assert.Equal(t, []string{"old"}, tried)
 
 	require.NoError(t, store.SetPending(ctx, "r", newCreds))
 	tried = nil
-	used, pending, err = bmc.TryPending(ctx, store, "r", oldCreds, accepts(newCreds, &tried))
+	used, pending, err = f.Try(ctx, store, "r", oldCreds, accepts(newCreds))
 	require.NoError(t, err)
 	assert.Equal(t, newCreds, used)
 	assert.True(t, pending)
 	assert.Equal(t, []string{"old", "new"}, tried)
 
 	tried = nil
-	_, _, err = bmc.TryPending(ctx, store, "r", oldCreds, func(c bmc.Credentials) error {
+	_, pending, err = f.Try(ctx, store, "r", oldCreds, accepts(newCreds))
+	require.NoError(t, err)
+	assert.True(t, pending)
+	assert.Equal(t, []string{"new"}, tried, "pending credentials that worked are tried first: no failed login")
+
+	tried = nil
+	_, pending, err = f.Try(ctx, store, "r", oldCreds, accepts(oldCreds))
+	require.NoError(t, err)
+	assert.False(t, pending)
+	assert.Equal(t, []string{"new", "old"}, tried, "refused now: forgotten, the current ones tried once")
+
+	tried = nil
+	_, _, err = f.Try(ctx, store, "r", oldCreds, func(c bmc.Credentials) error {
 		tried = append(tried, c.Username)
 		return bmc.Transient(errors.New("connection refused"))
 	})
@@ -176,7 +191,12 @@ func TestTryPending(t *testing.T) {
 	assert.Len(t, tried, 1, "only a refusal of the credentials tries the pending set")
 
 	tried = nil
-	_, pending, err = bmc.TryPending(ctx, bmc.StaticCredentials{"r": oldCreds}, "r", oldCreds, accepts(newCreds, &tried))
+	_, _, err = f.Try(ctx, store, "r", oldCreds, accepts(bmc.Credentials{}))
+	require.ErrorIs(t, err, bmc.ErrUnauthorized, "both refused")
+	assert.Equal(t, []string{"old", "new"}, tried)
+
+	tried = nil
+	_, pending, err = f.Try(ctx, bmc.StaticCredentials{"r": oldCreds}, "r", oldCreds, accepts(newCreds))
 	require.ErrorIs(t, err, bmc.ErrUnauthorized)
 	assert.False(t, pending)
 	assert.Len(t, tried, 1, "a resolver that is not a CredentialsStore has nothing pending")

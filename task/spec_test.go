@@ -92,7 +92,7 @@ func TestValidateNamesTheWrongField(t *testing.T) {
 		spec task.Spec
 		want []string // substrings of the error
 	}{
-		{"none set", task.Spec{}, []string{"no action set", "power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, clearLog, custom"}},
+		{"none set", task.Spec{}, []string{"no action set", "power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, clearLog, rotateCredentials, custom"}},
 		{"status and reachable", task.Spec{PowerStatus: &task.PowerStatusAction{}, Reachable: &task.ReachableAction{}}, []string{"powerStatus and reachable are all set"}},
 		{"bad bmc reset type", task.Spec{BMCReset: &task.BMCResetAction{Type: "lukewarm"}}, []string{`bmcReset.type: "lukewarm" is not one of warm, cold`}},
 		{"empty bmc reset type", task.Spec{BMCReset: &task.BMCResetAction{}}, []string{`bmcReset.type: ""`}},
@@ -164,8 +164,8 @@ func TestValidateReturnsFieldError(t *testing.T) {
 			"-1s is negative",
 			"invalid task: timeout: -1s is negative"},
 		{"none set", task.Spec{}, "",
-			"no action set: set exactly one of power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, clearLog, custom",
-			"invalid task: no action set: set exactly one of power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, clearLog, custom"},
+			"no action set: set exactly one of power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, clearLog, rotateCredentials, custom",
+			"invalid task: no action set: set exactly one of power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, clearLog, rotateCredentials, custom"},
 		{"http without uri", task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP}}, "bootDevice.uri",
 			"required for device http: the http:// or https:// URL of the EFI program to boot",
 			"invalid task: bootDevice.uri: required for device http: the http:// or https:// URL of the EFI program to boot"},

@@ -90,6 +90,9 @@ type Status struct {
 	// ClearLog is what a clearLog task read before its clear (stored
 	// before the clear is sent). Nil for the other kinds.
 	ClearLog *ClearLogStatus `json:"clearLog,omitempty"`
+	// Rotation is a rotateCredentials task's stage and accounts (never a
+	// password). Nil for the other kinds.
+	Rotation *RotationStatus `json:"rotation,omitempty"`
 }
 
 // BIOSStatus is what a bios task stored.
