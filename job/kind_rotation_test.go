@@ -172,7 +172,9 @@ func (e *rotationEnv) run(t *testing.T, s *job.Stepper) (done bool) {
 
 // accepts reports whether the BMC takes c (asked through the fake's test
 // hook: no login, no call logged).
-func (e *rotationEnv) accepts(c bmc.Credentials) bool { return e.bmc.AccountPassword(c.Username, c.Password) }
+func (e *rotationEnv) accepts(c bmc.Credentials) bool {
+	return e.bmc.AccountPassword(c.Username, c.Password)
+}
 
 func (e *rotationEnv) users() []string {
 	var names []string
