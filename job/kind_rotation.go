@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/bmckit/bmckit/bmc"
@@ -18,13 +16,13 @@ func init() {
 	registerKind("rotateCredentials", func(s *task.Spec) kind { return rotationKind{s.RotateCredentials} })
 }
 
-// rotationKind rotates the job's credentials (docs/credential-rotation.md):
-// prepare stores new credentials as pending in the bmc.CredentialsStore
-// and the stage ChangeSent with the job; send changes the password (or
-// creates the new account); notYet proves them on a new session, promotes
-// them, and in account mode deletes the old account, each stage stored
-// before what follows it. Resumed at ChangeSent, prepare asks the BMC
-// which credentials it takes before sending anything. No password ever
+// rotationKind rotates the job's credentials (docs/credential-rotation.md).
+// prepare stores new credentials as pending in the bmc.CredentialsStore,
+// then stage ChangeSent with the job; send changes the password (or creates
+// the account); notYet proves the new credentials on a new session,
+// promotes them, and in account mode deletes the old account, each stage
+// stored before what follows it. Resumed at ChangeSent, prepare asks the
+// BMC which credentials it takes before it sends anything. No password
 // goes into the status, a message or a log line.
 type rotationKind struct{ a *task.RotateCredentialsAction }
 
@@ -32,69 +30,59 @@ func (k rotationKind) defaultTimeout(c *kindConfig) time.Duration { return c.def
 func (k rotationKind) usesBMC() bool                              { return true }
 func (k rotationKind) recheckable() bool                          { return true }
 
-func (k rotationKind) status(t *taskView) *task.RotationStatus {
-	if t.status.Rotation == nil {
-		t.status.Rotation = &task.RotationStatus{}
-	}
-	return t.status.Rotation
-}
-
-// needs is the account manager and the credentials store, or NotSupported.
-func (k rotationKind) needs(t *taskView) (bmc.AccountManager, bmc.CredentialsStore, error) {
+// env is what every stage needs: the account manager, the store, the
+// task's status and the credentials reference; NotSupported without them.
+func (k rotationKind) env(t *taskView) (bmc.AccountManager, bmc.CredentialsStore, *task.RotationStatus, string, error) {
 	am, ok := t.BMC.(bmc.AccountManager)
 	if !ok {
-		return nil, nil, notSupported(t.ep, "manage accounts")
+		return nil, nil, nil, "", notSupported(t.ep, "manage accounts")
 	}
 	cs, ok := t.cfg.credentials.(bmc.CredentialsStore)
 	if !ok {
-		return nil, nil, &bmc.OpError{Op: "rotate credentials", Endpoint: t.ep.String(), Err: fmt.Errorf(
-			"the job's credentials resolver (%T) cannot hold pending credentials: give the Stepper a bmc.CredentialsStore: %w", t.cfg.credentials, bmc.ErrNotSupported)}
+		return nil, nil, nil, "", &bmc.OpError{Op: "rotate credentials", Endpoint: t.ep.String(), Err: fmt.Errorf(
+			"the credentials resolver (%T) cannot hold pending credentials: give the Stepper a bmc.CredentialsStore: %w", t.cfg.credentials, bmc.ErrNotSupported)}
 	}
-	return am, cs, nil
+	if t.status.Rotation == nil {
+		t.status.Rotation = &task.RotationStatus{}
+	}
+	return am, cs, t.status.Rotation, t.job.Spec.CredentialsRef, nil
 }
 
-// preflight: accounts and a store; the policy read proves the BMC has them.
 func (k rotationKind) preflight(ctx context.Context, t *taskView) error {
-	am, _, err := k.needs(t)
+	am, _, _, _, err := k.env(t)
 	if err == nil {
-		_, err = am.PasswordPolicy(ctx)
+		_, err = am.PasswordPolicy(ctx) // the BMC has accounts
 	}
 	return err
 }
 
+// prepare stores the pending credentials (a pending set is reused), then
+// stage ChangeSent. Resumed at ChangeSent: skip when the BMC takes the
+// pending set, send again when it takes the current one, fail when
+// neither.
 func (k rotationKind) prepare(ctx context.Context, t *taskView) (prep, error) {
-	am, cs, err := k.needs(t)
+	am, cs, st, ref, err := k.env(t)
 	if err != nil {
 		return prep{}, err
 	}
-	st, ref := k.status(t), t.job.Spec.CredentialsRef
 	switch st.Stage {
-	case "", task.RotationPending:
+	case "":
 	case task.RotationChangeSent:
-		// Resumed: the change may have reached the BMC. Which credentials
-		// does it take? Pending first (the change landed), then current.
 		pend, has, err := cs.Pending(ctx, ref)
 		if err != nil {
 			return prep{}, err
 		}
 		if has {
 			if ok, err := k.accepts(ctx, t, pend); ok || err != nil {
-				return prep{skip: ok}, err // landed: prove and promote
+				return prep{skip: ok}, err
 			}
 		}
-		cur, err := cs.Resolve(ctx, ref)
-		if err != nil {
+		if err := k.currentWorks(ctx, t, cs, ref); err != nil || has {
 			return prep{}, err
-		}
-		if ok, err := k.accepts(ctx, t, cur); err != nil || !ok {
-			return prep{}, k.neither(t, err)
-		}
-		if has {
-			return prep{}, nil // not landed: send it again
 		}
 		st.Stage = "" // the pending set was dropped: start again
 	default:
-		return prep{skip: true}, nil // proven or later: notYet goes on
+		return prep{skip: true}, nil
 	}
 	cur, err := cs.Resolve(ctx, ref)
 	if err != nil {
@@ -109,72 +97,47 @@ func (k rotationKind) prepare(ctx context.Context, t *taskView) (prep, error) {
 		return prep{}, &taskFailure{conditions.ReasonInvalidSpec, fmt.Sprintf("the BMC lists no account %q, the user the job logs in with", cur.Username)}
 	}
 	pend, has, err := cs.Pending(ctx, ref)
+	if err == nil && !has {
+		pend, err = k.generate(ctx, am, cur.Username, accts)
+		if err == nil {
+			err = cs.SetPending(ctx, ref, pend)
+			t.log.Info("new credentials stored as pending", "task", t.Task+1, "user", pend.Username)
+		}
+	}
 	if err != nil {
 		return prep{}, err
 	}
-	if !has {
-		if pend, err = k.generate(ctx, am, cur.Username, accts); err != nil {
-			return prep{}, err
-		}
-		if err := cs.SetPending(ctx, ref, pend); err != nil {
-			return prep{}, err
-		}
-		t.log.Info("new credentials stored as pending", "task", t.Task+1, "user", pend.Username)
-	}
-	password := k.a.RotationModeOrDefault() == task.RotationPassword
-	if password != (pend.Username == cur.Username) {
+	if password := k.a.RotationModeOrDefault() == task.RotationPassword; password != (pend.Username == cur.Username) {
 		return prep{}, &taskFailure{conditions.ReasonInvalidSpec, fmt.Sprintf("the pending credentials name user %q, which mode %s cannot give (the current user is %q): drop them from the credentials store", pend.Username, k.a.RotationModeOrDefault(), cur.Username)}
 	}
 	*st = task.RotationStatus{Stage: task.RotationChangeSent, UserName: pend.Username, OldUserName: cur.Username, OldAccountID: accts[i].ID}
 	return prep{store: true}, nil
 }
 
-// generate makes new credentials to the BMC's policy.
-func (k rotationKind) generate(ctx context.Context, am bmc.AccountManager, cur string, accts []bmc.Account) (bmc.Credentials, error) {
+// generate makes new credentials to the BMC's password policy.
+func (k rotationKind) generate(ctx context.Context, am bmc.AccountManager, user string, accts []bmc.Account) (bmc.Credentials, error) {
 	p, err := am.PasswordPolicy(ctx)
 	if err != nil {
 		return bmc.Credentials{}, err
 	}
-	user := cur
 	pw, err := bmc.GeneratePassword(p)
 	if err != nil {
 		return bmc.Credentials{}, &taskFailure{conditions.ReasonNotSupported, "the BMC's password policy: " + err.Error()}
 	}
 	if k.a.RotationModeOrDefault() == task.RotationAccount {
-		if user = k.a.UserName; user == "" {
-			user = nextUserName(cur, accts)
-		}
+		user = orDefault(k.a.UserName, bmc.NextUserName(user, accts))
 	}
 	return bmc.Credentials{Username: user, Password: pw}, nil
 }
 
-var generation = regexp.MustCompile(`-([0-9]+)$`)
-
-// nextUserName is name with its generation suffix counted up ("admin":
-// "admin-2", "admin-2": "admin-3"), skipping names the BMC has.
-func nextUserName(name string, accts []bmc.Account) string {
-	n := 2
-	if m := generation.FindStringSubmatch(name); m != nil {
-		g, _ := strconv.Atoi(m[1])
-		name, n = name[:len(name)-len(m[0])], g+1
-	}
-	for ; ; n++ {
-		c := name + "-" + strconv.Itoa(n)
-		if !slices.ContainsFunc(accts, func(a bmc.Account) bool { return a.UserName == c }) {
-			return c
-		}
-	}
-}
-
-// send changes the BMC: the account's new password, or the new account
-// (updated instead when it exists: a create whose answer was lost). A
+// send changes the BMC: the account's password, or the new account (its
+// password set again when it exists: a create whose answer was lost). A
 // change the BMC refuses drops the pending set: the current one holds.
 func (k rotationKind) send(ctx context.Context, t *taskView) error {
-	am, cs, err := k.needs(t)
+	am, cs, st, ref, err := k.env(t)
 	if err != nil {
 		return err
 	}
-	st, ref := k.status(t), t.job.Spec.CredentialsRef
 	pend, has, err := cs.Pending(ctx, ref)
 	if err != nil {
 		return err
@@ -182,72 +145,58 @@ func (k rotationKind) send(ctx context.Context, t *taskView) error {
 	if !has {
 		return &taskFailure{conditions.ReasonVerificationFailed, "the pending credentials are gone from the credentials store"}
 	}
-	id, update := st.OldAccountID, true
+	id := st.OldAccountID
 	if k.a.RotationModeOrDefault() == task.RotationAccount {
-		id, update, err = k.create(ctx, am, st.OldAccountID, pend)
+		id, err = k.create(ctx, am, st.OldAccountID, pend)
 	}
-	if err == nil && update {
+	if err == nil && id != "" {
 		err = am.UpdateAccount(ctx, id, bmc.AccountUpdate{Password: &pend.Password})
 	}
 	if err != nil && !bmc.IsTransient(err) {
-		if derr := cs.DropPending(ctx, ref, pend); derr != nil {
-			return errors.Join(err, derr)
-		}
+		err = errors.Join(err, cs.DropPending(ctx, ref, pend))
 	}
 	return err
 }
 
-// create makes the new account, with the spec's role or the old
-// account's; an account of that name made before (a create whose answer
-// was lost) is to be updated instead.
-func (k rotationKind) create(ctx context.Context, am bmc.AccountManager, oldID string, pend bmc.Credentials) (id string, update bool, err error) {
+// create makes the new account with the spec's role or the old account's;
+// an account of that name (made by a create whose answer was lost) is
+// returned, to be updated instead.
+func (k rotationKind) create(ctx context.Context, am bmc.AccountManager, oldID string, pend bmc.Credentials) (existing string, err error) {
 	accts, err := am.Accounts(ctx)
 	if err != nil {
-		return "", false, err
+		return "", err
 	}
 	role := bmc.Role(k.a.Role)
 	for _, a := range accts {
-		switch {
-		case a.UserName == pend.Username:
-			return a.ID, true, nil
-		case a.ID == oldID && role == "":
+		if a.UserName == pend.Username {
+			return a.ID, nil
+		}
+		if a.ID == oldID && role == "" {
 			role = a.Role
 		}
 	}
-	_, err = am.CreateAccount(ctx, bmc.AccountSpec{UserName: pend.Username, Password: pend.Password, Role: or(role, bmc.RoleAdministrator)})
-	return "", false, err
+	_, err = am.CreateAccount(ctx, bmc.AccountSpec{UserName: pend.Username, Password: pend.Password, Role: orDefault(role, bmc.RoleAdministrator)})
+	return "", err
 }
 
 func (k rotationKind) check(_ context.Context, t *taskView) (bool, string, error) {
-	st := k.status(t)
-	if st.Stage == task.RotationDone {
-		return true, k.done(st), nil
+	st := t.status.Rotation
+	if st == nil || st.Stage != task.RotationDone {
+		return false, "rotation not done", nil
 	}
-	return false, "rotation at stage " + or(st.Stage, "not started"), nil
-}
-
-func or[S ~string](s, def S) S {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-func (k rotationKind) done(st *task.RotationStatus) string {
 	if st.UserName != st.OldUserName {
-		return fmt.Sprintf("logging in as %q now; account %q (id %s) deleted", st.UserName, st.OldUserName, st.OldAccountID)
+		return true, fmt.Sprintf("logging in as %q; account %q (id %s) deleted", st.UserName, st.OldUserName, st.OldAccountID), nil
 	}
-	return fmt.Sprintf("password of %q changed; the new one is the current credentials", st.UserName)
+	return true, fmt.Sprintf("password of %q changed", st.UserName), nil
 }
 
-// notYet carries the rotation on after the change: prove, promote, delete
-// the old account (account mode), each stage stored before the next.
+// notYet goes on after the change: prove, promote, delete the old account
+// (account mode), each stage stored before the next.
 func (k rotationKind) notYet(ctx context.Context, t *taskView, _ string) (decision, error) {
-	_, cs, err := k.needs(t)
+	_, cs, st, ref, err := k.env(t)
 	if err != nil {
 		return decision{}, err
 	}
-	st, ref := k.status(t), t.job.Spec.CredentialsRef
 	pend, has, err := cs.Pending(ctx, ref)
 	if err != nil {
 		return decision{}, err
@@ -264,20 +213,14 @@ func (k rotationKind) notYet(ctx context.Context, t *taskView, _ string) (decisi
 				return storeThenAgain(), nil
 			}
 		}
-		cur, err := cs.Resolve(ctx, ref)
-		if err != nil {
+		if err := k.currentWorks(ctx, t, cs, ref); err != nil {
 			return decision{}, err
 		}
-		if ok, err := k.accepts(ctx, t, cur); err != nil || !ok {
-			return decision{}, k.neither(t, err)
-		}
-		if has {
-			if err := cs.DropPending(ctx, ref, pend); err != nil {
-				return decision{}, err
-			}
+		if err := cs.DropPending(ctx, ref, pend); has && err != nil {
+			return decision{}, err
 		}
 		return failWith(conditions.ReasonVerificationFailed, fmt.Sprintf(
-			"the BMC took the change but refuses the new credentials of %q, and still takes the current ones: nothing changed (pending credentials dropped)", st.UserName)), nil
+			"the BMC took the change but refuses the new credentials of %q and still takes the current ones: nothing changed, pending credentials dropped", st.UserName)), nil
 	case task.RotationProven:
 		if has {
 			if err := cs.Promote(ctx, ref, pend); err != nil {
@@ -286,66 +229,55 @@ func (k rotationKind) notYet(ctx context.Context, t *taskView, _ string) (decisi
 			t.log.Info("new credentials promoted to current", "task", t.Task+1, "user", pend.Username)
 		}
 		if st.UserName == st.OldUserName {
-			st.Stage = task.RotationDone
-			return decision{succeed: k.done(st)}, nil
+			return k.done(ctx, t)
 		}
 		st.Stage = task.RotationPromoted
 		return storeThenAgain(), nil
 	case task.RotationPromoted:
 		cur, err := cs.Resolve(ctx, ref)
-		if err != nil {
+		if err == nil {
+			err = bmc.WithSession(ctx, t.cfg.dialer, *t.ep, cur, func(d bmc.Driver) error {
+				return d.(bmc.AccountManager).DeleteAccount(ctx, st.OldAccountID)
+			})
+		}
+		if err != nil && !errors.Is(err, bmc.ErrAccountNotFound) { // not found: deleted before a crash
 			return decision{}, err
 		}
-		err = k.session(ctx, t, cur, func(d bmc.Driver) error {
-			err := d.(bmc.AccountManager).DeleteAccount(ctx, st.OldAccountID)
-			if errors.Is(err, bmc.ErrAccountNotFound) {
-				return nil // deleted before a crash
-			}
-			return err
-		})
-		if err != nil {
-			return decision{}, err
-		}
-		st.Stage = task.RotationDone
-		return decision{succeed: k.done(st)}, nil
+		return k.done(ctx, t)
 	}
 	return pollAfter(0), nil
 }
 
-// accepts dials a new session with c and reads the accounts through it:
-// false when the BMC refuses c.
+// done ends the task: stage Done, stored with its success.
+func (k rotationKind) done(ctx context.Context, t *taskView) (decision, error) {
+	t.status.Rotation.Stage = task.RotationDone
+	_, msg, _ := k.check(ctx, t)
+	return decision{succeed: msg}, nil
+}
+
 func (k rotationKind) accepts(ctx context.Context, t *taskView, c bmc.Credentials) (bool, error) {
-	err := k.session(ctx, t, c, func(d bmc.Driver) error {
-		am, ok := d.(bmc.AccountManager)
-		if !ok {
-			return notSupported(t.ep, "manage accounts")
-		}
-		_, err := am.Accounts(ctx)
-		return err
-	})
-	if errors.Is(err, bmc.ErrUnauthorized) {
-		return false, nil
-	}
-	return err == nil, err
+	return bmc.Accepts(ctx, t.cfg.dialer, *t.ep, c)
 }
 
-// session runs f on a new session with c, closed afterwards.
-func (k rotationKind) session(ctx context.Context, t *taskView, c bmc.Credentials, f func(bmc.Driver) error) error {
-	d, err := t.cfg.dialer.Dial(ctx, *t.ep, c)
+// currentWorks is nil when the BMC takes the current credentials; when it
+// refuses them too, the task fails, having changed nothing.
+func (k rotationKind) currentWorks(ctx context.Context, t *taskView, cs bmc.CredentialsStore, ref string) error {
+	cur, err := cs.Resolve(ctx, ref)
 	if err != nil {
 		return err
 	}
-	defer d.Close(context.WithoutCancel(ctx))
-	return f(d)
-}
-
-// neither fails the task when the BMC takes neither credentials (err nil),
-// changing nothing; otherwise err.
-func (k rotationKind) neither(t *taskView, err error) error {
-	if err != nil {
+	if ok, err := k.accepts(ctx, t, cur); ok || err != nil {
 		return err
 	}
-	st := k.status(t)
 	return &taskFailure{conditions.ReasonUnauthorized, fmt.Sprintf(
-		"the BMC refuses both the current credentials (user %q) and the pending ones (user %q): nothing changed; set the credentials the BMC takes in the store", st.OldUserName, st.UserName)}
+		"the BMC refuses both the current credentials (user %q) and the pending ones (user %q): nothing changed; put the credentials it takes in the store", cur.Username, t.status.Rotation.UserName)}
+}
+
+// orDefault is s, or def when s is the zero value.
+func orDefault[T comparable](s, def T) T {
+	var zero T
+	if s == zero {
+		return def
+	}
+	return s
 }

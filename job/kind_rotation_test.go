@@ -131,9 +131,13 @@ func (e *rotationEnv) write(s string) {
 
 // process is a new Stepper: a process started on the same stores and BMC.
 func (e *rotationEnv) process(t *testing.T) *job.Stepper {
+	return e.processDialing(t, e.bmc)
+}
+
+func (e *rotationEnv) processDialing(t *testing.T, d bmc.Dialer) *job.Stepper {
 	ev := func(x any) { e.write(fmt.Sprintf("%+v", x)) }
 	s, err := job.NewStepper(job.StepperConfig{
-		Dialer: e.bmc, Credentials: e.creds, Locks: syslock.NoLocking, Clock: e.clk,
+		Dialer: d, Credentials: e.creds, Locks: syslock.NoLocking, Clock: e.clk,
 		Logger: funcr.New(func(prefix, args string) { e.write(prefix + " " + args) }, funcr.Options{Verbosity: 9}),
 		Observer: observe.Observer{
 			JobStarted: func(x observe.JobEvent) { ev(x) }, JobFinished: func(x observe.JobEvent) { ev(x) },
@@ -219,13 +223,14 @@ func rotationJob(mode task.RotationMode) *job.Job {
 // credentials store), then resumes it with a new process: at every
 // stopping point the BMC takes the store's current or pending credentials,
 // and after the resume the rotation is complete, with no password left
-// anywhere it must not be.
+// anywhere it must not be. The BMC locks an account after 2 failed logins
+// in a row: neither the rotation nor its resume may cost two.
 func TestRotationCrashPoints(t *testing.T) {
 	for _, mode := range []task.RotationMode{task.RotationPassword, task.RotationAccount} {
 		t.Run(string(mode), func(t *testing.T) {
 			points := 0
 			for n := 1; ; n++ {
-				e := newRotationEnv(t, fake.Options{Accounts: fake.AccountOptions{Policy: bmc.PasswordPolicy{MinLength: 12, MaxLength: 20}}})
+				e := newRotationEnv(t, fake.Options{Accounts: fake.AccountOptions{Policy: bmc.PasswordPolicy{MinLength: 12, MaxLength: 20, LockoutThreshold: 2}}})
 				require.NoError(t, e.crd.persist(context.Background(), rotationJob(mode)))
 				e.cp.set(func() { e.cp.n = n })
 				if e.run(t, e.process(t)) {
@@ -267,6 +272,9 @@ func (e *rotationEnv) check(t *testing.T, mode task.RotationMode, what string) {
 		assert.Equal(t, "admin-2", cur.Username)
 	} else {
 		assert.Equal(t, "admin", cur.Username)
+	}
+	for _, a := range e.bmc.Accounts() {
+		assert.False(t, a.Locked, "%s: account %q locked out", what, a.UserName)
 	}
 	st := j.Status.Tasks[0].Rotation
 	require.NotNil(t, st)
@@ -326,4 +334,69 @@ func TestRotationBothRefusedChangesNothing(t *testing.T) {
 	assert.Equal(t, rotOld, e.current(t))
 	assert.LessOrEqual(t, e.bmc.Sessions().FailedLogins, 2, "one refused login per credentials")
 	e.noSecrets(t)
+}
+
+// A BMC that takes the new account but refuses its logins, while the old
+// one still works: the task fails VerificationFailed and drops the pending
+// credentials; the job's credentials are unchanged.
+func TestRotationNewCredentialsRefusedAfterTheChange(t *testing.T) {
+	e := newRotationEnv(t, fake.Options{})
+	refusing := bmc.DialerFunc(func(ctx context.Context, ep bmc.Endpoint, c bmc.Credentials) (bmc.Driver, error) {
+		if c.Username == "admin-2" {
+			return nil, fmt.Errorf("login refused: %w", bmc.ErrUnauthorized)
+		}
+		return e.bmc.Dial(ctx, ep, c)
+	})
+	require.NoError(t, e.crd.persist(context.Background(), rotationJob(task.RotationAccount)))
+	require.True(t, e.run(t, e.processDialing(t, refusing)))
+	j := e.crd.load(t)
+	assertCompleted(t, j, conditions.ResultFailed)
+	assert.Equal(t, conditions.ReasonVerificationFailed, j.Status.Reason)
+	assert.Contains(t, j.Status.Message, `"admin-2"`)
+	_, has := e.pending(t)
+	assert.False(t, has, "pending dropped")
+	assert.Equal(t, rotOld, e.current(t))
+	assert.True(t, e.accepts(rotOld))
+	e.noSecrets(t)
+}
+
+// Without account management, or with a resolver that cannot hold pending
+// credentials, the job ends in its preflight: NotSupported, nothing sent.
+func TestRotationPreflightNotSupported(t *testing.T) {
+	for name, tc := range map[string]struct {
+		opts  fake.Options
+		creds bmc.CredentialsResolver
+		want  string
+	}{
+		"no accounts": {fake.Options{Unsupported: []bmc.Capability{bmc.CapabilityAccounts}}, nil, "password policy"},
+		"no store":    {fake.Options{}, bmc.StaticCredentials{rotRef: rotOld}, "bmc.CredentialsStore"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newRotationEnv(t, tc.opts)
+			creds := tc.creds
+			if creds == nil {
+				creds = e.creds
+			}
+			s, err := job.NewStepper(job.StepperConfig{Dialer: e.bmc, Credentials: creds, Locks: syslock.NoLocking, Clock: e.clk})
+			require.NoError(t, err)
+			require.NoError(t, e.crd.persist(context.Background(), rotationJob(task.RotationPassword)))
+			for range 10 {
+				res, err := s.Step(context.Background(), e.crd.load(t), e.persist)
+				require.NoError(t, err)
+				if res.Done {
+					break
+				}
+				e.clk.Advance(res.RequeueAfter)
+			}
+			j := e.crd.load(t)
+			assertCompleted(t, j, conditions.ResultFailed)
+			assert.Equal(t, conditions.ReasonNotSupported, j.Status.Reason)
+			assert.Contains(t, j.Status.Message, tc.want)
+			for _, c := range e.bmc.Calls() {
+				assert.Contains(t, []fake.Method{fake.MethodDial, fake.MethodPasswordPolicy, fake.MethodClose}, c.Method, "only reads")
+			}
+			_, has := e.pending(t)
+			assert.False(t, has)
+		})
+	}
 }

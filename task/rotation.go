@@ -76,8 +76,6 @@ func (a *RotateCredentialsAction) validate(path string) error {
 
 // Rotation stages, in order (RotationStatus.Stage).
 const (
-	// RotationPending: the new credentials are stored as pending.
-	RotationPending = "Pending"
 	// RotationChangeSent: the change (new password, new account) is about
 	// to be sent, or was.
 	RotationChangeSent = "ChangeSent"
@@ -93,7 +91,8 @@ const (
 // RotationStatus is what a rotateCredentials task stored: its stage, and
 // the accounts it works on. Never a password.
 type RotationStatus struct {
-	// Stage is the last stage reached: Pending, ChangeSent, Proven,
+	// Stage is the last stage reached: ChangeSent (the new credentials are
+	// pending in the credentials store; the change is sent next), Proven,
 	// Promoted, Done. A stage is stored before the BMC request it leads to.
 	Stage string `json:"stage,omitempty"`
 	// UserName is the user name of the new credentials (account mode: the
