@@ -102,6 +102,4 @@ type RotationStatus struct {
 	OldUserName string `json:"oldUserName,omitempty"`
 	// OldAccountID is the ID on the BMC of the account of OldUserName.
 	OldAccountID string `json:"oldAccountID,omitempty"`
-	// AccountID is the new account's ID (account mode).
-	AccountID string `json:"accountID,omitempty"`
 }
