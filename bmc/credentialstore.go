@@ -3,6 +3,7 @@ package bmc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 )
 
@@ -41,6 +42,54 @@ type CredentialsStore interface {
 // [CredentialsStore.DropPending] was given credentials that are not the
 // pending ones (another rotation replaced them). Permanent.
 var ErrPendingMismatch = errors.New("the credentials are not the pending ones of the reference")
+
+// CredentialsPair is what a [CredentialsStore] holds for one reference,
+// with the rules every store applies to it: the in-tree stores use it, and
+// so can a host's own (a vault's), so that all agree on what SetPending,
+// Promote and DropPending do. ref names the reference in errors; errors
+// never carry a password.
+type CredentialsPair struct {
+	Current Credentials
+	Pending *Credentials
+}
+
+// SetPending makes c the pending credentials, replacing any; an empty user
+// name or password is refused.
+func (p *CredentialsPair) SetPending(ref string, c Credentials) error {
+	if c.Username == "" || c.Password == "" {
+		return fmt.Errorf("pending credentials of %q: the user name and the password must not be empty", ref)
+	}
+	p.Pending = &c
+	return nil
+}
+
+// Promote makes c current if they are the pending ones (changed), is a
+// no-op if they are current and nothing is pending, and otherwise fails
+// with ErrPendingMismatch.
+func (p *CredentialsPair) Promote(ref string, c Credentials) (changed bool, err error) {
+	switch {
+	case p.Pending != nil && *p.Pending == c:
+		p.Current, p.Pending = c, nil
+		return true, nil
+	case p.Pending == nil && p.Current == c:
+		return false, nil
+	}
+	return false, fmt.Errorf("promoting credentials of %q (user %q): %w", ref, c.Username, ErrPendingMismatch)
+}
+
+// DropPending drops the pending credentials if they are c (changed); no
+// pending is a no-op; other pending credentials fail with
+// ErrPendingMismatch.
+func (p *CredentialsPair) DropPending(ref string, c Credentials) (changed bool, err error) {
+	switch {
+	case p.Pending == nil:
+		return false, nil
+	case *p.Pending == c:
+		p.Pending = nil
+		return true, nil
+	}
+	return false, fmt.Errorf("dropping the pending credentials of %q (user %q): %w", ref, c.Username, ErrPendingMismatch)
+}
 
 // PendingFallback dials with the pending credentials of a
 // [CredentialsStore] when the current ones are refused: a BMC found

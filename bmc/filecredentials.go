@@ -54,7 +54,7 @@ type filePassword struct {
 func OpenFileCredentials(path string) (*FileCredentials, error) {
 	s := &FileCredentials{path: path}
 	if _, err := s.load(); errors.Is(err, fs.ErrNotExist) {
-		return s, s.save(map[string]*credentialsPair{})
+		return s, s.save(map[string]*CredentialsPair{})
 	} else if err != nil {
 		return nil, err
 	}
@@ -67,8 +67,8 @@ func (s *FileCredentials) Path() string { return s.path }
 // Set makes c the current credentials of ref, dropping any pending set
 // (an operator's change, or a host enrolling a BMC).
 func (s *FileCredentials) Set(_ context.Context, ref string, c Credentials) error {
-	return s.update(ref, true, func(p *credentialsPair) (bool, error) {
-		*p = credentialsPair{Current: c}
+	return s.update(ref, true, func(p *CredentialsPair) (bool, error) {
+		*p = CredentialsPair{Current: c}
 		return true, nil
 	})
 }
@@ -94,20 +94,20 @@ func (s *FileCredentials) Pending(_ context.Context, ref string) (Credentials, b
 // SetPending implements [CredentialsStore]: durable (fsynced) when it
 // returns.
 func (s *FileCredentials) SetPending(_ context.Context, ref string, c Credentials) error {
-	return s.update(ref, false, func(p *credentialsPair) (bool, error) { return true, p.setPending(ref, c) })
+	return s.update(ref, false, func(p *CredentialsPair) (bool, error) { return true, p.SetPending(ref, c) })
 }
 
 // Promote implements [CredentialsStore].
 func (s *FileCredentials) Promote(_ context.Context, ref string, c Credentials) error {
-	return s.update(ref, false, func(p *credentialsPair) (bool, error) { return p.promote(ref, c) })
+	return s.update(ref, false, func(p *CredentialsPair) (bool, error) { return p.Promote(ref, c) })
 }
 
 // DropPending implements [CredentialsStore].
 func (s *FileCredentials) DropPending(_ context.Context, ref string, c Credentials) error {
-	return s.update(ref, false, func(p *credentialsPair) (bool, error) { return p.drop(ref, c) })
+	return s.update(ref, false, func(p *CredentialsPair) (bool, error) { return p.DropPending(ref, c) })
 }
 
-func (s *FileCredentials) pair(ref string) (*credentialsPair, error) {
+func (s *FileCredentials) pair(ref string) (*CredentialsPair, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m, err := s.load()
@@ -123,7 +123,7 @@ func (s *FileCredentials) pair(ref string) (*credentialsPair, error) {
 
 // update applies change to ref's pair (a new one when create) and writes
 // the file when it reports a change.
-func (s *FileCredentials) update(ref string, create bool, change func(*credentialsPair) (bool, error)) error {
+func (s *FileCredentials) update(ref string, create bool, change func(*CredentialsPair) (bool, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m, err := s.load()
@@ -135,7 +135,7 @@ func (s *FileCredentials) update(ref string, create bool, change func(*credentia
 		if !create {
 			return fmt.Errorf("no credentials named %q in %s", ref, s.path)
 		}
-		p = &credentialsPair{}
+		p = &CredentialsPair{}
 		m[ref] = p
 	}
 	changed, err := change(p)
@@ -145,7 +145,7 @@ func (s *FileCredentials) update(ref string, create bool, change func(*credentia
 	return s.save(m)
 }
 
-func (s *FileCredentials) load() (map[string]*credentialsPair, error) {
+func (s *FileCredentials) load() (map[string]*CredentialsPair, error) {
 	data, err := os.ReadFile(s.path)
 	if err != nil {
 		return nil, err
@@ -155,7 +155,7 @@ func (s *FileCredentials) load() (map[string]*credentialsPair, error) {
 
 // decodeCredentialsFile decodes the file's JSON; the error names the file
 // and the field, never a value.
-func decodeCredentialsFile(data []byte, path string) (map[string]*credentialsPair, error) {
+func decodeCredentialsFile(data []byte, path string) (map[string]*CredentialsPair, error) {
 	var f credentialsFile
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -176,12 +176,12 @@ func decodeCredentialsFile(data []byte, path string) (map[string]*credentialsPai
 	if dec.More() {
 		return nil, fmt.Errorf("credentials file %s: data after the JSON object", path)
 	}
-	m := make(map[string]*credentialsPair, len(f.Credentials))
+	m := make(map[string]*CredentialsPair, len(f.Credentials))
 	for ref, p := range f.Credentials {
 		if p.Current.Username == "" {
 			return nil, fmt.Errorf("credentials file %s: credentials.%q.current.username is empty", path, ref)
 		}
-		cp := &credentialsPair{Current: Credentials(p.Current)}
+		cp := &CredentialsPair{Current: Credentials(p.Current)}
 		if p.Pending != nil {
 			if p.Pending.Username == "" || p.Pending.Password == "" {
 				return nil, fmt.Errorf("credentials file %s: credentials.%q.pending: the username and the password must not be empty", path, ref)
@@ -195,7 +195,7 @@ func decodeCredentialsFile(data []byte, path string) (map[string]*credentialsPai
 }
 
 // save writes m: temporary file, fsync, rename, directory fsync.
-func (s *FileCredentials) save(m map[string]*credentialsPair) error {
+func (s *FileCredentials) save(m map[string]*CredentialsPair) error {
 	f := credentialsFile{Credentials: make(map[string]fileCredentialsPair, len(m))}
 	for ref, p := range m {
 		fp := fileCredentialsPair{Current: filePassword(p.Current)}

@@ -10,13 +10,7 @@ import (
 // examples: nothing survives the process. Safe for concurrent use.
 type MemoryCredentials struct {
 	mu   sync.Mutex
-	refs map[string]*credentialsPair
-}
-
-// credentialsPair is what a CredentialsStore holds for one reference.
-type credentialsPair struct {
-	Current Credentials
-	Pending *Credentials
+	refs map[string]*CredentialsPair
 }
 
 var _ CredentialsStore = (*MemoryCredentials)(nil)
@@ -24,9 +18,9 @@ var _ CredentialsStore = (*MemoryCredentials)(nil)
 // NewMemoryCredentials returns a store whose current credentials are m's
 // (copied), none pending.
 func NewMemoryCredentials(m map[string]Credentials) *MemoryCredentials {
-	s := &MemoryCredentials{refs: make(map[string]*credentialsPair, len(m))}
+	s := &MemoryCredentials{refs: make(map[string]*CredentialsPair, len(m))}
 	for ref, c := range m {
-		s.refs[ref] = &credentialsPair{Current: c}
+		s.refs[ref] = &CredentialsPair{Current: c}
 	}
 	return s
 }
@@ -36,7 +30,7 @@ func NewMemoryCredentials(m map[string]Credentials) *MemoryCredentials {
 func (s *MemoryCredentials) Set(ref string, c Credentials) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.refs[ref] = &credentialsPair{Current: c}
+	s.refs[ref] = &CredentialsPair{Current: c}
 }
 
 // Resolve implements [CredentialsResolver]: the current credentials.
@@ -69,7 +63,7 @@ func (s *MemoryCredentials) SetPending(_ context.Context, ref string, c Credenti
 	if err != nil {
 		return err
 	}
-	return p.setPending(ref, c)
+	return p.SetPending(ref, c)
 }
 
 // Promote implements [CredentialsStore].
@@ -80,7 +74,7 @@ func (s *MemoryCredentials) Promote(_ context.Context, ref string, c Credentials
 	if err != nil {
 		return err
 	}
-	_, err = p.promote(ref, c)
+	_, err = p.Promote(ref, c)
 	return err
 }
 
@@ -92,47 +86,14 @@ func (s *MemoryCredentials) DropPending(_ context.Context, ref string, c Credent
 	if err != nil {
 		return err
 	}
-	_, err = p.drop(ref, c)
+	_, err = p.DropPending(ref, c)
 	return err
 }
 
-func (s *MemoryCredentials) get(ref string) (*credentialsPair, error) {
+func (s *MemoryCredentials) get(ref string) (*CredentialsPair, error) {
 	p, ok := s.refs[ref]
 	if !ok {
 		return nil, fmt.Errorf("no credentials named %q", ref)
 	}
 	return p, nil
-}
-
-// The rules every store applies to one reference's pair (shared by the
-// memory and file stores). changed reports whether p changed.
-
-func (p *credentialsPair) setPending(ref string, c Credentials) error {
-	if c.Username == "" || c.Password == "" {
-		return fmt.Errorf("pending credentials of %q: the user name and the password must not be empty", ref)
-	}
-	p.Pending = &c
-	return nil
-}
-
-func (p *credentialsPair) promote(ref string, c Credentials) (changed bool, err error) {
-	switch {
-	case p.Pending != nil && *p.Pending == c:
-		p.Current, p.Pending = c, nil
-		return true, nil
-	case p.Pending == nil && p.Current == c:
-		return false, nil
-	}
-	return false, fmt.Errorf("promoting credentials of %q (user %q): %w", ref, c.Username, ErrPendingMismatch)
-}
-
-func (p *credentialsPair) drop(ref string, c Credentials) (changed bool, err error) {
-	switch {
-	case p.Pending == nil:
-		return false, nil
-	case *p.Pending == c:
-		p.Pending = nil
-		return true, nil
-	}
-	return false, fmt.Errorf("dropping the pending credentials of %q (user %q): %w", ref, c.Username, ErrPendingMismatch)
 }
