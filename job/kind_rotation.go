@@ -216,11 +216,17 @@ func (k rotationKind) notYet(ctx context.Context, t *taskView, _ string) (decisi
 		if err := k.currentWorks(ctx, t, cs, ref); err != nil {
 			return decision{}, err
 		}
-		if err := cs.DropPending(ctx, ref, pend); has && err != nil {
-			return decision{}, err
+		why := "the pending credentials are gone from the store"
+		if has {
+			if err := cs.DropPending(ctx, ref, pend); err != nil {
+				return decision{}, err
+			}
+			why = fmt.Sprintf("the BMC took the change but refuses the new credentials of %q (dropped from the store)", st.UserName)
 		}
-		return failWith(conditions.ReasonVerificationFailed, fmt.Sprintf(
-			"the BMC took the change but refuses the new credentials of %q and still takes the current ones: nothing changed, pending credentials dropped", st.UserName)), nil
+		if st.UserName != st.OldUserName {
+			why += fmt.Sprintf("; account %q may be left on the BMC: delete it", st.UserName)
+		}
+		return failWith(conditions.ReasonVerificationFailed, why+"; the current credentials still work"), nil
 	case task.RotationProven:
 		if has {
 			if err := cs.Promote(ctx, ref, pend); err != nil {

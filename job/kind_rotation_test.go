@@ -352,7 +352,7 @@ func TestRotationNewCredentialsRefusedAfterTheChange(t *testing.T) {
 	j := e.crd.load(t)
 	assertCompleted(t, j, conditions.ResultFailed)
 	assert.Equal(t, conditions.ReasonVerificationFailed, j.Status.Reason)
-	assert.Contains(t, j.Status.Message, `"admin-2"`)
+	assert.Contains(t, j.Status.Message, `account "admin-2" may be left on the BMC`)
 	_, has := e.pending(t)
 	assert.False(t, has, "pending dropped")
 	assert.Equal(t, rotOld, e.current(t))
