@@ -29,6 +29,8 @@ func (r *stepRun) decide(ctx context.Context, i int, k kind, t *taskView, observ
 		case d.follow.set():
 			d, err = r.followThen(ctx, i, k, t, d.follow)
 			continue
+		case d.succeed != "":
+			return r.succeedTask(ctx, i, d.succeed) // stores the status with the result
 		}
 		if d.store {
 			r.recordWire()

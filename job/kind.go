@@ -280,13 +280,18 @@ type kindConfig struct {
 	clock              clock.Clock
 	boot               BootTracker
 	kinds              Kinds
+	// credentials and dialer are the Stepper's, for a kind that logs in
+	// with other credentials than the job's connection (rotateCredentials).
+	credentials bmc.CredentialsResolver
+	dialer      bmc.Dialer
 }
 
 // decision is what a kind decides after a read-back that did not show its
 // effect (notYet), or after a follow-up (followed); the Stepper carries it
 // out. The zero value keeps polling on the Stepper's schedule for the kind
 // (PollInterval, SlowPollInterval after SlowPollAfter; for a power change,
-// the adaptive one). At most one of resend, fail and follow is set.
+// the adaptive one). At most one of resend, fail, follow and succeed is
+// set.
 type decision struct {
 	// after: poll again after this long (0: the Stepper's schedule).
 	after time.Duration
@@ -304,6 +309,9 @@ type decision struct {
 	// follow: send this follow-up action on the task's behalf, then ask
 	// followed.
 	follow followUp
+	// succeed: the kind finished in notYet: the task succeeds with this
+	// message (its status stored with the result).
+	succeed string
 }
 
 // pollAfter keeps polling, the next read after d (0: the Stepper's

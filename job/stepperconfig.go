@@ -213,5 +213,7 @@ func (cfg *StepperConfig) forKinds() kindConfig {
 		clock:              cfg.Clock,
 		boot:               cfg.Boot,
 		kinds:              cfg.Kinds,
+		credentials:        cfg.Credentials,
+		dialer:             cfg.Dialer,
 	}
 }

@@ -31,6 +31,9 @@ type stepEnv struct {
 	learner *powerpoll.Learner // adaptive polling's landing histories
 	waits   *powerwait.Table   // power waits in progress, by job
 	eps     endpointCache
+	// pending dials with the pending credentials of a rotation when the
+	// current ones are refused (docs/credential-rotation.md).
+	pending bmc.PendingFallback
 }
 
 // stepRun is one step of one job: Stepper.Step makes it, and the step
@@ -140,9 +143,17 @@ func (r *stepRun) driver(ctx context.Context) (bmc.Driver, error) {
 		}
 		return nil, &dialError{err}
 	}
-	drv, fresh, err := r.s.pool.GetFor(ctx, r.ep, creds, r.j.Name)
+	var drv bmc.Driver
+	var fresh bool
+	used, pending, err := r.s.pending.Try(ctx, r.s.cfg.Credentials, r.j.Spec.CredentialsRef, creds, func(c bmc.Credentials) (err error) {
+		drv, fresh, err = r.s.pool.GetFor(ctx, r.ep, c, r.j.Name)
+		return err
+	})
 	if err != nil {
 		return nil, &dialError{err}
+	}
+	if pending && fresh {
+		r.log.Info("rotation in progress: the BMC takes the pending credentials, not the current ones", "user", used.Username)
 	}
 	r.wire.count(&r.j.Status, drv, fresh)
 	return drv, nil

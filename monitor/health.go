@@ -185,6 +185,9 @@ type reading struct {
 	report      *bmc.HealthReport
 	reportTried bool
 	reportErr   error
+	// rotation: the read used the pending credentials of a rotation
+	// (bmc.PendingFallback).
+	rotation bool
 }
 
 // healthDue says whether the refresh of claim seq reads the full report

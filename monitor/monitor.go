@@ -158,6 +158,9 @@ type Monitor struct {
 	ownPool bool
 	prefix  string // <KeyPrefix>machines/
 	log     logr.Logger
+	// pending reads with the pending credentials of a rotation when the
+	// current ones are refused.
+	pending bmc.PendingFallback
 
 	wake chan struct{}
 

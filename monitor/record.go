@@ -19,6 +19,11 @@ const TypeContactable = "Contactable"
 const (
 	// ReasonContacted: the BMC answered the last read (status True).
 	ReasonContacted = "Contacted"
+	// ReasonRotationInProgress: the BMC refused the current credentials and
+	// answered to the pending ones of a credential rotation under way
+	// (bmc.CredentialsStore; docs/credential-rotation.md). Status True: the
+	// machine is reachable.
+	ReasonRotationInProgress = "RotationInProgress"
 	// ReasonPending: the machine was added (or its address or credentials
 	// reference changed) and has not been read since (status Unknown).
 	ReasonPending = "Pending"

@@ -216,27 +216,36 @@ func (m *Monitor) read(ctx context.Context, ep bmc.Endpoint, ref string, wantRep
 	if cerr != nil {
 		return "", rd, bmc.Credentials{}, hash, &credentialsError{ref: ref, err: cerr}, false
 	}
-	err = m.withDriver(ctx, rctx, ep, creds, func(drv bmc.Driver) error {
-		var perr error
-		power, rd, perr = readPower(rctx, drv)
-		if perr != nil || !wantReport || (rd.sysKnown && !m.cfg.FullHealth) {
-			return perr
-		}
-		if hr, ok := drv.(bmc.HealthReader); ok {
-			rd.reportTried = true
-			r, herr := hr.Health(rctx)
-			if herr == nil {
-				rd.report = &r
-			} else {
-				// Health is not reachability: the power read stands.
-				rd.reportErr = herr
-				m.log.V(1).Info("reading the BMC's health failed; will try again in HealthEvery refreshes", "system", ep.SystemKey(), "error", scrub(herr.Error(), creds.Password))
-			}
-		}
-		return nil
+	// The pending credentials of a rotation when the current ones are
+	// refused (rd.rotation, set once Try returned).
+	creds, rd.rotation, err = m.pending.Try(rctx, m.cfg.Credentials, ref, creds, func(c bmc.Credentials) error {
+		return m.withDriver(ctx, rctx, ep, c, func(drv bmc.Driver) error {
+			return m.readWith(rctx, ep, drv, wantReport, &power, &rd, c.Password)
+		})
 	})
 	timedOut = err != nil && ctx.Err() == nil && rctx.Err() != nil
 	return power, rd, creds, hash, err, timedOut
+}
+
+// readWith is read's reading on drv, into power and rd.
+func (m *Monitor) readWith(rctx context.Context, ep bmc.Endpoint, drv bmc.Driver, wantReport bool, power *bmc.PowerState, rd *reading, password string) error {
+	var err error
+	*power, *rd, err = readPower(rctx, drv)
+	if err != nil || !wantReport || (rd.sysKnown && !m.cfg.FullHealth) {
+		return err
+	}
+	if hr, ok := drv.(bmc.HealthReader); ok {
+		rd.reportTried = true
+		r, herr := hr.Health(rctx)
+		if herr == nil {
+			rd.report = &r
+		} else {
+			// Health is not reachability: the power read stands.
+			rd.reportErr = herr
+			m.log.V(1).Info("reading the BMC's health failed; will try again in HealthEvery refreshes", "system", ep.SystemKey(), "error", scrub(herr.Error(), password))
+		}
+	}
+	return nil
 }
 
 // withDriver calls f with the pool's driver for ep (rctx bounds the Get and
@@ -288,6 +297,9 @@ func (m *Monitor) apply(mc *Machine, ep bmc.Endpoint, power bmc.PowerState, rd r
 	mc.Status.ObservedGeneration = mc.Generation
 	if err == nil {
 		c.Status, c.Reason, c.Message = conditions.True, ReasonContacted, bmc.RedactURL(mc.BMC)+" answered"
+		if rd.rotation {
+			c.Reason, c.Message = ReasonRotationInProgress, bmc.RedactURL(mc.BMC)+" answered to the pending credentials of a rotation in progress (it refused the current ones)"
+		}
 		mc.Status.Power = power
 		mc.Status.LastReadTime = now.UTC()
 		changed = true

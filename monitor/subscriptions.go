@@ -149,8 +149,10 @@ func (m *Monitor) release(ctx context.Context, ep bmc.Endpoint, ref string) erro
 	if err != nil {
 		return fail(&credentialsError{ref: ref, err: err})
 	}
-	err = m.withDriver(ctx, rctx, ep, creds, func(drv bmc.Driver) error {
-		return m.cfg.Subscriptions.Release(rctx, drv)
+	creds, _, err = m.pending.Try(rctx, m.cfg.Credentials, ref, creds, func(c bmc.Credentials) error {
+		return m.withDriver(ctx, rctx, ep, c, func(drv bmc.Driver) error {
+			return m.cfg.Subscriptions.Release(rctx, drv)
+		})
 	})
 	if errors.Is(err, bmc.ErrNotSupported) {
 		return nil

@@ -14,7 +14,7 @@ import (
 // Spec is one task: exactly one action field is set (a one-of of pointer
 // structs, so it embeds in a CRD and deep-copies trivially).
 //
-// +kubebuilder:validation:ExactlyOneOf=power;powerStatus;reachable;bootDevice;virtualMedia;bmcReset;waitForBoot;firmwareUpdate;inventory;bios;clearLog;locatorLED;nmi;secureBoot;bootOrder;custom
+// +kubebuilder:validation:ExactlyOneOf=power;powerStatus;reachable;bootDevice;virtualMedia;bmcReset;waitForBoot;firmwareUpdate;inventory;bios;clearLog;locatorLED;nmi;secureBoot;bootOrder;rotateCredentials;custom
 type Spec struct {
 	// Name is optional; it appears in messages. Defaults to the action's
 	// description, e.g. "power off".
@@ -38,6 +38,10 @@ type Spec struct {
 	NMI            *NMIAction            `json:"nmi,omitempty"`
 	SecureBoot     *SecureBootAction     `json:"secureBoot,omitempty"`
 	BootOrder      *BootOrderAction      `json:"bootOrder,omitempty"`
+
+	// RotateCredentials rotates the credentials the job logs in with
+	// (docs/credential-rotation.md).
+	RotateCredentials *RotateCredentialsAction `json:"rotateCredentials,omitempty"`
 
 	// Custom runs a kind the program adds (docs/custom-kinds.md).
 	Custom *CustomAction `json:"custom,omitempty"`
@@ -247,14 +251,15 @@ type namedAction struct {
 // actions lists every action field of s, in field order: the one place that
 // names them. (A fixed array, not a map or a slice: Validate runs on every
 // job start.)
-func (s *Spec) actions() [16]namedAction {
+func (s *Spec) actions() [17]namedAction {
 	return [...]namedAction{
 		{"power", opt(s.Power)}, {"powerStatus", opt(s.PowerStatus)}, {"reachable", opt(s.Reachable)},
 		{"bootDevice", opt(s.BootDevice)}, {"virtualMedia", opt(s.VirtualMedia)},
 		{"bmcReset", opt(s.BMCReset)}, {"waitForBoot", opt(s.WaitForBoot)},
 		{"firmwareUpdate", opt(s.FirmwareUpdate)}, {"inventory", opt(s.Inventory)}, {"bios", opt(s.BIOS)},
 		{"clearLog", opt(s.ClearLog)}, {"locatorLED", opt(s.LocatorLED)}, {"nmi", opt(s.NMI)},
-		{"secureBoot", opt(s.SecureBoot)}, {"bootOrder", opt(s.BootOrder)}, {"custom", opt(s.Custom)},
+		{"secureBoot", opt(s.SecureBoot)}, {"bootOrder", opt(s.BootOrder)}, {"rotateCredentials", opt(s.RotateCredentials)},
+		{"custom", opt(s.Custom)},
 	}
 }
 
@@ -282,7 +287,7 @@ func (s *Spec) set() (namedAction, bool) {
 // Action names which action field is set: "power", "powerStatus",
 // "reachable", "bootDevice", "virtualMedia", "bmcReset", "waitForBoot",
 // "firmwareUpdate", "inventory", "bios", "clearLog", "locatorLED", "nmi",
-// "custom", or "" when
+// "secureBoot", "bootOrder", "rotateCredentials", "custom", or "" when
 // none is.
 func (s *Spec) Action() string {
 	a, _ := s.set()

@@ -96,7 +96,7 @@ func TestValidateNamesTheWrongField(t *testing.T) {
 		spec task.Spec
 		want []string // substrings of the error
 	}{
-		{"none set", task.Spec{}, []string{"no action set", "power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, clearLog, locatorLED, nmi, custom"}},
+		{"none set", task.Spec{}, []string{"no action set", "power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, clearLog, locatorLED, nmi, secureBoot, bootOrder, rotateCredentials, custom"}},
 		{"status and reachable", task.Spec{PowerStatus: &task.PowerStatusAction{}, Reachable: &task.ReachableAction{}}, []string{"powerStatus and reachable are all set"}},
 		{"bad locator state", task.Spec{LocatorLED: &task.LocatorLEDAction{State: "Lit"}}, []string{`locatorLED.state: "Lit" is not one of on, off, blinking`}},
 		{"empty locator state", task.Spec{LocatorLED: &task.LocatorLEDAction{}}, []string{`locatorLED.state: ""`}},
@@ -171,8 +171,8 @@ func TestValidateReturnsFieldError(t *testing.T) {
 			"-1s is negative",
 			"invalid task: timeout: -1s is negative"},
 		{"none set", task.Spec{}, "",
-			"no action set: set exactly one of power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, clearLog, locatorLED, nmi, custom",
-			"invalid task: no action set: set exactly one of power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, clearLog, locatorLED, nmi, custom"},
+			"no action set: set exactly one of power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, clearLog, locatorLED, nmi, secureBoot, bootOrder, rotateCredentials, custom",
+			"invalid task: no action set: set exactly one of power, powerStatus, reachable, bootDevice, virtualMedia, bmcReset, waitForBoot, firmwareUpdate, inventory, bios, clearLog, locatorLED, nmi, secureBoot, bootOrder, rotateCredentials, custom"},
 		{"http without uri", task.Spec{BootDevice: &task.BootDeviceAction{Device: task.BootHTTP}}, "bootDevice.uri",
 			"required for device http: the http:// or https:// URL of the EFI program to boot",
 			"invalid task: bootDevice.uri: required for device http: the http:// or https:// URL of the EFI program to boot"},

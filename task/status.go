@@ -96,6 +96,9 @@ type Status struct {
 	// BootOrder is what a bootOrder task read last. Nil for the other
 	// kinds.
 	BootOrder *BootOrderStatus `json:"bootOrder,omitempty"`
+	// Rotation is a rotateCredentials task's stage and accounts (never a
+	// password). Nil for the other kinds.
+	Rotation *RotationStatus `json:"rotation,omitempty"`
 }
 
 // BIOSStatus is what a bios task stored.
