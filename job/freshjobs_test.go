@@ -73,7 +73,14 @@ func TestRunnerFreshCopyGoneStale(t *testing.T) {
 	e.start(t)
 	j := wait(t, r, "j")
 	assertCompleted(t, j, conditions.ResultCanceled)
-	assert.EqualValues(t, 1, store.conflicts.Load(), "the step started from the stale copy and its first write failed")
+	// The step started from the stale copy and its first write failed (1),
+	// or, on a loaded machine, the scan read the cancel before the claim
+	// took the copy, which it then forgot (0): either way nothing reached
+	// the BMC. (Seen 0 in about 1 run of 100 with four runs in parallel on
+	// two cores, before and after issue 39's changes alike.)
+	n := store.conflicts.Load()
+	assert.LessOrEqual(t, n, int64(1), "conflicts on the job record")
+	t.Logf("conflicts on the job record: %d", n)
 	assert.Empty(t, b.CallsTo(fake.MethodSetPower))
 	assert.Empty(t, b.CallsTo(fake.MethodSetBootOverride))
 }

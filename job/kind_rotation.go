@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -125,7 +126,7 @@ func (k rotationKind) generate(ctx context.Context, am bmc.AccountManager, user 
 		return bmc.Credentials{}, &taskFailure{conditions.ReasonNotSupported, "the BMC's password policy: " + err.Error()}
 	}
 	if k.a.RotationModeOrDefault() == task.RotationAccount {
-		user = orDefault(k.a.UserName, bmc.NextUserName(user, accts))
+		user = cmp.Or(k.a.UserName, bmc.NextUserName(user, accts))
 	}
 	return bmc.Credentials{Username: user, Password: pw}, nil
 }
@@ -175,7 +176,7 @@ func (k rotationKind) create(ctx context.Context, am bmc.AccountManager, oldID s
 			role = a.Role
 		}
 	}
-	_, err = am.CreateAccount(ctx, bmc.AccountSpec{UserName: pend.Username, Password: pend.Password, Role: orDefault(role, bmc.RoleAdministrator)})
+	_, err = am.CreateAccount(ctx, bmc.AccountSpec{UserName: pend.Username, Password: pend.Password, Role: cmp.Or(role, bmc.RoleAdministrator)})
 	return "", err
 }
 
@@ -277,13 +278,4 @@ func (k rotationKind) currentWorks(ctx context.Context, t *taskView, cs bmc.Cred
 	}
 	return &taskFailure{conditions.ReasonUnauthorized, fmt.Sprintf(
 		"the BMC refuses both the current credentials (user %q) and the pending ones (user %q): nothing changed; put the credentials it takes in the store", cur.Username, t.status.Rotation.UserName)}
-}
-
-// orDefault is s, or def when s is the zero value.
-func orDefault[T comparable](s, def T) T {
-	var zero T
-	if s == zero {
-		return def
-	}
-	return s
 }
