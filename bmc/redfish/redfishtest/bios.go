@@ -205,13 +205,11 @@ func (s *Server) biosLinks(doc map[string]any, uri string) {
 }
 
 func (s *Server) getBIOS(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sys := s.lookup(w, r)
-	if sys == nil {
+	sys, ok := s.lockSystem(w, r)
+	if !ok {
 		return
 	}
-	s.settle(sys)
+	defer s.mu.Unlock()
 	b := s.biosOf(sys)
 	uri := root + "/Systems/" + sys.id + "/Bios"
 	if s.cfg.BIOS == BIOSNoAttributes {
@@ -244,13 +242,11 @@ func (s *Server) getBIOS(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getBIOSSettings(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sys := s.lookup(w, r)
-	if sys == nil {
+	sys, ok := s.lockSystem(w, r)
+	if !ok {
 		return
 	}
-	s.settle(sys)
+	defer s.mu.Unlock()
 	b := s.biosOf(sys)
 	attrs := maps.Clone(b.pending)
 	if s.cfg.BIOS == BIOSFullSettingsCopy {
@@ -273,16 +269,13 @@ func (s *Server) getBIOSSettings(w http.ResponseWriter, r *http.Request) {
 // (400 with the DMTF Base message for the first problem, nothing applied),
 // then holds them pending (or applies them, BIOSImmediate).
 func (s *Server) patchBIOS(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sys := s.lookup(w, r)
-	if sys == nil {
+	sys, ok := s.lockSystem(w, r)
+	if !ok {
 		return
 	}
-	s.settle(sys)
+	defer s.mu.Unlock()
 	var body map[string]json.RawMessage
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		redfishError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "body is not JSON")
+	if !decodeBody(w, r, &body) {
 		return
 	}
 	for k, v := range body {

@@ -219,8 +219,7 @@ func (s *Server) patchBootOption(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body map[string]json.RawMessage
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		redfishError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "body is not JSON")
+	if !decodeBody(w, r, &body) {
 		return
 	}
 	var v *bool
@@ -246,13 +245,11 @@ func (s *Server) patchBootOption(w http.ResponseWriter, r *http.Request) {
 // getSystemSettings serves the system's settings object (BootOrderOnReset):
 // its Boot as the next boot will have it.
 func (s *Server) getSystemSettings(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sys := s.lookup(w, r)
-	if sys == nil {
+	sys, ok := s.lockSystem(w, r)
+	if !ok {
 		return
 	}
-	s.settle(sys)
+	defer s.mu.Unlock()
 	b := s.bootOrderOf(sys)
 	order, uri := b.order, sys.httpBootURI
 	if b.heldOrder != nil {
@@ -275,16 +272,13 @@ func (s *Server) getSystemSettings(w http.ResponseWriter, r *http.Request) {
 // "..."}} and @Redfish.SettingsApplyTime OnReset, and holds them until the
 // next boot.
 func (s *Server) patchSystemSettings(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sys := s.lookup(w, r)
-	if sys == nil {
+	sys, ok := s.lockSystem(w, r)
+	if !ok {
 		return
 	}
-	s.settle(sys)
+	defer s.mu.Unlock()
 	var body map[string]json.RawMessage
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		redfishError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "body is not JSON")
+	if !decodeBody(w, r, &body) {
 		return
 	}
 	var boot struct {

@@ -504,6 +504,29 @@ func (s *Server) getChassis(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, "", doc)
 }
 
+// lockSystem takes s.mu, finds the request's system (answering 404 itself,
+// with s.mu released, when there is none) and settles its power; with ok,
+// the caller releases s.mu.
+func (s *Server) lockSystem(w http.ResponseWriter, r *http.Request) (sys *system, ok bool) {
+	s.mu.Lock()
+	if sys = s.lookup(w, r); sys == nil {
+		s.mu.Unlock()
+		return nil, false
+	}
+	s.settle(sys)
+	return sys, true
+}
+
+// decodeBody decodes r's JSON body into v, answering 400 MalformedJSON
+// itself when it is not JSON.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		redfishError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "body is not JSON")
+		return false
+	}
+	return true
+}
+
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *system {
 	sys := s.system(r.PathValue("id"))
 	if sys == nil {
@@ -523,13 +546,11 @@ func reported(sys *system) string {
 }
 
 func (s *Server) getSystem(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sys := s.lookup(w, r)
-	if sys == nil {
+	sys, ok := s.lockSystem(w, r)
+	if !ok {
 		return
 	}
-	s.settle(sys)
+	defer s.mu.Unlock()
 	uri := root + "/Systems/" + sys.id
 	reset := map[string]any{"target": uri + "/Actions/ComputerSystem.Reset"}
 	if s.cfg.ResetTypesInActionInfo {
@@ -610,13 +631,11 @@ const lastResetLayout = "2006-01-02T15:04:05.999999999-07:00"
 var bootFields = []string{"BootSourceOverrideTarget", "BootSourceOverrideEnabled", "BootSourceOverrideMode"}
 
 func (s *Server) patchSystem(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sys := s.lookup(w, r)
-	if sys == nil {
+	sys, ok := s.lockSystem(w, r)
+	if !ok {
 		return
 	}
-	s.settle(sys)
+	defer s.mu.Unlock()
 	ifMatch := r.Header.Get("If-Match")
 	switch {
 	case s.cfg.ETags == ETagsRejected && ifMatch != "":
@@ -630,8 +649,7 @@ func (s *Server) patchSystem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body map[string]json.RawMessage
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		redfishError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "body is not JSON")
+	if !decodeBody(w, r, &body) {
 		return
 	}
 	if s.patchLocator(w, r, root+"/Systems/"+sys.id, sys.id, body) {
@@ -725,16 +743,13 @@ func (s *Server) patchSystem(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) resetSystem(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sys := s.lookup(w, r)
-	if sys == nil {
+	sys, ok := s.lockSystem(w, r)
+	if !ok {
 		return
 	}
-	s.settle(sys)
+	defer s.mu.Unlock()
 	var body struct{ ResetType string }
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		redfishError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "body is not JSON")
+	if !decodeBody(w, r, &body) {
 		return
 	}
 	rt := body.ResetType

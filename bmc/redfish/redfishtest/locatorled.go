@@ -39,8 +39,7 @@ const (
 func (s *Server) locatorRoutes(handle func(method, path string, h http.HandlerFunc)) {
 	handle("PATCH", chassisURI, s.auth(func(w http.ResponseWriter, r *http.Request) {
 		var body map[string]json.RawMessage
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-			redfishError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "body is not JSON")
+		if !decodeBody(w, r, &body) {
 			return
 		}
 		s.mu.Lock()

@@ -184,8 +184,7 @@ func (s *Server) patchMedia(w http.ResponseWriter, r *http.Request, path string)
 		return
 	}
 	var body map[string]json.RawMessage
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		redfishError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "body is not JSON")
+	if !decodeBody(w, r, &body) {
 		return
 	}
 	var image *string

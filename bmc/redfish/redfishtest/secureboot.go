@@ -122,13 +122,11 @@ func onOff(b bool) string {
 }
 
 func (s *Server) getSecureBoot(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sys := s.lookup(w, r)
-	if sys == nil {
+	sys, ok := s.lockSystem(w, r)
+	if !ok {
 		return
 	}
-	s.settle(sys)
+	defer s.mu.Unlock()
 	sb := s.secureBootOf(sys)
 	uri := root + "/Systems/" + sys.id + "/SecureBoot"
 	doc := map[string]any{
@@ -147,13 +145,11 @@ func (s *Server) getSecureBoot(w http.ResponseWriter, r *http.Request) {
 // getSecureBootSettings serves the settings object: the held value, else a
 // copy of the current setting.
 func (s *Server) getSecureBootSettings(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sys := s.lookup(w, r)
-	if sys == nil {
+	sys, ok := s.lockSystem(w, r)
+	if !ok {
 		return
 	}
-	s.settle(sys)
+	defer s.mu.Unlock()
 	sb := s.secureBootOf(sys)
 	v := sb.enable
 	if sb.held != nil {
@@ -168,16 +164,13 @@ func (s *Server) getSecureBootSettings(w http.ResponseWriter, r *http.Request) {
 // patchSecureBoot takes {"SecureBootEnable": bool} (and, on the settings
 // object, @Redfish.SettingsApplyTime OnReset).
 func (s *Server) patchSecureBoot(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sys := s.lookup(w, r)
-	if sys == nil {
+	sys, ok := s.lockSystem(w, r)
+	if !ok {
 		return
 	}
-	s.settle(sys)
+	defer s.mu.Unlock()
 	var body map[string]json.RawMessage
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		redfishError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "body is not JSON")
+	if !decodeBody(w, r, &body) {
 		return
 	}
 	var v *bool
@@ -218,16 +211,13 @@ func (s *Server) patchSecureBoot(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) resetSecureBootKeys(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sys := s.lookup(w, r)
-	if sys == nil {
+	sys, ok := s.lockSystem(w, r)
+	if !ok {
 		return
 	}
-	s.settle(sys)
+	defer s.mu.Unlock()
 	var body struct{ ResetKeysType string }
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		redfishError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "body is not JSON")
+	if !decodeBody(w, r, &body) {
 		return
 	}
 	if !slices.Contains(secureBootResets, body.ResetKeysType) {
