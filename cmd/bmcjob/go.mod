@@ -14,12 +14,12 @@ replace (
 
 require (
 	github.com/bmckit/bmckit v0.0.0-00010101000000-000000000000
+	github.com/bmckit/bmckit/bmc/ipmi v0.0.0-00010101000000-000000000000
 	github.com/bmckit/bmckit/bmc/redfish v0.0.0-00010101000000-000000000000
 	github.com/bmckit/bmckit/oneshot v0.0.0-00010101000000-000000000000
 )
 
 require (
-	github.com/bmckit/bmckit/bmc/ipmi v0.0.0-00010101000000-000000000000 // indirect
 	github.com/bougou/go-ipmi v0.9.0 // indirect
 	github.com/fatih/color v1.15.0 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect

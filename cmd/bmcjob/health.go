@@ -202,7 +202,7 @@ func withDriver(ctx context.Context, e *env, tf *targetFlags, f func(context.Con
 	}
 	ctx, cancel := context.WithTimeout(ctx, tf.timeout)
 	defer cancel()
-	drv, err := c.dialer.Dial(ctx, ep, c.creds)
+	drv, err := c.dialWithFallback(ctx, ep)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,12 @@
 //	bmcjob firmware update -image URL -component ID -version V [-reset auto|none] -bmc URL -user NAME
 //	bmcjob inventory -bmc URL -user NAME [-json]
 //	bmcjob bios get | set NAME=VALUE... [-reboot] | verify NAME=VALUE... -bmc URL -user NAME
+//	bmcjob accounts list -bmc URL -user NAME [-json]
+//	bmcjob rotate -credentials-file FILE [-credentials-ref REF] [-mode password|account] [-new-user NAME] -bmc URL
+//	bmcjob secureboot status|on|off|reset-keys KIND -bmc URL -user NAME
+//	bmcjob bootorder status | set [-order REF,...] [-enable REF] [-disable REF] [-http-boot-uri URL] -bmc URL -user NAME
+//	bmcjob locate on|off|blink -bmc URL -user NAME
+//	bmcjob nmi -bmc URL -user NAME
 //	bmcjob spec [NAME]            (the example specs built in: list, or print one)
 //	bmcjob version                (also --version)
 //	bmcjob -spec job.json ...     (the flags alone, as before: same as run)
@@ -44,6 +50,23 @@
 // certificates; -cacert FILE trusts a private CA instead. Flags may come
 // before or after a command's arguments. Jobs are kept in memory; the exit
 // code is 0 only when the job succeeded (and for -h).
+//
+// # Credentials file, rotation and reboots
+//
+// Every command that talks to a BMC takes -credentials-file FILE, a
+// bmc.FileCredentials JSON file (mode 0600), and -credentials-ref REF, the
+// BMC's entry in it (default: the -bmc address as given). The entry's
+// credentials are used; -user or $BMC_PASSWORD that differ from it are an
+// error, and an entry that is not there is stored from -user and
+// $BMC_PASSWORD. "bmcjob rotate" needs the file: the new password is
+// generated to the BMC's policy, stored there (pending, then current once
+// a login with it worked) and never printed, on any stream or in -json;
+// its output says only whose credentials are in which file and entry.
+// secureboot and bootorder changes the BMC applies at the next boot end
+// their text output with "reboot required: ..."; bmcjob never reboots by
+// itself. locate and nmi are commands because bmcjob runs one-task jobs as
+// commands; specs/locate.json shows the kind in a spec.
+// docs/bmcjob-security.md has the decisions and what was rejected.
 //
 // # Output
 //
@@ -193,6 +216,12 @@ var commands = []command{
 	{"bios", "get | set NAME=VALUE... [-reboot] | verify NAME=VALUE...", "read, set (checked against the BMC's registry) or verify BIOS attributes", biosCmd},
 	{"health", "[flags]", "read the health the BMC reports for the system, its chassis and its manager", healthCmd},
 	{"log", "list [SCOPE/ID] | clear SCOPE/ID [flags]", "list the event logs or a log's entries (newest first); clear a log, its entries kept in the job's status first", logCmd},
+	{"accounts", "list [flags]", "list the BMC's accounts (never a password)", accountsCmd},
+	{"rotate", "-credentials-file FILE [-mode password|account] [flags]", "rotate the BMC credentials; the new ones go to -credentials-file, never to the screen", rotateCmd},
+	{"secureboot", "status|on|off|reset-keys KIND [flags]", "read or set UEFI Secure Boot, or reset its keys (says when a reboot is required)", securebootCmd},
+	{"bootorder", "status | set [-order REF,...] [-enable REF] [-disable REF] [-http-boot-uri URL]", "read or set the persistent boot order (says when a reboot is required)", bootorderCmd},
+	{"locate", "on|off|blink [flags]", "set the locator (identify) LED", locateCmd},
+	{"nmi", "[flags]", "send the host a diagnostic interrupt (NMI: a hung OS writes a crash dump)", nmiCmd},
 	{"monitor", "[BMC URL ...] [-simulate N] [flags]", "live table of machines: Contactable and power (Ctrl-C quits)", monitorCmd},
 	{"spec", "[NAME]", "list the example specs built into bmcjob, or print one (bmcjob spec netboot | bmcjob run -spec -)", specCmd},
 	{"version", "", "print the version of bmcjob (also --version)", versionCmd},
@@ -247,7 +276,8 @@ func usage(out io.Writer) {
 		fmt.Fprintf(out, "  %-8s %s\n  %-8s   %s\n", c.name, c.args, "", c.summary)
 	}
 	fmt.Fprintln(out)
-	fmt.Fprintln(out, "The password comes from $BMC_PASSWORD. \"bmcjob COMMAND -h\" lists a command's flags;")
+	fmt.Fprintln(out, "The password comes from $BMC_PASSWORD, or from -credentials-file FILE (rotate keeps")
+	fmt.Fprintln(out, "the new password there and never prints it). \"bmcjob COMMAND -h\" lists a command's flags;")
 	fmt.Fprintln(out, "\"bmcjob -spec FILE\" (flags only) is the same as \"bmcjob run -spec FILE\".")
 	fmt.Fprintln(out, "Results go to standard output (-json: one JSON document), progress to standard error.")
 	fmt.Fprintln(out)

@@ -92,6 +92,13 @@ func oneShot(ctx context.Context, e *env, tf *targetFlags, ts task.Spec, asJSON 
 // runTasks runs a job of tasks (a one-shot command's) and prints a line
 // "<task>: <result>: <message>" per task that ran, or the status as JSON.
 func runTasks(ctx context.Context, e *env, tf *targetFlags, asJSON bool, tasks ...task.Spec) error {
+	return runTasksNoted(ctx, e, tf, asJSON, nil, tasks...)
+}
+
+// runTasksNoted is runTasks with a note: when the job succeeded, the text
+// output ends with the lines note returns for it (e.g. that a reboot must
+// follow). -json has the same facts in the status, so no note is printed.
+func runTasksNoted(ctx context.Context, e *env, tf *targetFlags, asJSON bool, note func(job.Job) string, tasks ...task.Spec) error {
 	for i := range tasks {
 		if err := tasks[i].Validate(); err != nil {
 			return err
@@ -133,6 +140,11 @@ func runTasks(ctx context.Context, e *env, tf *targetFlags, asJSON bool, tasks .
 				fmt.Fprintf(out, "%s: %s\n", tasks[i].Describe(), resultWord(st.Result, st.Reason))
 			default:
 				fmt.Fprintf(out, "%s: %s: %s\n", tasks[i].Describe(), resultWord(st.Result, st.Reason), st.Message)
+			}
+		}
+		if note != nil && j.Status.Result == conditions.ResultSucceeded {
+			if n := note(j); n != "" {
+				fmt.Fprintln(out, n)
 			}
 		}
 	}

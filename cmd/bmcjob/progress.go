@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/storage/memstore"
@@ -38,7 +37,7 @@ func runJob(ctx context.Context, e *env, c *conn, spec job.Spec, tf *targetFlags
 		Store: memstore.New(),
 		StepperConfig: job.StepperConfig{
 			Dialer:      c.dialer,
-			Credentials: bmc.StaticCredentials{"cli": c.creds},
+			Credentials: c.resolver,
 			Boot:        c.boot,
 		},
 
@@ -47,7 +46,7 @@ func runJob(ctx context.Context, e *env, c *conn, spec job.Spec, tf *targetFlags
 	if err != nil {
 		return job.Job{}, err
 	}
-	spec.CredentialsRef = "cli"
+	spec.CredentialsRef = c.ref
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- runner.Start(runCtx) }()

@@ -33,6 +33,9 @@ type targetFlags struct {
 	// unreachable bounds how long a BMC that was never reached is
 	// retried (-unreachable).
 	unreachable time.Duration
+	// credsFile and credsRef are -credentials-file and -credentials-ref
+	// (credentialsfile.go).
+	credsFile, credsRef string
 	// fs is the command's flag set, to learn whether -user was given
 	// (-user "" is an IPMI null user, not a missing user).
 	fs *flag.FlagSet
@@ -59,6 +62,7 @@ func addTargetFlags(fs *flag.FlagSet, timeout time.Duration) *targetFlags {
 	fs.DurationVar(&t.timeout, "timeout", timeout, "give up waiting after this long")
 	fs.DurationVar(&t.progress, "progress", 3*time.Second, "while a task waits, print what it waits for this often (on standard error)")
 	fs.DurationVar(&t.unreachable, "unreachable", defaultUnreachable, "give up when the BMC refused every connection (or had no route) for this long before it was ever reached; 0: retry until -timeout")
+	addCredentialsFlags(fs, t)
 	return t
 }
 
@@ -99,6 +103,11 @@ type conn struct {
 	// missing is set when -user was not given, or $BMC_PASSWORD is empty
 	// without -no-password (both without -simulate).
 	missing error
+	// resolver and ref are where the job's credentials come from:
+	// -credentials-file (a bmc.FileCredentials) and its reference, or
+	// creds itself under the reference "cli".
+	resolver bmc.CredentialsResolver
+	ref      string
 }
 
 // open starts the simulator for -simulate (its address replaces -bmc) and
@@ -135,6 +144,13 @@ func (t *targetFlags) open(e *env) (*conn, error) {
 		c.sim = sim
 		rfOpts.CACertPEM = sim.srv.CACertPEM()
 		fmt.Fprintf(e.stderr, "simulated Redfish BMC at %s\n", c.addr)
+	}
+	c.resolver, c.ref = bmc.StaticCredentials{"cli": c.creds}, "cli"
+	if t.credsFile != "" {
+		if err := t.useCredentialsFile(e, c); err != nil {
+			c.close()
+			return nil, err
+		}
 	}
 	// redfish:// and ipmi:// to their drivers, as oneshot.Run maps them.
 	d, err := oneshot.NewDialer(oneshot.Options{Redfish: rfOpts})
