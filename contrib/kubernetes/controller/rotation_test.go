@@ -114,10 +114,10 @@ func applyRotationRBAC(t *testing.T, c client.Client, cfg *rest.Config, ns, secr
 	})
 }
 
-func rotationJob(ns, name, bmcURL, secret string) *v1alpha1.BMCJob {
+func rotationJob(ns, name, bmcURL, secret string, mode task.RotationMode) *v1alpha1.BMCJob {
 	o := &v1alpha1.BMCJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	o.Spec.Spec = job.Spec{BMC: bmcURL, CredentialsRef: secret, Tasks: []task.Spec{
-		{RotateCredentials: &task.RotateCredentialsAction{Mode: task.RotationPassword}},
+		{RotateCredentials: &task.RotateCredentialsAction{Mode: mode}},
 	}}
 	return o
 }
@@ -140,27 +140,35 @@ func (s *safeBuffer) String() string {
 	return s.b.String()
 }
 
-// A rotateCredentials BMCJob run by the kit's controller in a child
-// process, as config/rbac's ServiceAccount with config/rotation bound, on
+// A rotateCredentials BMCJob (password mode, then account mode) run by the
+// kit's controller in a child process, as config/rbac's ServiceAccount with config/rotation bound, on
 // redfishtest with a lock-out after 5 failed logins. The child is SIGKILLed
 // once the BMC took the new password and before the promotion: the proof
 // login on the new password is held at the BMC, the job's stage is
 // ChangeSent and the Secret holds the pending keys. A new child (the same
 // identity, as a pod restarted in place) finishes it: Succeeded, the
 // Secret's current password is the one the BMC takes, no pending keys, the
-// old password refused, no account locked, and neither password in the
-// BMCJob, the events or the children's logs (verbosity 10).
+// old password refused (account mode: the old account deleted), no account
+// locked, and neither password in the BMCJob, the events or the children's
+// logs (verbosity 10).
 func TestRotationSIGKILLOnRealAPIServer(t *testing.T) {
+	for _, mode := range []task.RotationMode{task.RotationPassword, task.RotationAccount} {
+		t.Run(string(mode), func(t *testing.T) { rotationSIGKILL(t, mode) })
+	}
+}
+
+func rotationSIGKILL(t *testing.T, mode task.RotationMode) {
 	env := realEnv(t)
 	ns := namespace(t, env)
 	c := adminClient(t, env)
 	ctx := context.Background()
-	// 0: before the account's PATCH, 1: PATCH seen, 2: the proof login held.
+	// 0: before the account's change (a PATCH, or the new account's POST),
+	// 1: the change seen, 2: the proof login held.
 	var gate atomic.Int32
 	sim := newSim(redfishtest.Config{Accounts: redfishtest.AccountsConfig{LockoutThreshold: 5},
 		Faults: redfishtest.Faults{SlowDelay: 10 * time.Minute, Func: func(method, path string) redfishtest.Fault {
 			switch {
-			case method == http.MethodPatch && strings.Contains(path, "/AccountService/Accounts/"):
+			case (method == http.MethodPatch || method == http.MethodPost) && strings.Contains(path, "/AccountService/Accounts"):
 				gate.CompareAndSwap(0, 1)
 			case method == http.MethodPost && strings.HasSuffix(path, "/SessionService/Sessions") && gate.CompareAndSwap(1, 2):
 				return redfishtest.FaultSlow
@@ -188,17 +196,23 @@ func TestRotationSIGKILLOnRealAPIServer(t *testing.T) {
 	}
 	first := start()
 	began := time.Now()
-	require.NoError(t, c.Create(ctx, rotationJob(ns, "rotate", sim.Address("1"), "bmc")))
+	require.NoError(t, c.Create(ctx, rotationJob(ns, "rotate", sim.Address("1"), "bmc", mode)))
 	waitFor(t, time.Minute, "the proof login", func() bool { return gate.Load() == 2 })
 
 	// Where the kill lands: the BMC has the pending password, nothing is
 	// promoted.
 	var sec corev1.Secret
 	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "bmc"}, &sec))
-	pending := string(sec.Data[secretcreds.PendingPasswordKey])
+	next := bmc.Credentials{Username: string(sec.Data[secretcreds.PendingUsernameKey]), Password: string(sec.Data[secretcreds.PendingPasswordKey])}
+	pending := next.Password
 	require.NotEmpty(t, pending, "the Secret holds the pending password")
 	require.Equal(t, old.Password, string(sec.Data[secretcreds.PasswordKey]), "not promoted yet")
-	require.True(t, sim.AccountPasswordIs(old.Username, pending), "the BMC took the new password")
+	require.True(t, sim.AccountPasswordIs(next.Username, pending), "the BMC took the new password")
+	if mode == task.RotationAccount {
+		require.NotEqual(t, old.Username, next.Username, "a new account")
+	} else {
+		require.Equal(t, old.Username, next.Username)
+	}
 	st := getJob(t, c, ns, "rotate").Status
 	require.Len(t, st.Tasks, 1)
 	require.NotNil(t, st.Tasks[0].Rotation)
@@ -216,16 +230,22 @@ func TestRotationSIGKILLOnRealAPIServer(t *testing.T) {
 	assert.Equal(t, task.RotationDone, got.Status.Tasks[0].Rotation.Stage)
 
 	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "bmc"}, &sec))
-	assert.Equal(t, pending, string(sec.Data[secretcreds.PasswordKey]), "the pending password promoted")
+	assert.Equal(t, next, bmc.Credentials{Username: string(sec.Data[secretcreds.UsernameKey]), Password: string(sec.Data[secretcreds.PasswordKey])}, "the pending credentials promoted")
 	assert.NotContains(t, sec.Data, secretcreds.PendingUsernameKey)
 	assert.NotContains(t, sec.Data, secretcreds.PendingPasswordKey)
+	var names []string
 	for _, a := range sim.Accounts() {
 		assert.False(t, a.Locked, "account %s locked", a.UserName)
+		names = append(names, a.UserName)
 	}
+	if mode == task.RotationAccount {
+		assert.NotContains(t, names, old.Username, "the old account deleted")
+	}
+	assert.Contains(t, names, next.Username)
 	ep, err := bmc.ParseEndpoint(sim.Address("1"))
 	require.NoError(t, err)
 	d := redfish.NewDialer(redfish.Options{})
-	ok, err := bmc.Accepts(ctx, d, ep, bmc.Credentials{Username: old.Username, Password: pending})
+	ok, err := bmc.Accepts(ctx, d, ep, next)
 	require.NoError(t, err)
 	assert.True(t, ok, "the BMC takes the Secret's current password")
 	ok, err = bmc.Accepts(ctx, d, ep, old)
@@ -237,6 +257,11 @@ func TestRotationSIGKILLOnRealAPIServer(t *testing.T) {
 	require.NotEmpty(t, evs.Items)
 	out := logs.String()
 	require.Contains(t, out, "job completed", "the children's logs were captured")
+	if mode == task.RotationPassword {
+		// The restarted controller's dial: the old password refused, the
+		// pending one taken (bmc.PendingFallback).
+		assert.Contains(t, out, "rotation in progress")
+	}
 	shown := map[string]string{"events": mustJSON(t, evs), "job": mustJSON(t, got), "logs": out}
 	for where, text := range shown {
 		for _, pw := range []string{old.Password, pending} {
@@ -267,7 +292,7 @@ func TestRotationWithoutTheRotationRoleOnRealAPIServer(t *testing.T) {
 	_, stop, err := runController(sa, ctlOpts{ns: ns, replica: "r1"})
 	require.NoError(t, err)
 	t.Cleanup(stop)
-	require.NoError(t, c.Create(context.Background(), rotationJob(ns, "rotate", sim.Address("1"), "bmc")))
+	require.NoError(t, c.Create(context.Background(), rotationJob(ns, "rotate", sim.Address("1"), "bmc", task.RotationPassword)))
 	waitFor(t, time.Minute, "the job to finish", func() bool { return finished(c, ns, "rotate") })
 	got := getJob(t, c, ns, "rotate")
 	require.Equal(t, conditions.ResultFailed, got.Status.Result)
