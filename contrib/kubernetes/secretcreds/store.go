@@ -117,7 +117,7 @@ func (s Store) change(ctx context.Context, ref string, f func(*bmc.CredentialsPa
 		if p.Pending != nil {
 			sec.Data[PendingUsernameKey], sec.Data[PendingPasswordKey] = []byte(p.Pending.Username), []byte(p.Pending.Password)
 		}
-		if err := s.Client.Update(ctx, sec); err != nil {
+		if err := s.Client.Update(quiet(ctx), sec); err != nil {
 			if apierrors.IsConflict(err) {
 				return err // read again
 			}
