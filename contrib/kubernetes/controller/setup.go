@@ -53,7 +53,11 @@ type Options[O Object] struct {
 	// Store are nil.
 	Namespace string
 	// Credentials resolves the "namespace/name" references [JobFor] makes.
-	// Defaults to secretcreds.Resolver over the manager's (cached) client.
+	// Defaults to a secretcreds.Store: its Resolver reads the manager's
+	// (cached) client, and its Client, uncached, reads and writes the
+	// pending credentials of a rotation (rotateCredentials tasks; those
+	// writes need the opt-in RBAC of config/rotation). Without a rotation
+	// it reads exactly what a secretcreds.Resolver reads.
 	Credentials bmc.CredentialsResolver
 	// Registerer receives the Prometheus adapter's metrics. Defaults to
 	// controller-runtime's registry, which the manager serves on /metrics.
@@ -140,7 +144,13 @@ func New[O Object](mgr ctrl.Manager, opts Options[O]) (*Controller[O], error) {
 	}
 	creds := opts.Credentials
 	if creds == nil {
-		creds = secretcreds.Resolver{Reader: mgr.GetClient()}
+		// The Store, not only the Resolver, so that rotateCredentials runs
+		// in the kit (docs/kubernetes.md, "Credential rotation").
+		direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
+		if err != nil {
+			return nil, fmt.Errorf("controller: a client for the credentials store: %w", err)
+		}
+		creds = secretcreds.Store{Resolver: secretcreds.Resolver{Reader: mgr.GetClient()}, Client: direct}
 	}
 	locks := opts.Locks
 	switch {

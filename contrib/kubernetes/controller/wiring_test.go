@@ -245,10 +245,16 @@ func TestGeneratedRBACNamesTheAPIGroup(t *testing.T) {
 // rbacObjects decodes the YAML documents of the named files in rbacDir.
 func rbacObjects(t *testing.T, files ...string) []client.Object {
 	t.Helper()
+	return rbacObjectsIn(t, rbacDir, files...)
+}
+
+// rbacObjectsIn decodes the YAML documents of the named files in dir.
+func rbacObjectsIn(t *testing.T, dir string, files ...string) []client.Object {
+	t.Helper()
 	dec := serializer.NewCodecFactory(schemeOf()).UniversalDeserializer()
 	var out []client.Object
 	for _, f := range files {
-		data, err := os.ReadFile(filepath.Join(rbacDir, f))
+		data, err := os.ReadFile(filepath.Join(dir, f))
 		require.NoError(t, err)
 		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 		for {
@@ -314,32 +320,11 @@ func applyRBAC(t *testing.T, c client.Client, env *rest.Config, ns string) *rest
 	ctx := context.Background()
 	sa := 0
 	for _, o := range rbacObjects(t, kustomizeResources(t)...) {
-		switch o := o.(type) {
-		case *rbacv1.ClusterRole:
-			o.Name += "-" + ns
-		case *rbacv1.ClusterRoleBinding:
-			o.Name += "-" + ns
-			o.RoleRef.Name += "-" + ns
-			moveSubjects(o.Subjects, ns)
-		case *rbacv1.RoleBinding:
-			o.Namespace = ns
-			if o.RoleRef.Kind == "ClusterRole" {
-				o.RoleRef.Name += "-" + ns
-			}
-			moveSubjects(o.Subjects, ns)
-		case *rbacv1.Role:
-			o.Namespace = ns
-		case *corev1.ServiceAccount:
-			o.Namespace = ns
+		if _, ok := o.(*corev1.ServiceAccount); ok {
 			sa++
-			require.Equal(t, rbacServiceAccount, o.Name)
-		default:
-			t.Fatalf("config/rbac: unexpected %T", o)
+			require.Equal(t, rbacServiceAccount, o.GetName())
 		}
-		require.NoError(t, c.Create(ctx, o), "%T %s", o, o.GetName())
-		if o.GetNamespace() == "" {
-			t.Cleanup(func() { _ = c.Delete(context.Background(), o) })
-		}
+		createMoved(t, c, ns, o)
 	}
 	require.Equal(t, 1, sa, "one ServiceAccount")
 
@@ -360,6 +345,38 @@ func applyRBAC(t *testing.T, c client.Client, env *rest.Config, ns string) *rest
 	err = sac.Get(ctx, types.NamespacedName{Namespace: "default", Name: "none"}, &coordinationv1.Lease{})
 	require.True(t, apierrors.IsForbidden(err), "Leases only in the controller's namespace: %v", err)
 	return cfg
+}
+
+// createMoved creates o moved to namespace ns as kustomize's namespace
+// moves it, with a cluster-scoped object's name (and a binding's reference
+// to a ClusterRole) suffixed with ns; cluster-scoped objects are deleted
+// when t ends.
+func createMoved(t *testing.T, c client.Client, ns string, o client.Object) {
+	t.Helper()
+	switch o := o.(type) {
+	case *rbacv1.ClusterRole:
+		o.Name += "-" + ns
+	case *rbacv1.ClusterRoleBinding:
+		o.Name += "-" + ns
+		o.RoleRef.Name += "-" + ns
+		moveSubjects(o.Subjects, ns)
+	case *rbacv1.RoleBinding:
+		o.Namespace = ns
+		if o.RoleRef.Kind == "ClusterRole" {
+			o.RoleRef.Name += "-" + ns
+		}
+		moveSubjects(o.Subjects, ns)
+	case *rbacv1.Role:
+		o.Namespace = ns
+	case *corev1.ServiceAccount:
+		o.Namespace = ns
+	default:
+		t.Fatalf("config: unexpected %T", o)
+	}
+	require.NoError(t, c.Create(context.Background(), o), "%T %s", o, o.GetName())
+	if o.GetNamespace() == "" {
+		t.Cleanup(func() { _ = c.Delete(context.Background(), o) })
+	}
 }
 
 func moveSubjects(subjects []rbacv1.Subject, ns string) {

@@ -3,11 +3,9 @@ package secretcreds
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,10 +34,19 @@ const (
 //
 // Errors name the Secret and the key, never a value; nothing is logged.
 //
+// Resolve reads through Resolver's Reader (the cache) unless the Secret
+// read there holds pending keys: a rotation is under way or has just been
+// promoted, and a cached copy may be older than this process's last write
+// (a promotion the cache has not seen would give the old, refused,
+// password), so it reads again through Client. A Secret without pending
+// keys costs no API call, as with the Resolver.
+//
 // RBAC: get and update on the Secrets it names. The kit's controller role
 // (config/rbac) grants get, list and watch only: a host that rotates adds
-// update, best on the Secrets of BMCs alone (resourceNames, or a namespace
-// of their own), rather than on every Secret.
+// update (config/rotation), best on the Secrets of BMCs alone
+// (resourceNames, or a namespace of their own), rather than on every
+// Secret. Without it, a change fails with a permanent error that says so,
+// before the BMC is touched (the pending write is the rotation's first).
 type Store struct {
 	Resolver
 	// Client reads and updates the Secrets (uncached).
@@ -47,6 +54,23 @@ type Store struct {
 }
 
 var _ bmc.CredentialsStore = Store{}
+
+// Resolve implements bmc.CredentialsResolver (see [Store]).
+func (s Store) Resolve(ctx context.Context, ref string) (bmc.Credentials, error) {
+	if ref == "" {
+		return bmc.Credentials{}, nil
+	}
+	sec, err := getSecret(ctx, s.Reader, ref)
+	if err != nil {
+		return bmc.Credentials{}, err
+	}
+	if len(sec.Data[PendingUsernameKey]) > 0 || len(sec.Data[PendingPasswordKey]) > 0 {
+		if sec, err = getSecret(ctx, s.Client, ref); err != nil {
+			return bmc.Credentials{}, err
+		}
+	}
+	return currentOf(sec)
+}
 
 // Pending implements bmc.CredentialsStore.
 func (s Store) Pending(ctx context.Context, ref string) (bmc.Credentials, bool, error) {
@@ -93,9 +117,12 @@ func (s Store) change(ctx context.Context, ref string, f func(*bmc.CredentialsPa
 		if p.Pending != nil {
 			sec.Data[PendingUsernameKey], sec.Data[PendingPasswordKey] = []byte(p.Pending.Username), []byte(p.Pending.Password)
 		}
-		if err := s.Client.Update(ctx, sec); err != nil {
+		if err := s.Client.Update(quiet(ctx), sec); err != nil {
 			if apierrors.IsConflict(err) {
 				return err // read again
+			}
+			if apierrors.IsForbidden(err) {
+				return fmt.Errorf("updating secret %s/%s: forbidden: rotation needs update on this Secret, which the kit's controller role does not grant (contrib/kubernetes/config/rotation, docs/credential-rotation.md)", sec.Namespace, sec.Name)
 			}
 			return bmc.Transient(fmt.Errorf("updating secret %s/%s: %s", sec.Namespace, sec.Name, apierrors.ReasonForError(err)))
 		}
@@ -105,13 +132,9 @@ func (s Store) change(ctx context.Context, ref string, f func(*bmc.CredentialsPa
 
 // read gets the Secret of ref and its pair.
 func (s Store) read(ctx context.Context, ref string) (*corev1.Secret, bmc.CredentialsPair, error) {
-	ns, name, ok := strings.Cut(ref, "/")
-	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		return nil, bmc.CredentialsPair{}, fmt.Errorf("credentials reference %q: want namespace/name of a Secret", ref)
-	}
-	var sec corev1.Secret
-	if err := s.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &sec); err != nil {
-		return nil, bmc.CredentialsPair{}, bmc.Transient(fmt.Errorf("reading secret %s/%s: %w", ns, name, err))
+	sec, err := getSecret(ctx, s.Client, ref)
+	if err != nil {
+		return nil, bmc.CredentialsPair{}, err
 	}
 	d := sec.Data
 	p := bmc.CredentialsPair{Current: bmc.Credentials{Username: string(d[UsernameKey]), Password: string(d[PasswordKey])}}
@@ -120,7 +143,7 @@ func (s Store) read(ctx context.Context, ref string) (*corev1.Secret, bmc.Creden
 	case len(pu) > 0 && len(pp) > 0:
 		p.Pending = &bmc.Credentials{Username: string(pu), Password: string(pp)}
 	case len(pu) > 0 || len(pp) > 0:
-		return nil, bmc.CredentialsPair{}, fmt.Errorf("secret %s/%s has one of %q and %q without the other", ns, name, PendingUsernameKey, PendingPasswordKey)
+		return nil, bmc.CredentialsPair{}, fmt.Errorf("secret %s/%s has one of %q and %q without the other", sec.Namespace, sec.Name, PendingUsernameKey, PendingPasswordKey)
 	}
-	return &sec, p, nil
+	return sec, p, nil
 }

@@ -12,9 +12,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/bmckit/bmckit/bmc"
@@ -196,4 +198,63 @@ func TestRotationOnASecretWithARestart(t *testing.T) {
 	assert.False(t, b.AccountPassword("admin", oldCreds.Password))
 	_, has, _ = store.Pending(ctx, ref)
 	assert.False(t, has)
+}
+
+// secretWith is a Secret "ns/bmc" holding data.
+func secretWith(data map[string]string) *corev1.Secret {
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bmc"}, Data: map[string][]byte{}}
+	for k, v := range data {
+		sec.Data[k] = []byte(v)
+	}
+	return sec
+}
+
+// Resolve through a cache that still holds the Secret as it was before the
+// promotion (pending keys beside the old password): it reads past the
+// cache, and returns the promoted password, not the old one the BMC
+// refuses. A Secret without pending keys is read from the cache alone.
+func TestStoreResolveReadsPastAStaleCache(t *testing.T) {
+	ctx := context.Background()
+	stale := fakeclient.NewClientBuilder().WithObjects(secretWith(map[string]string{
+		secretcreds.UsernameKey: oldCreds.Username, secretcreds.PasswordKey: oldCreds.Password,
+		secretcreds.PendingUsernameKey: nextCreds.Username, secretcreds.PendingPasswordKey: nextCreds.Password,
+	})).Build()
+	var direct atomic.Int64
+	fresh := interceptor.NewClient(fakeclient.NewClientBuilder().WithObjects(secretWith(map[string]string{
+		secretcreds.UsernameKey: nextCreds.Username, secretcreds.PasswordKey: nextCreds.Password,
+	})).Build(), interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		direct.Add(1)
+		return c.Get(ctx, key, obj, opts...)
+	}})
+	s := secretcreds.Store{Resolver: secretcreds.Resolver{Reader: stale}, Client: fresh}
+	got, err := s.Resolve(ctx, "ns/bmc")
+	require.NoError(t, err)
+	assert.Equal(t, nextCreds, got, "the promoted credentials, not the cache's")
+	assert.Equal(t, int64(1), direct.Load())
+
+	quiet := fakeclient.NewClientBuilder().WithObjects(secretWith(map[string]string{
+		secretcreds.UsernameKey: oldCreds.Username, secretcreds.PasswordKey: oldCreds.Password,
+	})).Build()
+	s.Resolver.Reader = quiet
+	got, err = s.Resolve(ctx, "ns/bmc")
+	require.NoError(t, err)
+	assert.Equal(t, oldCreds, got)
+	assert.Equal(t, int64(1), direct.Load(), "no pending keys: no read past the cache")
+}
+
+// An Update the API server forbids (the controller without the rotation
+// role) is a permanent error naming the opt-in, and no value.
+func TestStoreForbiddenNamesTheRotationRole(t *testing.T) {
+	ctx := context.Background()
+	c := interceptor.NewClient(fakeclient.NewClientBuilder().WithObjects(secretWith(map[string]string{
+		secretcreds.UsernameKey: oldCreds.Username, secretcreds.PasswordKey: oldCreds.Password,
+	})).Build(), interceptor.Funcs{Update: func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error {
+		return apierrors.NewForbidden(corev1.Resource("secrets"), "bmc", errors.New("no update"))
+	}})
+	err := storeOn(c).SetPending(ctx, "ns/bmc", nextCreds)
+	require.Error(t, err)
+	assert.False(t, bmc.IsTransient(err), "not retried: %v", err)
+	assert.Contains(t, err.Error(), "ns/bmc")
+	assert.Contains(t, err.Error(), "config/rotation")
+	assert.NotContains(t, err.Error(), "s3cret")
 }
