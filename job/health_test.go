@@ -24,12 +24,15 @@ type countingOutageStore struct {
 	outageStore
 	failedLists atomic.Int64
 	hang        atomic.Bool   // List hangs until ctx is done (a hung store)
-	hung        chan struct{} // receives when a List starts hanging
+	hung        chan struct{} // receives when a List starts hanging (if the test has not been told yet)
 }
 
 func (s *countingOutageStore) List(ctx context.Context, p string) ([]storage.Record, error) {
 	if s.hang.Load() {
-		s.hung <- struct{}{}
+		select {
+		case s.hung <- struct{}{}:
+		default: // the test waits for the first; other Lists (a scan, the lock sweep) hang too
+		}
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
