@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,25 +128,29 @@ var rotKillPoints = []string{rotBeforePending, rotAfterPending, rotAnswerHeld, r
 
 // rotKillResult is what one run saw.
 type rotKillResult struct {
-	killed    bool // the kill landed before the job finished
-	succeeded bool // the job Succeeded
-	accepted  bool // the BMC takes the file's current credentials at the end
-	lockouts  int  // lock-outs of any account
-	leaks     int  // (password, place) pairs found
-	extra     int  // accounts left besides the current one
-	fallbacks int  // the children's dials that fell back to the pending credentials (log lines)
-	took      time.Duration
+	killed     bool // the kill landed before the job finished
+	succeeded  bool // the job Succeeded
+	accepted   bool // the BMC takes the file's current credentials at the end
+	lockouts   int  // lock-outs of any account
+	leaks      int  // (password, place) pairs found
+	extra      int  // accounts left besides the current one
+	fallbacks  int  // the children's dials that fell back to the pending credentials (log lines)
+	monReads   int  // requests the monitor sent to the BMC
+	monRefused int  // the monitor's logins the BMC refused (401)
+	took       time.Duration
 }
 
 type rotKillSummary struct {
-	runs, killed, succeeded, accepted, lockouts, leaks, extra, fallbacks int
-	took                                                                 time.Duration
+	runs, killed, succeeded, accepted, lockouts, leaks, extra, fallbacks, monReads, monRefused int
+	took                                                                                       time.Duration
 }
 
 func (s *rotKillSummary) add(r rotKillResult) {
 	s.runs++
 	s.took += r.took
 	s.fallbacks += r.fallbacks
+	s.monReads += r.monReads
+	s.monRefused += r.monRefused
 	s.extra += r.extra
 	s.lockouts += r.lockouts
 	s.leaks += r.leaks
@@ -160,8 +165,8 @@ func (s *rotKillSummary) add(r rotKillResult) {
 }
 
 func (s rotKillSummary) String() string {
-	return fmt.Sprintf("%d runs (%d killed before the end): %d Succeeded, %d with the file's current credentials accepted by the BMC, %d lock-outs, %d passwords found, %d extra accounts left; job dials that fell back to the pending credentials: %d; %s",
-		s.runs, s.killed, s.succeeded, s.accepted, s.lockouts, s.leaks, s.extra, s.fallbacks, s.took.Round(100*time.Millisecond))
+	return fmt.Sprintf("%d runs (%d killed before the end): %d Succeeded, %d with the file's current credentials accepted by the BMC, %d lock-outs, %d passwords found, %d extra accounts left; job dials that fell back to the pending credentials: %d; monitor requests %d, of them logins refused %d; %s",
+		s.runs, s.killed, s.succeeded, s.accepted, s.lockouts, s.leaks, s.extra, s.fallbacks, s.monReads, s.monRefused, s.took.Round(100*time.Millisecond))
 }
 
 // rotLog collects log lines (funcr) for the password scan.
@@ -256,9 +261,20 @@ func rotKillOnce(t *testing.T, mode task.RotationMode, point string, rng *mrand.
 	// 100 ms through the whole run.
 	monLog := &rotLog{}
 	monLogger := funcr.New(monLog.add, monLog.logger())
+	var monReads, monRefused atomic.Int64 // the monitor's requests, and its refused logins
 	monStore := memstore.New()
 	mon, err := monitor.New(monitor.Config{
-		Store: monStore, Dialer: redfish.NewDialer(redfish.Options{Logger: monLogger}), Credentials: fc,
+		Store: monStore, Credentials: fc,
+		Dialer: redfish.NewDialer(redfish.Options{Logger: monLogger, WrapTransport: func(next http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				monReads.Add(1)
+				resp, err := next.RoundTrip(req)
+				if err == nil && resp.StatusCode == http.StatusUnauthorized && strings.HasSuffix(req.URL.Path, "/Sessions") {
+					monRefused.Add(1)
+				}
+				return resp, err
+			})
+		}}),
 		Interval: 100 * time.Millisecond, CredentialsCheckInterval: 100 * time.Millisecond, ScanInterval: 100 * time.Millisecond,
 		HealthEvery: -1, InventoryInterval: -1, Logger: monLogger, Owner: "rot-kill-monitor",
 	})
@@ -480,6 +496,7 @@ func rotKillOnce(t *testing.T, mode task.RotationMode, point string, rng *mrand.
 			}
 		}
 	}
+	res.monReads, res.monRefused = int(monReads.Load()), int(monRefused.Load())
 	res.extra, res.fallbacks, res.took = extra, strings.Count(strings.Join(childLines, "\n"), "rotation in progress"), time.Since(began)
 	return res
 }
@@ -493,5 +510,3 @@ func mustEndpoint(t *testing.T, addr string) bmc.Endpoint {
 	}
 	return ep
 }
-
-var _ http.RoundTripper = (*rotHoldTransport)(nil)
