@@ -23,6 +23,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/connpool"
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
 	"github.com/bmckit/bmckit/conditions"
@@ -54,7 +55,8 @@ import (
 // The child-side points are held in the child (it prints "hold <step>" and
 // blocks; the parent kills it on that line); answer-held is held in the
 // BMC's OnStateChange hook in this process. The BMC and a monitor.Monitor
-// (reading every 100 ms with the same credentials file) live in this
+// (reading every 100 ms with the same credentials file, logging in at every
+// read: its pool closes sessions after 1 ms idle) live in this
 // process and outlive the kills. Each run then checks: the job Succeeded;
 // the BMC takes the file's current credentials and nothing is pending; at
 // most one account besides the current one, and when there is one the
@@ -136,13 +138,14 @@ type rotKillResult struct {
 	extra      int  // accounts left besides the current one
 	fallbacks  int  // the children's dials that fell back to the pending credentials (log lines)
 	monReads   int  // requests the monitor sent to the BMC
+	monLogins  int  // the monitor's logins
 	monRefused int  // the monitor's logins the BMC refused (401)
 	took       time.Duration
 }
 
 type rotKillSummary struct {
-	runs, killed, succeeded, accepted, lockouts, leaks, extra, fallbacks, monReads, monRefused int
-	took                                                                                       time.Duration
+	runs, killed, succeeded, accepted, lockouts, leaks, extra, fallbacks, monReads, monLogins, monRefused int
+	took                                                                                                  time.Duration
 }
 
 func (s *rotKillSummary) add(r rotKillResult) {
@@ -151,6 +154,7 @@ func (s *rotKillSummary) add(r rotKillResult) {
 	s.fallbacks += r.fallbacks
 	s.monReads += r.monReads
 	s.monRefused += r.monRefused
+	s.monLogins += r.monLogins
 	s.extra += r.extra
 	s.lockouts += r.lockouts
 	s.leaks += r.leaks
@@ -165,8 +169,8 @@ func (s *rotKillSummary) add(r rotKillResult) {
 }
 
 func (s rotKillSummary) String() string {
-	return fmt.Sprintf("%d runs (%d killed before the end): %d Succeeded, %d with the file's current credentials accepted by the BMC, %d lock-outs, %d passwords found, %d extra accounts left; job dials that fell back to the pending credentials: %d; monitor requests %d, of them logins refused %d; %s",
-		s.runs, s.killed, s.succeeded, s.accepted, s.lockouts, s.leaks, s.extra, s.fallbacks, s.monReads, s.monRefused, s.took.Round(100*time.Millisecond))
+	return fmt.Sprintf("%d runs (%d killed before the end): %d Succeeded, %d with the file's current credentials accepted by the BMC, %d lock-outs, %d passwords found, %d extra accounts left; job dials that fell back to the pending credentials: %d; monitor requests %d, logins %d, of them refused %d; %s",
+		s.runs, s.killed, s.succeeded, s.accepted, s.lockouts, s.leaks, s.extra, s.fallbacks, s.monReads, s.monLogins, s.monRefused, s.took.Round(100*time.Millisecond))
 }
 
 // rotLog collects log lines (funcr) for the password scan.
@@ -261,20 +265,28 @@ func rotKillOnce(t *testing.T, mode task.RotationMode, point string, rng *mrand.
 	// 100 ms through the whole run.
 	monLog := &rotLog{}
 	monLogger := funcr.New(monLog.add, monLog.logger())
-	var monReads, monRefused atomic.Int64 // the monitor's requests, and its refused logins
+	var monReads, monLogins, monRefused atomic.Int64 // the monitor's requests, logins, refused logins
 	monStore := memstore.New()
-	mon, err := monitor.New(monitor.Config{
-		Store: monStore, Credentials: fc,
-		Dialer: redfish.NewDialer(redfish.Options{Logger: monLogger, WrapTransport: func(next http.RoundTripper) http.RoundTripper {
-			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-				monReads.Add(1)
-				resp, err := next.RoundTrip(req)
-				if err == nil && resp.StatusCode == http.StatusUnauthorized && strings.HasSuffix(req.URL.Path, "/Sessions") {
+	// A pool whose sessions close after 1 ms idle: the monitor logs in
+	// at every read, as against a BMC that ends sessions when a password
+	// changes, so its reads during the rotation try the credentials the
+	// BMC may refuse.
+	monPool := connpool.New(redfish.NewDialer(redfish.Options{Logger: monLogger, WrapTransport: func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			monReads.Add(1)
+			resp, err := next.RoundTrip(req)
+			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/Sessions") {
+				monLogins.Add(1)
+				if err == nil && resp.StatusCode == http.StatusUnauthorized {
 					monRefused.Add(1)
 				}
-				return resp, err
-			})
-		}}),
+			}
+			return resp, err
+		})
+	}}), time.Millisecond, nil)
+	defer func() { _ = monPool.Close(ctx) }()
+	mon, err := monitor.New(monitor.Config{
+		Store: monStore, Credentials: fc, Pool: monPool,
 		Interval: 100 * time.Millisecond, CredentialsCheckInterval: 100 * time.Millisecond, ScanInterval: 100 * time.Millisecond,
 		HealthEvery: -1, InventoryInterval: -1, Logger: monLogger, Owner: "rot-kill-monitor",
 	})
@@ -496,7 +508,7 @@ func rotKillOnce(t *testing.T, mode task.RotationMode, point string, rng *mrand.
 			}
 		}
 	}
-	res.monReads, res.monRefused = int(monReads.Load()), int(monRefused.Load())
+	res.monReads, res.monLogins, res.monRefused = int(monReads.Load()), int(monLogins.Load()), int(monRefused.Load())
 	res.extra, res.fallbacks, res.took = extra, strings.Count(strings.Join(childLines, "\n"), "rotation in progress"), time.Since(began)
 	return res
 }
