@@ -463,7 +463,14 @@ func rotKillOnce(t *testing.T, mode task.RotationMode, point string, rng *mrand.
 			continue
 		}
 		extra++
-		if !strings.Contains(j.Status.Message+string(jobJSON), strconvQuote(a.UserName)) {
+		// Named in the job's result: its message, a task's message, or
+		// the task's rotation status (user names, never passwords).
+		named := strings.Contains(j.Status.Message, strconv.Quote(a.UserName))
+		for _, ts := range j.Status.Tasks {
+			named = named || strings.Contains(ts.Message, strconv.Quote(a.UserName)) ||
+				ts.Rotation != nil && (ts.Rotation.UserName == a.UserName || ts.Rotation.OldUserName == a.UserName)
+		}
+		if !named {
 			t.Errorf("run %d: account %q left on the BMC, not named in the job's result %q", run, a.UserName, j.Status.Message)
 		}
 	}
@@ -512,8 +519,6 @@ func rotKillOnce(t *testing.T, mode task.RotationMode, point string, rng *mrand.
 	res.extra, res.fallbacks, res.took = extra, strings.Count(strings.Join(childLines, "\n"), "rotation in progress"), time.Since(began)
 	return res
 }
-
-func strconvQuote(s string) string { return strconv.Quote(s) }
 
 func mustEndpoint(t *testing.T, addr string) bmc.Endpoint {
 	ep, err := bmc.ParseEndpoint(addr)
