@@ -303,4 +303,10 @@ func TestAccountLockOut(t *testing.T) {
 		t.Fatalf("after the password change: %v", err)
 	}
 	_ = d.Close(ctx)
+	// The unlock does not hide that the account was locked.
+	for _, a := range srv.Accounts() {
+		if want := map[string]int{"ops": 1}[a.UserName]; a.Locked || a.Lockouts != want {
+			t.Errorf("account %s: Locked %v, Lockouts %d; want unlocked, %d lock-outs", a.UserName, a.Locked, a.Lockouts, want)
+		}
+	}
 }

@@ -70,6 +70,7 @@ type simAccount struct {
 	enabled, locked          bool
 	failures                 int
 	lockedUntil              time.Time
+	lockouts                 int // times locked since the server started
 }
 
 func (a *simAccount) empty() bool { return a.user == "" }
@@ -79,6 +80,10 @@ func (a *simAccount) empty() bool { return a.user == "" }
 type AccountState struct {
 	ID, UserName, RoleID string
 	Enabled, Locked      bool
+	// Lockouts counts the times failed logins locked the account since the
+	// server started, also those a later unlock (a PATCH, LockoutDuration)
+	// ended: a test that must show no lock-out at any moment reads it.
+	Lockouts int
 }
 
 // initAccounts seeds the accounts from Config.Username/Password (Users
@@ -136,6 +141,7 @@ func (s *Server) validUser(user, password string) bool {
 		a.failures++
 		if t := s.cfg.Accounts.LockoutThreshold; t > 0 && a.failures >= t {
 			a.locked = true
+			a.lockouts++
 			if d := s.cfg.Accounts.LockoutDuration; d > 0 {
 				a.lockedUntil = now.Add(d)
 			}
@@ -174,7 +180,7 @@ func (s *Server) Accounts() []AccountState {
 	defer s.mu.Unlock()
 	out := make([]AccountState, 0, len(s.accounts.list))
 	for _, a := range s.accounts.list {
-		out = append(out, AccountState{ID: a.id, UserName: a.user, RoleID: a.role, Enabled: a.enabled, Locked: a.locked})
+		out = append(out, AccountState{ID: a.id, UserName: a.user, RoleID: a.role, Enabled: a.enabled, Locked: a.locked, Lockouts: a.lockouts})
 	}
 	return out
 }
