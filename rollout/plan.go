@@ -134,7 +134,7 @@ func (p *plan) init() {
 	st.Canary.Size = min(p.spec.Policy.Canary, len(p.spec.Servers))
 	st.StartTime = timestamp.Ptr(p.now)
 	conditions.MarkRunning(&st.Conditions, 1, "started", p.now)
-	p.event(-1, 0, 0, "started")
+	p.rolloutEvent(EventStarted, "started", "", "")
 	st.count()
 }
 
@@ -222,7 +222,7 @@ func (p *plan) judge() {
 			c.Result = ResultSucceeded // all of it, or every other server was skipped
 		}
 		if c.Result != "" {
-			p.event(-1, 0, 0, "canary "+strings.ToLower(string(c.Result)))
+			p.rolloutEvent(EventCanary, "canary "+strings.ToLower(string(c.Result)), ReasonCanary, c.Result)
 		}
 	}
 	if st.Halt == "" {
@@ -269,7 +269,7 @@ func (p *plan) haltMessage() string {
 func (p *plan) halt(reason, msg string) {
 	p.st.Halt = reason
 	p.st.Message = msg
-	p.event(-1, 0, 0, "halting: "+msg)
+	p.rolloutEvent(EventHalting, "halting: "+msg, reason, "")
 }
 
 func (p *plan) complete(res Result, reason, msg string) {
@@ -279,7 +279,7 @@ func (p *plan) complete(res Result, reason, msg string) {
 	st.Estimate = ""
 	conditions.MarkCompleted(&st.Conditions, 1, conditions.Result(res), reason, msg, p.now)
 	conditions.Set(&st.Conditions, conditions.Condition{Type: TypePaused, Status: conditions.False, Reason: reason, Message: msg, ObservedGeneration: 1, LastTransitionTime: timestamp.New(p.now)})
-	p.event(-1, 0, 0, "completed: "+string(res))
+	p.rolloutEvent(EventCompleted, "completed: "+string(res), reason, res)
 }
 
 // progress sets Running and Paused and the estimate.

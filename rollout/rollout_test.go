@@ -265,7 +265,7 @@ func TestFailureBudgetHalts(t *testing.T) {
 	// is one the wire saw updated.
 	halted := false
 	for _, e := range f.eventsOf("bios") {
-		if e.Index < 0 && strings.HasPrefix(e.Message, "halting") {
+		if e.Kind == rollout.EventHalting {
 			halted = true
 		}
 		if halted && e.To == rollout.StateRunning {

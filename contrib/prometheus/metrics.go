@@ -50,6 +50,13 @@
 //	bmckit_bmc_events_total{severity,via}               counter (events stored; via: push, sse, poll)
 //	bmckit_bmc_event_duplicates_total{via}              counter (copies dropped: retries, streamed copies of pushed events)
 //	bmckit_bmc_event_pushes_refused_total{status}       counter (the Receiver's 4xx and 503 answers)
+//	bmckit_rollout_server_transitions_total{from,to}    counter (a rollout's servers: pending, held, running, succeeded, failed, skipped)
+//	bmckit_rollout_halts_total{reason}                  counter (FailureBudgetSpent, CanaryFailed, Aborted)
+//	bmckit_rollouts_completed_total{result}             counter (Succeeded, Failed, Halted, Aborted)
+//
+// Rollout events are counted by the replica whose write made them, so sum
+// them over replicas: servers unavailable now across rollouts are
+// sum(to="running") - sum(from="running").
 //
 // The queue gauges are one Runner's; with several replicas, each reports
 // every unfinished job in the shared Store, so aggregate
@@ -67,6 +74,7 @@ import (
 	"github.com/bmckit/bmckit/bootstate"
 	"github.com/bmckit/bmckit/job/observe"
 	"github.com/bmckit/bmckit/monitor"
+	"github.com/bmckit/bmckit/rollout"
 )
 
 // Options configures [New]. The zero value means the defaults.
@@ -112,6 +120,8 @@ type Metrics struct {
 	criticalOnRecord *prometheus.CounterVec
 
 	events, eventDuplicates, eventRefusals *prometheus.CounterVec
+
+	rolloutServers, rolloutHalts, rolloutsCompleted *prometheus.CounterVec
 
 	all []prometheus.Collector
 }
@@ -173,6 +183,9 @@ func New(opts Options) *Metrics {
 	m.events = counter("bmc_events_total", "BMC events stored, by severity (OK, Warning, Critical, none) and how they came (push, sse, poll).", "severity", "via")
 	m.eventDuplicates = counter("bmc_event_duplicates_total", "BMC event copies dropped as already stored (a BMC's retry, the streamed copy of a pushed event, a log entry read again), by how they came.", "via")
 	m.eventRefusals = counter("bmc_event_pushes_refused_total", "Event pushes the Receiver refused, by HTTP status (400, 401, 404, 405, 413; 503 when the store failed).", "status")
+	m.rolloutServers = counter("rollout_server_transitions_total", "Transitions of rollouts' servers this process wrote, by state before and after (pending, held, running, succeeded, failed, skipped).", "from", "to")
+	m.rolloutHalts = counter("rollout_halts_total", "Rollouts this process halted, by reason (FailureBudgetSpent, CanaryFailed, Aborted).", "reason")
+	m.rolloutsCompleted = counter("rollouts_completed_total", "Rollouts this process completed, by result (Succeeded, Failed, Halted, Aborted).", "result")
 	return m
 }
 
@@ -272,6 +285,21 @@ func (m *Metrics) EventObserver() bmcevents.Observer {
 		Duplicate: func(_ string, k bmcevents.Kind) { m.eventDuplicates.WithLabelValues(via(k)).Inc() },
 		Refused:   func(status int) { m.eventRefusals.WithLabelValues(strconv.Itoa(status)).Inc() },
 	}
+}
+
+// RolloutObserver returns the observer to set in rollout.Config.Observer.
+// Rollout and server names are never labels.
+func (m *Metrics) RolloutObserver() rollout.Observer {
+	return rollout.Observer{Transition: func(e rollout.Event) {
+		switch e.Kind {
+		case rollout.EventServer:
+			m.rolloutServers.WithLabelValues(label(e.From.String()), label(e.To.String())).Inc()
+		case rollout.EventCompleted:
+			m.rolloutsCompleted.WithLabelValues(label(string(e.Result))).Inc()
+		case rollout.EventHalting:
+			m.rolloutHalts.WithLabelValues(label(e.Reason)).Inc()
+		}
+	}}
 }
 
 // label keeps a label value bounded and printable: empty becomes "none"

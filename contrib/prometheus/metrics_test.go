@@ -2,6 +2,7 @@ package prometheus_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -27,6 +28,7 @@ import (
 	"github.com/bmckit/bmckit/job/jobtest"
 	"github.com/bmckit/bmckit/job/observe"
 	"github.com/bmckit/bmckit/monitor"
+	"github.com/bmckit/bmckit/rollout"
 	"github.com/bmckit/bmckit/storage/memstore"
 	"github.com/bmckit/bmckit/task"
 )
@@ -234,4 +236,60 @@ func TestMonitorCriticalEvents(t *testing.T) {
 		fams[f.GetName()] = f
 	}
 	assert.Equal(t, 3.0, value(fams, "bmckit_monitor_critical_events_total"))
+}
+
+// A rollout's transitions, counted by from/to state; its halt and its
+// completion by reason and result. No label names a rollout or a server.
+func TestRolloutTransitions(t *testing.T) {
+	m := bmcprom.New(bmcprom.Options{})
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+
+	fleet := fake.NewFleet()
+	var servers []rollout.Server
+	for i := 0; i < 6; i++ {
+		addr := fmt.Sprintf("redfish://10.0.0.%d/redfish/v1/Systems/1", i+1)
+		_, err := fleet.AddNew(addr, fake.Options{Power: bmc.PowerOn})
+		require.NoError(t, err)
+		servers = append(servers, rollout.Server{Name: fmt.Sprintf("n%d", i), BMC: addr})
+	}
+	store := memstore.New()
+	runner, err := job.NewRunner(job.Config{StepperConfig: job.StepperConfig{Dialer: fleet}, Store: store})
+	require.NoError(t, err)
+	ctl, err := rollout.New(rollout.Config{Runner: runner, Store: store, Observer: m.RolloutObserver()})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() { _ = runner.Start(ctx); done <- struct{}{} }()
+	go func() { _ = ctl.Start(ctx); done <- struct{}{} }()
+	defer func() { cancel(); <-done; <-done }()
+
+	_, err = ctl.Create(ctx, "cycle", rollout.Spec{
+		Template: job.Spec{Tasks: []task.Spec{{Power: &task.PowerAction{Op: task.PowerCycle}}}},
+		Servers:  servers,
+		Policy:   rollout.Policy{MaxUnavailable: rollout.Count(2)},
+	})
+	require.NoError(t, err)
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	defer wcancel()
+	r, err := ctl.Wait(wctx, "cycle")
+	require.NoError(t, err)
+	require.Equal(t, rollout.ResultSucceeded, r.Status.Result)
+
+	gathered, err := reg.Gather()
+	require.NoError(t, err)
+	fams := map[string]*dto.MetricFamily{}
+	for _, f := range gathered {
+		fams[f.GetName()] = f
+	}
+	assert.Equal(t, 6.0, value(fams, "bmckit_rollout_server_transitions_total", "from=pending", "to=running"))
+	assert.Equal(t, 6.0, value(fams, "bmckit_rollout_server_transitions_total", "from=running", "to=succeeded"))
+	assert.Equal(t, 1.0, value(fams, "bmckit_rollouts_completed_total", "result=Succeeded"))
+	for _, f := range fams {
+		for _, mt := range f.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				assert.NotContains(t, []string{"cycle", "n0", "n5"}, l.GetValue(), "label %s", l.GetName())
+			}
+		}
+	}
 }
