@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/bmckit/bmckit/internal/strictjson"
 	"github.com/bmckit/bmckit/job"
 )
 
@@ -271,4 +273,36 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// MaxSpecBytes bounds a rollout spec read by DecodeSpec and ReadSpec (a
+// fleet of MaxServers servers with labels fits).
+const MaxSpecBytes = 8 << 20
+
+// specLimits are what DecodeSpec checks while reading: no array longer
+// than MaxServers, no string longer than 4096 bytes, no nesting deeper than
+// 16.
+var specLimits = strictjson.Limits{Bytes: MaxSpecBytes, String: 4096, Array: MaxServers, Depth: 16}
+
+// DecodeSpec decodes a JSON rollout spec strictly (unknown fields are
+// errors) and validates it; errors wrap ErrInvalidSpec and name the field.
+func DecodeSpec(data []byte) (Spec, error) {
+	var s Spec
+	if err := strictjson.DecodeLimited(data, &s, specLimits); err != nil {
+		return Spec{}, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
+	}
+	if err := s.Validate(); err != nil {
+		return Spec{}, err
+	}
+	return s, nil
+}
+
+// ReadSpec reads a JSON rollout spec from r, at most MaxSpecBytes, and
+// decodes it as DecodeSpec does.
+func ReadSpec(r io.Reader) (Spec, error) {
+	data, err := strictjson.ReadAll(r, MaxSpecBytes)
+	if err != nil {
+		return Spec{}, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
+	}
+	return DecodeSpec(data)
 }
