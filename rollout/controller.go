@@ -113,6 +113,16 @@ func (c *Controller) Create(ctx context.Context, name string, spec Spec) (*Rollo
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("rollout %q: %w", name, err)
 	}
+	// Jobs of an earlier rollout of this name would be taken for this
+	// one's (their names are fixed by the index): refuse.
+	left, err := c.cfg.Store.List(ctx, c.cfg.KeyPrefix+"jobs/"+name+".")
+	if err != nil {
+		return nil, fmt.Errorf("rollout %q: %w", name, err)
+	}
+	if _, serr := c.cfg.Store.Get(ctx, c.specKey(name)); len(left) > 0 && errors.Is(serr, storage.ErrNotFound) {
+		return nil, fmt.Errorf("rollout %q: %d jobs of an earlier rollout of this name exist (%s): delete them (Runner.Delete) or choose another name: %w",
+			name, len(left), strings.TrimPrefix(left[0].Key, c.cfg.KeyPrefix+"jobs/"), storage.ErrExists)
+	}
 	sb, err := json.Marshal(specRecord{Name: name, Spec: spec})
 	if err != nil {
 		return nil, err

@@ -146,3 +146,30 @@ func TestTwoReplicasAgree(t *testing.T) {
 		}
 	}
 }
+
+// A rollout created again under the name of a deleted one whose jobs are
+// still stored is refused: their completions would be taken for its own.
+func TestCreateRefusesLeftoverJobs(t *testing.T) {
+	f := newFleet(t, fleetOpts{servers: 3})
+	f.create("bios", rollout.Policy{MaxUnavailable: rollout.Count(3)})
+	f.wait("bios")
+	ctx := context.Background()
+	if err := f.ctl.Delete(ctx, "bios"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.ctl.Create(ctx, "bios", rollout.Spec{Template: firmwareTemplate(), Servers: f.servers})
+	if !errors.Is(err, storage.ErrExists) || !strings.Contains(err.Error(), "bios.0.node-000") {
+		t.Fatalf("create over leftover jobs: %v", err)
+	}
+	for i := range f.servers {
+		if err := f.runner.Delete(ctx, rollout.JobName("bios", i, f.servers[i].Name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.ctl.Create(ctx, "bios", rollout.Spec{Template: firmwareTemplate(), Servers: f.servers}); err != nil {
+		t.Fatalf("create after the jobs were deleted: %v", err)
+	}
+	if r := f.wait("bios"); r.Status.Result != rollout.ResultSucceeded {
+		t.Fatalf("%s %s", r.Status.Result, r.Status.Message)
+	}
+}
