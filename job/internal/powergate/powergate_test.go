@@ -14,7 +14,9 @@ type plain struct {
 	err  error
 }
 
-func (g plain) Admit(context.Context, string, string, int) (time.Duration, error) { return g.wait, g.err }
+func (g plain) Admit(context.Context, string, string, int) (time.Duration, error) {
+	return g.wait, g.err
+}
 
 type held struct {
 	plain
