@@ -265,7 +265,7 @@ func TestFirmwareUpdateOnTheRunner(t *testing.T) {
 
 // A firmware path A -> B -> C (task.FirmwarePath) on servers at an older
 // version, at B and at C: each runs only the updates it lacks, in order,
-// and succeeds; the server at C sends nothing.
+// and succeeds; the server at C is in state and sends nothing.
 func TestFirmwarePathRunsOnlyTheMissingSteps(t *testing.T) {
 	const uri = "https://images.example/bmc-"
 	steps := []task.FirmwareStep{{Version: "A", ImageURI: uri + "a.bin"}, {Version: "B", ImageURI: uri + "b.bin"}, {Version: "C", ImageURI: uri + "c.bin"}}
@@ -285,6 +285,11 @@ func TestFirmwarePathRunsOnlyTheMissingSteps(t *testing.T) {
 	} {
 		t.Run("at "+c.at, func(t *testing.T) {
 			e := newStepEnv(t, fwOptions(fake.FirmwareOptions{Components: map[string]string{"BMC": c.at}, Images: images}), job.StepperConfig{})
+			inState, why, err := e.stepper.InState(t.Context(), newJob(specs...).Spec)
+			require.NoError(t, err)
+			assert.Equal(t, c.at == "C", inState, why)
+			e.bmc.ResetCalls()
+
 			j, _ := e.reconcile(t, newJob(specs...), 100)
 			assertCompleted(t, j, conditions.ResultSucceeded)
 			var started []string
