@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/job/internal/powergate"
 )
 
 // How an action goes out and how its effect is read back, the same for
@@ -16,7 +17,7 @@ import (
 
 // sendAction sends kind k's action for t's task on t.BMC (the step's copy
 // confirmed already). ctx is the step's, cctx the call's (callCtx). A
-// *gated error: the PowerGate holds it back, nothing was sent.
+// *powergate.Gated error: the PowerGate holds it back, nothing was sent.
 func (r *stepRun) sendAction(ctx, cctx context.Context, k kind, t *taskView) error {
 	pc, power := k.(powerChanger)
 	if power {
@@ -58,13 +59,13 @@ func (r *stepRun) sendAction(ctx, cctx context.Context, k kind, t *taskView) err
 }
 
 // gatePower asks the PowerGate, if any, for the power action of task i
-// (admitPower).
+// (powergate.Admit).
 func (r *stepRun) gatePower(ctx context.Context, i int) (send context.Context, release func(context.Context), err error) {
 	gate := r.s.cfg.PowerGate
 	if gate == nil {
 		return ctx, func(context.Context) {}, nil // no system key to build
 	}
-	return admitPower(ctx, gate, r.ep.SystemKey(), r.j.Name, i)
+	return powergate.Admit(ctx, gate, r.ep.SystemKey(), r.j.Name, i)
 }
 
 // readBackSent reads back the action kind k just sent for t: through a new

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/job/internal/bootoverride"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -122,7 +123,7 @@ func (r *stepRun) restore(ctx context.Context, i int, final bool) error {
 	}
 	rctx, cancel := context.WithTimeout(base, restoreTimeout)
 	defer cancel()
-	prev := fromTaskOverride(rec.Previous)
+	prev := bootoverride.FromTask(rec.Previous)
 	msg, err := r.putBack(r.callCtx(rctx, i), prev)
 	if errors.Is(err, bmc.ErrFenced) {
 		return err
@@ -141,11 +142,11 @@ func (r *stepRun) restore(ctx context.Context, i int, final bool) error {
 		rec.Message = msg
 		r.log.Info("boot override put back", "task", i+1, "override", msg)
 	case !final && bmc.IsTransient(err):
-		rec.Message = "putting back " + describeOverride(prev) + " failed; trying again when the job ends: " + err.Error()
+		rec.Message = "putting back " + bootoverride.Describe(prev) + " failed; trying again when the job ends: " + err.Error()
 		r.log.Info("putting the boot override back failed; will try again when the job ends", "task", i+1, "error", err.Error())
 	default:
 		rec.State = task.BootRestoreFailed
-		rec.Message = "putting back " + describeOverride(prev) + " failed: " + err.Error()
+		rec.Message = "putting back " + bootoverride.Describe(prev) + " failed: " + err.Error()
 		r.log.Info("putting the boot override back failed", "task", i+1, "error", err.Error())
 	}
 	return nil
@@ -170,8 +171,8 @@ func (r *stepRun) putBack(ctx context.Context, prev bmc.BootOverride) (string, e
 	if err != nil {
 		return "", err
 	}
-	if overrideMatches(prev, cur) {
-		return "the BMC holds " + describeOverride(cur) + " as found; nothing to put back", nil
+	if bootoverride.Matches(prev, cur) {
+		return "the BMC holds " + bootoverride.Describe(cur) + " as found; nothing to put back", nil
 	}
 	if err := r.confirm(ctx); err != nil { // a state change: prove the copy current first
 		return "", &storeError{err}
@@ -188,8 +189,8 @@ func (r *stepRun) putBack(ctx context.Context, prev bmc.BootOverride) (string, e
 	if err != nil {
 		return "", err
 	}
-	if !overrideMatches(prev, got) {
-		return "", bmc.Permanent(fmt.Errorf("the BMC reports %s after the restore", describeOverride(got)))
+	if !bootoverride.Matches(prev, got) {
+		return "", bmc.Permanent(fmt.Errorf("the BMC reports %s after the restore", bootoverride.Describe(got)))
 	}
-	return "put back " + describeOverride(got), nil
+	return "put back " + bootoverride.Describe(got), nil
 }

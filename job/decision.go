@@ -3,6 +3,8 @@ package job
 import (
 	"context"
 	"errors"
+
+	"github.com/bmckit/bmckit/job/internal/powergate"
 )
 
 // Carrying out a kind's decision (decision, kind.go) after a read-back
@@ -46,9 +48,9 @@ func (r *stepRun) decide(ctx context.Context, i int, k kind, t *taskView, observ
 		}
 		d, err = dk.notYet(ctx, t, "")
 	}
-	var g *gated
+	var g *powergate.Gated
 	if errors.As(err, &g) {
-		return StepResult{RequeueAfter: g.wait}, nil // not sent: ask the gate again then
+		return StepResult{RequeueAfter: g.Wait}, nil // not sent: ask the gate again then
 	}
 	return r.handleErr(ctx, i, err)
 }

@@ -56,7 +56,8 @@ type Kind interface {
 	// Send performs the action.
 	Send(ctx context.Context, t *KindTask) error
 	// Check reads the effect back: done, and what it observed (the task's
-	// Message). It should change nothing.
+	// Message). It must change nothing: [Stepper.InState] calls it too,
+	// outside any job, to tell whether the effect is already there.
 	Check(ctx context.Context, t *KindTask) (done bool, observed string, err error)
 }
 
@@ -229,6 +230,13 @@ type intentReader interface {
 // dial as "not answering yet" (notAnswering).
 type bmcRestarter interface {
 	restartsBMC()
+}
+
+// statusChecked is implemented by kinds whose check reads what their task
+// stored, not the BMC (rotateCredentials: its stages): on a fresh status
+// (Stepper.InState) it cannot tell whether the effect is there.
+type statusChecked interface {
+	checksStatusOnly()
 }
 
 // taskView is one task as its kind sees it during a step, instead of the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/job/internal/biosattrs"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -32,12 +33,6 @@ func init() {
 //   - A BMC that applies at once but shows it late is polled until the
 //     task's timeout.
 type biosKind struct{ a *task.BIOSAction }
-
-// maxBIOSStatus bounds the attributes a bios task stores.
-const maxBIOSStatus = 1024
-
-// maxBIOSValue bounds each attribute value a bios task stores, in bytes.
-const maxBIOSValue = 1024
 
 func (k biosKind) defaultTimeout(c *kindConfig) time.Duration { return c.defaultTaskTimeout }
 func (k biosKind) usesBMC() bool                              { return true }
@@ -111,7 +106,7 @@ func (k biosKind) send(ctx context.Context, t *taskView) error {
 	}
 	st := k.status(t)
 	st.RebootRequired = ap.RebootRequired
-	st.Pending, st.Truncated = boundAttrs(ap.Pending, st.Truncated)
+	st.Pending, st.Truncated = biosattrs.Bound(ap.Pending, st.Truncated)
 	return nil
 }
 
@@ -126,10 +121,10 @@ func (k biosKind) check(ctx context.Context, t *taskView) (bool, string, error) 
 	}
 	st := k.status(t)
 	st.Truncated = false
-	st.Pending, st.Truncated = boundAttrs(cur.Pending, st.Truncated)
+	st.Pending, st.Truncated = biosattrs.Bound(cur.Pending, st.Truncated)
 	want := bmc.BIOSAttributes(k.a.Attributes)
 	if len(want) == 0 {
-		st.Attributes, st.Truncated = boundAttrs(cur.Attributes, st.Truncated)
+		st.Attributes, st.Truncated = biosattrs.Bound(cur.Attributes, st.Truncated)
 		return true, fmt.Sprintf("%d attributes, %d pending", len(cur.Attributes), len(cur.Pending)), nil
 	}
 	st.Attributes = bmc.BIOSAttributes{}
@@ -144,67 +139,11 @@ func (k biosKind) check(ctx context.Context, t *taskView) (bool, string, error) 
 		return true, "BIOS attributes set: " + strings.Join(slices.Sorted(maps.Keys(want)), ", "), nil
 	}
 	if k.a.VerifyOnly {
-		return false, "", &taskFailure{conditions.ReasonVerificationFailed, "BIOS attributes differ: " + describeDiffer(differ, cur.Attributes)}
+		return false, "", &taskFailure{conditions.ReasonVerificationFailed, "BIOS attributes differ: " + biosattrs.DescribeDiffer(differ, cur.Attributes)}
 	}
-	if len(want.Differing(merged(cur.Attributes, cur.Pending))) == 0 {
+	if len(want.Differing(biosattrs.Merged(cur.Attributes, cur.Pending))) == 0 {
 		st.RebootRequired = true
 		return true, "BIOS attributes pending until the next boot: " + strings.Join(differ, ", ") + " (reboot, then verify with a bios task with verifyOnly)", nil
 	}
-	return false, "BIOS attributes not applied yet: " + describeDiffer(differ, cur.Attributes), nil
-}
-
-// describeDiffer names the attributes that differ with their current
-// values (never the requested ones: the message is the job's status).
-func describeDiffer(names []string, cur bmc.BIOSAttributes) string {
-	parts := make([]string, 0, len(names))
-	for _, n := range names {
-		if v, ok := cur[n]; ok {
-			parts = append(parts, fmt.Sprintf("%s (now %s)", n, v))
-		} else {
-			parts = append(parts, n+" (not reported)")
-		}
-	}
-	s := strings.Join(parts, ", ")
-	if len(s) > 1000 {
-		s = s[:1000] + "..."
-	}
-	return s
-}
-
-func merged(a, b bmc.BIOSAttributes) bmc.BIOSAttributes {
-	m := maps.Clone(a)
-	if m == nil {
-		m = bmc.BIOSAttributes{}
-	}
-	maps.Copy(m, b)
-	return m
-}
-
-// boundAttrs returns a with at most maxBIOSStatus entries (the first by
-// name), each value cut to maxBIOSValue bytes (a structured attribute kept
-// as JSON can be long: Cray EX boot orders); truncated reports either cut.
-func boundAttrs(a bmc.BIOSAttributes, truncated bool) (bmc.BIOSAttributes, bool) {
-	long := false
-	for _, v := range a {
-		if len(v) > maxBIOSValue {
-			long = true
-			break
-		}
-	}
-	if len(a) <= maxBIOSStatus && !long {
-		return a, truncated
-	}
-	names := slices.Sorted(maps.Keys(a))
-	if len(names) > maxBIOSStatus {
-		names, truncated = names[:maxBIOSStatus], true
-	}
-	out := bmc.BIOSAttributes{}
-	for _, k := range names {
-		v := a[k]
-		if len(v) > maxBIOSValue {
-			v, truncated = strings.ToValidUTF8(v[:maxBIOSValue], ""), true
-		}
-		out[k] = v
-	}
-	return out, truncated
+	return false, "BIOS attributes not applied yet: " + biosattrs.DescribeDiffer(differ, cur.Attributes), nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/job/internal/bootoverride"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -157,10 +158,10 @@ func (k bootDeviceKind) check(ctx context.Context, t *taskView) (bool, string, e
 	if err != nil {
 		return false, "", err
 	}
-	observed := describeOverride(got)
-	match := overrideMatches(want, got)
+	observed := bootoverride.Describe(got)
+	match := bootoverride.Matches(want, got)
 	if rec := t.status.BootRestore; match && rec != nil && rec.Emulated {
-		observed += "; one-time boot emulated with a persistent override, " + describeOverride(fromTaskOverride(rec.Previous)) + " is put back after the boot"
+		observed += "; one-time boot emulated with a persistent override, " + bootoverride.Describe(bootoverride.FromTask(rec.Previous)) + " is put back after the boot"
 	}
 	return match, observed, nil
 }
@@ -201,7 +202,7 @@ func (k bootDeviceKind) previous(ctx context.Context, drv bmc.Driver) (*task.Boo
 	if err != nil {
 		return nil, err
 	}
-	return &task.BootRestore{Emulated: emulate, Previous: toTaskOverride(prev), State: task.BootRestorePending}, nil
+	return &task.BootRestore{Emulated: emulate, Previous: bootoverride.ToTask(prev), State: task.BootRestorePending}, nil
 }
 
 // readBeforeIntent reads the boot override the task will have to put back

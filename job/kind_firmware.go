@@ -21,7 +21,8 @@ func init() {
 // version. Its steps (docs/firmware.md, "The firmwareUpdate task"):
 //
 //   - check first, always: before any start the version is read, and a
-//     component already at it succeeds with no update sent;
+//     component already at it, or at one of SatisfiedBy (a later version
+//     of a firmware path), succeeds with no update sent;
 //   - send starts the update at most once per job: StartFirmwareUpdate is
 //     never retried by the driver, and prepare records StartSent, which the
 //     Stepper stores just before the request. A later attempt that finds
@@ -122,8 +123,8 @@ func (k firmwareKind) prepare(ctx context.Context, t *taskView) (prep, error) {
 			return prep{}, err
 		}
 		fs.Version = v
-		if v == k.a.Version {
-			t.log.Info("the component is at the version already; no update sent", "task", t.Task+1, "version", v)
+		if k.a.Satisfies(v) {
+			t.log.Info("the component is at a version that satisfies the task already; no update sent", "task", t.Task+1, "version", v, "want", k.a.Version)
 			return prep{skip: true}, nil
 		}
 	}
@@ -154,7 +155,7 @@ func (k firmwareKind) lostStart(ctx context.Context, t *taskView, fu bmc.Firmwar
 	}
 	// Not found: an update that ended meanwhile may match no image (a
 	// finished multipart push): read the version once more.
-	if v, err := fu.FirmwareVersion(ctx, k.a.Component); err == nil && v == k.a.Version {
+	if v, err := fu.FirmwareVersion(ctx, k.a.Component); err == nil && k.a.Satisfies(v) {
 		fs.Version = v
 		t.log.Info("the component reached the version while the task looked for the update; not starting another", "task", t.Task+1)
 		return true, nil
@@ -238,7 +239,8 @@ func (k firmwareKind) check(ctx context.Context, t *taskView) (bool, string, err
 	return k.checkVersion(ctx, t, fu, "update "+strings.ToLower(string(st.State))+", ")
 }
 
-// checkVersion reads the component's version: the task's effect.
+// checkVersion reads the component's version: the task's effect, Version
+// or one of SatisfiedBy (the message says which).
 func (k firmwareKind) checkVersion(ctx context.Context, t *taskView, fu bmc.FirmwareUpdater, prefix string) (bool, string, error) {
 	v, err := fu.FirmwareVersion(ctx, k.a.Component)
 	if err != nil {
@@ -248,6 +250,9 @@ func (k firmwareKind) checkVersion(ctx context.Context, t *taskView, fu bmc.Firm
 	fs.Version = v
 	if v == k.a.Version {
 		return true, fmt.Sprintf("%s%s at version %s", prefix, k.a.Component, v), nil
+	}
+	if k.a.Satisfies(v) {
+		return true, fmt.Sprintf("%s%s at version %s, which satisfies the task (satisfiedBy; its version is %s)", prefix, k.a.Component, truncate(v, 80), truncate(k.a.Version, 80)), nil
 	}
 	return false, fmt.Sprintf("%s%s at version %s, want %s", prefix, k.a.Component, v, k.a.Version), nil
 }

@@ -227,6 +227,7 @@ func TestFirmwareUpdateSpecErrorsNameTheField(t *testing.T) {
 		{task.FirmwareUpdateAction{ImageURI: fwImage, Version: "2"}, "firmwareUpdate.component: required"},
 		{task.FirmwareUpdateAction{ImageURI: fwImage, Component: "BIOS"}, "firmwareUpdate.version: required"},
 		{task.FirmwareUpdateAction{ImageURI: fwImage, Component: "BIOS", Version: "2", Reset: "later"}, "firmwareUpdate.reset: \"later\" is not one of auto, none"},
+		{task.FirmwareUpdateAction{ImageURI: fwImage, Component: "BIOS", Version: "2", SatisfiedBy: []string{"3", "2"}}, "firmwareUpdate.satisfiedBy[1]: \"2\" is the task's version"},
 	} {
 		s := task.Spec{FirmwareUpdate: &c.a}
 		err := s.Validate()
@@ -260,4 +261,47 @@ func TestFirmwareUpdateOnTheRunner(t *testing.T) {
 	assert.Equal(t, "2.1", b.FirmwareVersion("BIOS"))
 	assert.Len(t, b.FirmwareTasks(), 1)
 	assert.NotNil(t, j.Status.Tasks[0].Firmware.ResetTime)
+}
+
+// A firmware path A -> B -> C (task.FirmwarePath) on servers at an older
+// version, at B and at C: each runs only the updates it lacks, in order,
+// and succeeds; the server at C is in state and sends nothing.
+func TestFirmwarePathRunsOnlyTheMissingSteps(t *testing.T) {
+	const uri = "https://images.example/bmc-"
+	steps := []task.FirmwareStep{{Version: "A", ImageURI: uri + "a.bin"}, {Version: "B", ImageURI: uri + "b.bin"}, {Version: "C", ImageURI: uri + "c.bin"}}
+	images := map[string]fake.FirmwareImageInfo{}
+	for _, s := range steps {
+		images[s.ImageURI] = fake.FirmwareImageInfo{Component: "BMC", Version: s.Version}
+	}
+	specs, err := task.FirmwarePath("BMC", steps...)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		at      string
+		updates []string // the images started, in order
+	}{
+		{"0.9", []string{uri + "a.bin", uri + "b.bin", uri + "c.bin"}},
+		{"B", []string{uri + "c.bin"}},
+		{"C", nil},
+	} {
+		t.Run("at "+c.at, func(t *testing.T) {
+			e := newStepEnv(t, fwOptions(fake.FirmwareOptions{Components: map[string]string{"BMC": c.at}, Images: images}), job.StepperConfig{})
+			inState, why, err := e.stepper.InState(t.Context(), newJob(specs...).Spec)
+			require.NoError(t, err)
+			assert.Equal(t, c.at == "C", inState, why)
+			e.bmc.ResetCalls()
+
+			j, _ := e.reconcile(t, newJob(specs...), 100)
+			assertCompleted(t, j, conditions.ResultSucceeded)
+			var started []string
+			for _, call := range e.bmc.CallsTo(fake.MethodStartFirmwareUpdate) {
+				started = append(started, call.Args[0].(string))
+			}
+			assert.Equal(t, c.updates, started)
+			assert.Equal(t, "C", e.bmc.FirmwareVersion("BMC"))
+			if c.at == "B" {
+				assert.Contains(t, j.Status.Tasks[0].Message, "BMC at version B, which satisfies the task")
+				assert.Equal(t, "BMC at version B", j.Status.Tasks[1].Message)
+			}
+		})
+	}
 }

@@ -30,6 +30,7 @@ type rotationKind struct{ a *task.RotateCredentialsAction }
 func (k rotationKind) defaultTimeout(c *kindConfig) time.Duration { return c.defaultTaskTimeout }
 func (k rotationKind) usesBMC() bool                              { return true }
 func (k rotationKind) recheckable() bool                          { return true }
+func (k rotationKind) checksStatusOnly()                          {}
 
 // env is what every stage needs: the account manager, the store, the
 // task's status and the credentials reference; NotSupported without them.

@@ -3,12 +3,10 @@ package job
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
-	"github.com/go-logr/logr"
-
 	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/job/internal/hookcall"
 	"github.com/bmckit/bmckit/job/observe"
 	"github.com/bmckit/bmckit/task"
 )
@@ -16,30 +14,9 @@ import (
 // This file reports to the observer hook (package job/observe) what a
 // Stepper reports for metrics and traces: jobs, tasks, BMC errors and wire
 // costs (docs/observability.md has the decisions; the Runner's scheduling
-// engine reports its queue and leases, job/internal/sched, through observed).
-
-// emit calls f(e) if f is set, recovering (and logging) a panic, so an
-// observer cannot unwind a step between its writes.
-func emit[E any](log logr.Logger, f func(E), e E) {
-	if f == nil {
-		return
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			log.Error(fmt.Errorf("panic: %v", p), "job observer panicked; event dropped")
-		}
-	}()
-	f(e)
-}
-
-// observed is f (nil: nil) called through emit: the scheduling engine's
-// hooks (sched.Config.Queue, LeaseLost).
-func observed[E any](log logr.Logger, f func(E)) func(E) {
-	if f == nil {
-		return nil
-	}
-	return func(e E) { emit(log, f, e) }
-}
+// engine reports its queue and leases, job/internal/sched, through
+// hookcall.Wrap). Every hook is called through job/internal/hookcall, so an
+// observer that panics cannot unwind a step between its writes.
 
 // jobEvents says whether o wants job or task events.
 func jobEvents(o *observe.Observer) bool {
@@ -51,7 +28,7 @@ func (s *stepEnv) observeSetup() {
 	if f := s.cfg.Observer.Wire; f != nil {
 		log := s.cfg.Logger
 		s.pool.SetWire(func(proto, endpoint string, d bmc.Stats) {
-			emit(log, f, observe.WireEvent{Driver: proto, Endpoint: endpoint, Delta: d})
+			hookcall.Emit(log, f, observe.WireEvent{Driver: proto, Endpoint: endpoint, Delta: d})
 		})
 	}
 }
@@ -107,22 +84,22 @@ func (s *stepEnv) report(j *Job, prev, cur observedRun) {
 		prev = observedRun{} // a new run (first start, or a new generation)
 	}
 	sys, drv := "", ""
-	if ep, err := s.eps.parse(j.Spec.BMC); err == nil {
+	if ep, err := s.eps.Parse(j.Spec.BMC); err == nil {
 		sys, drv = ep.SystemKey(), ep.Protocol
 	}
 	if prev.start.IsZero() && !cur.start.IsZero() {
-		emit(log, o.JobStarted, observe.JobEvent{Job: j.Name, Generation: cur.gen, System: sys, Driver: drv, Start: cur.start})
+		hookcall.Emit(log, o.JobStarted, observe.JobEvent{Job: j.Name, Generation: cur.gen, System: sys, Driver: drv, Start: cur.start})
 	}
 	for i := range cur.started {
 		was := i < len(prev.started) && prev.started[i]
 		if cur.started[i] && !was {
-			emit(log, o.TaskStarted, taskEvent(j, i, sys, drv))
+			hookcall.Emit(log, o.TaskStarted, taskEvent(j, i, sys, drv))
 		}
 	}
 	for i := range cur.ended {
 		was := i < len(prev.ended) && prev.ended[i]
 		if cur.ended[i] && !was && cur.started[i] {
-			emit(log, o.TaskFinished, taskEvent(j, i, sys, drv))
+			hookcall.Emit(log, o.TaskFinished, taskEvent(j, i, sys, drv))
 		}
 	}
 	if cur.done && !prev.done && o.JobFinished != nil {
@@ -140,7 +117,7 @@ func (s *stepEnv) report(j *Job, prev, cur observedRun) {
 		for i := range e.Tasks {
 			e.Tasks[i] = taskEvent(j, i, sys, drv)
 		}
-		emit(log, o.JobFinished, e)
+		hookcall.Emit(log, o.JobFinished, e)
 	}
 }
 
@@ -167,7 +144,7 @@ func (s *stepEnv) observeStepEnd(j *Job) {
 	if s.cfg.Observer.Wire == nil {
 		return
 	}
-	if ep, err := s.eps.parse(j.Spec.BMC); err == nil {
+	if ep, err := s.eps.Parse(j.Spec.BMC); err == nil {
 		s.pool.ReportWire(ep)
 	}
 }
@@ -196,7 +173,7 @@ func (r *stepRun) observeBMCError(i int, err error, dialing bool) {
 	case bmc.IsTransient(err):
 		class = "transient"
 	}
-	emit(r.s.cfg.Logger, f, observe.BMCErrorEvent{
+	hookcall.Emit(r.s.cfg.Logger, f, observe.BMCErrorEvent{
 		Job: r.j.Name, System: r.ep.SystemKey(), Driver: r.ep.Protocol, Task: i, Login: dialing, Class: class,
 	})
 }

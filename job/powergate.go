@@ -2,10 +2,7 @@ package job
 
 import (
 	"context"
-	"fmt"
 	"time"
-
-	"github.com/bmckit/bmckit/bmc"
 )
 
 // PowerGate limits power-on inrush: the Stepper asks it before it sends a
@@ -41,36 +38,5 @@ type HeldPowerGate interface {
 	AdmitHeld(ctx context.Context, system, job string, taskIndex int) (send context.Context, release func(context.Context), wait time.Duration, err error)
 }
 
-// admitPower asks gate (nil admits everything) for the slot of the power
-// request of task taskIndex of job on system: through AdmitHeld when gate
-// has it, otherwise Admit. It returns the context to send the request
-// under and the release to call once the request's call returned; a
-// *gated while the gate holds the action back, and a transient error when
-// the gate cannot be asked. The Stepper asks it for every action that can
-// power a server on: a power task's on, cycle or reset (kinds that declare
-// it, powerChanger), and a power cycle it sends as a follow-up.
-func admitPower(ctx context.Context, gate PowerGate, system, job string, taskIndex int) (send context.Context, release func(context.Context), err error) {
-	none := func(context.Context) {}
-	if gate == nil {
-		return ctx, none, nil
-	}
-	var wait time.Duration
-	if hg, ok := gate.(HeldPowerGate); ok {
-		send, release, wait, err = hg.AdmitHeld(ctx, system, job, taskIndex)
-	} else {
-		send, release = ctx, none
-		wait, err = gate.Admit(ctx, system, job, taskIndex)
-	}
-	if err != nil {
-		return nil, nil, bmc.Transient(fmt.Errorf("asking the power gate: %w", err))
-	}
-	if wait > 0 {
-		return nil, nil, &gated{wait: wait}
-	}
-	return send, release, nil
-}
-
-// gated is returned when the PowerGate holds a power action back.
-type gated struct{ wait time.Duration }
-
-func (g *gated) Error() string { return fmt.Sprintf("held back by the power gate for %s", g.wait) }
+// The Stepper asks the gate through job/internal/powergate (Admit), which
+// declares these two interfaces by their methods.

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	gojson "github.com/goccy/go-json"
+
+	"github.com/bmckit/bmckit/job/internal/legacyrecord"
 )
 
 // A stored job record is the JSON of a Job exactly as encoding/json writes
@@ -19,7 +21,7 @@ import (
 // memory and decodes a record only when another process wrote it (a host's
 // Update, another replica's step), also with go-json.
 // docs/jobs.md ("Stored records") has the format and its history;
-// legacyrecord.go reads records written before it was plain JSON.
+// job/internal/legacyrecord reads records written before it was plain JSON.
 
 // marshalRecord encodes a record: json.Marshal(v)'s bytes.
 func marshalRecord(v any) ([]byte, error) { return gojson.Marshal(v) }
@@ -31,7 +33,7 @@ func unmarshalRecord(data []byte, v any) error {
 		return err
 	}
 	if j, ok := v.(*Job); ok {
-		restoreTaskConditions(&j.Status)
+		legacyrecord.Restore(j.Status.Tasks, j.Status.StartTime, j.Status.ObservedGeneration)
 	}
 	return nil
 }

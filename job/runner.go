@@ -15,6 +15,7 @@ import (
 	"github.com/bmckit/bmckit/clock"
 	"github.com/bmckit/bmckit/internal/owner"
 	"github.com/bmckit/bmckit/job/internal/health"
+	"github.com/bmckit/bmckit/job/internal/hookcall"
 	"github.com/bmckit/bmckit/job/internal/sched"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/syslock"
@@ -142,7 +143,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	r.sched = sched.New(sched.Config{Jobs: (*runnerJobs)(r), Store: cfg.Store, KeyPrefix: cfg.KeyPrefix, Owner: cfg.Owner,
 		LeaseDuration: cfg.LeaseDuration, ScanInterval: cfg.ScanInterval, Workers: cfg.Workers,
 		EndpointConcurrency: cfg.EndpointConcurrency, Clock: cfg.Clock, Log: r.log, Health: &r.health,
-		Queue: observed(r.log, cfg.Observer.Queue), LeaseLost: observed(r.log, cfg.Observer.LeaseLost)})
+		Queue: hookcall.Wrap(r.log, cfg.Observer.Queue), LeaseLost: hookcall.Wrap(r.log, cfg.Observer.LeaseLost)})
 	sc := cfg.StepperConfig
 	sc.Wake = r.sched.Wake
 	sc.Locks = syslock.NoLocking // the Runner's own locks and fences (job/internal/sched; syslock.Fence)

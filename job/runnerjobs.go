@@ -61,7 +61,7 @@ func (x *runnerJobs) Head(data []byte) (sched.Head, error) {
 
 // Endpoint implements sched.Jobs with the Stepper's cache.
 func (x *runnerJobs) Endpoint(bmcURL string) (bmc.Endpoint, error) {
-	return x.stepper.eps.parse(bmcURL)
+	return x.stepper.eps.Parse(bmcURL)
 }
 
 // Step implements sched.Jobs: the copy it keeps is the *Job a step left.
@@ -164,7 +164,7 @@ func (r *Runner) completeWithoutBMC(ctx context.Context, name string) {
 	if err != nil || j.Completed() {
 		return
 	}
-	if _, epErr := r.stepper.eps.parse(j.Spec.BMC); epErr == nil && !(j.CancelRequested && j.Status.StartTime == nil) {
+	if _, epErr := r.stepper.eps.Parse(j.Spec.BMC); epErr == nil && !(j.CancelRequested && j.Status.StartTime == nil) {
 		return
 	}
 	_, err = r.stepper.Step(ctx, j, r.persister(name, &rev))

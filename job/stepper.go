@@ -26,7 +26,7 @@ import (
 // (outcome.go), its next attempt (attempts.go), the preflight
 // (preflight.go), the fence (confirm.go), the boot-override restore
 // (bootrestore.go), the power watch (powerwatch.go), the wire tally
-// (wire.go), and the step itself (steprun.go). The kinds are reached only
+// (job/internal/wiretally), and the step itself (steprun.go). The kinds are reached only
 // through the kind contract (kind.go).
 
 // Stepper advances jobs one step at a time. One Stepper serves any number of
@@ -70,7 +70,7 @@ func (s *Stepper) Pool() *connpool.Pool { return s.pool }
 // validate checks spec as a job start does: Spec.Validate (with the
 // endpoint cache) and its custom tasks against the registered Kinds.
 func (s *stepEnv) validate(spec *Spec) error {
-	if err := spec.validate(s.eps.parse); err != nil {
+	if err := spec.validate(s.eps.Parse); err != nil {
 		return err
 	}
 	return s.cfg.Kinds.validate(spec)
@@ -88,7 +88,7 @@ func (s *Stepper) Release(ctx context.Context, name, bmcURL string) error {
 
 func (s *stepEnv) release(ctx context.Context, name, bmcURL string) error {
 	s.waits.End(name)
-	ep, err := s.eps.parse(bmcURL)
+	ep, err := s.eps.Parse(bmcURL)
 	if err != nil {
 		return nil // never dialed, never locked
 	}
@@ -131,7 +131,7 @@ func isDiscard(l logr.Logger) bool { return l.GetSink() == logr.Discard().GetSin
 
 func (r *stepRun) run(ctx context.Context) (StepResult, error) {
 	j := r.j
-	ep, epErr := r.s.eps.parse(j.Spec.BMC)
+	ep, epErr := r.s.eps.Parse(j.Spec.BMC)
 	r.ep = ep
 	if j.Completed() {
 		// Done here, or completed by a step whose unlock failed: release

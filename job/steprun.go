@@ -10,8 +10,10 @@ import (
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/connpool"
 	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/job/internal/endpointcache"
 	"github.com/bmckit/bmckit/job/internal/powerpoll"
 	"github.com/bmckit/bmckit/job/internal/powerwait"
+	"github.com/bmckit/bmckit/job/internal/wiretally"
 	"github.com/bmckit/bmckit/task"
 	"github.com/bmckit/bmckit/timestamp"
 )
@@ -30,7 +32,7 @@ type stepEnv struct {
 	pool    *connpool.Pool
 	learner *powerpoll.Learner // adaptive polling's landing histories
 	waits   *powerwait.Table   // power waits in progress, by job
-	eps     endpointCache
+	eps     endpointcache.Cache
 	// pending dials with the pending credentials of a rotation when the
 	// current ones are refused (docs/credential-rotation.md).
 	pending bmc.PendingFallback
@@ -55,7 +57,7 @@ type stepRun struct {
 		task int // 1 + the task it was read for, or 0
 		read earlyRead
 	}
-	wire wireTally // what the step's BMC calls cost (recordWire)
+	wire wiretally.Tally // what the step's BMC calls cost (recordWire)
 	// resetMarked is 1 + the task whose LastResetBefore this step read
 	// (lastreset.go), or 0.
 	resetMarked int
@@ -155,7 +157,7 @@ func (r *stepRun) driver(ctx context.Context) (bmc.Driver, error) {
 	if pending && fresh {
 		r.log.Info("rotation in progress: the BMC takes the pending credentials, not the current ones", "user", used.Username)
 	}
-	r.wire.count(&r.j.Status, drv, fresh)
+	r.wire.Count(&r.j.Status.Wire, drv, fresh)
 	return drv, nil
 }
 
@@ -181,11 +183,11 @@ func (e *dialError) Error() string { return e.err.Error() }
 func (e *dialError) Unwrap() error { return e.err }
 
 // recordWire stores in Status.Wire what the job cost on the wire so far.
-func (r *stepRun) recordWire() { r.wire.record(&r.j.Status) }
+func (r *stepRun) recordWire() { r.wire.Record(&r.j.Status.Wire) }
 
 // addWire adds st, a cost no connection of the step counts (a failed dial,
 // the logout of a shared session the job's completion ended), and records.
-func (r *stepRun) addWire(st bmc.Stats) { r.wire.add(&r.j.Status, st) }
+func (r *stepRun) addWire(st bmc.Stats) { r.wire.Add(&r.j.Status.Wire, st) }
 
 // taskTimeout is task i's timeout: its Spec's, else its kind's default.
 func (r *stepRun) taskTimeout(i int) time.Duration {

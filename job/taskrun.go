@@ -7,6 +7,7 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/job/internal/powergate"
 	"github.com/bmckit/bmckit/task"
 	"github.com/bmckit/bmckit/timestamp"
 )
@@ -50,12 +51,12 @@ func (r *stepRun) act(ctx context.Context, i int, recheck bool) (StepResult, err
 	}
 	t := r.view(i, drv, false)
 	if err := r.sendAction(ctx, cctx, k, t); err != nil {
-		var g *gated
+		var g *powergate.Gated
 		if errors.As(err, &g) {
 			// Not sent: wait and ask again, without counting an attempt.
-			next := r.now.Add(g.wait)
+			next := r.now.Add(g.Wait)
 			r.j.Status.Tasks[i].NextAttemptTime = timestamp.Ptr(next)
-			return StepResult{RequeueAfter: g.wait}, nil
+			return StepResult{RequeueAfter: g.Wait}, nil
 		}
 		return r.handleErr(ctx, i, err)
 	}

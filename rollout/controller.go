@@ -468,7 +468,7 @@ func (c *Controller) skipCheck(spec *Spec, checked map[int]bool) func(context.Co
 		if ok {
 			return v
 		}
-		in, why, err := c.inState(ctx, spec.JobSpec(i))
+		in, why, err := c.cfg.Runner.InState(ctx, spec.JobSpec(i))
 		if err != nil {
 			c.log.V(1).Info("skip check failed; the server runs its job", "server", spec.Servers[i].Name, "error", err.Error())
 			in = false
@@ -480,16 +480,6 @@ func (c *Controller) skipCheck(spec *Spec, checked map[int]bool) func(context.Co
 		mu.Unlock()
 		return in
 	}
-}
-
-// inState is the Runner's InState (until the job package has it: false).
-func (c *Controller) inState(ctx context.Context, s job.Spec) (bool, string, error) {
-	if r, ok := any(c.cfg.Runner).(interface {
-		InState(context.Context, job.Spec) (bool, string, error)
-	}); ok {
-		return r.InState(ctx, s)
-	}
-	return false, "", nil
 }
 
 // submit creates the jobs of the given servers (started by a written pass,

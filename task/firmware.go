@@ -1,7 +1,10 @@
 package task
 
 import (
+	"errors"
+	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/bmckit/bmckit/timestamp"
@@ -32,14 +35,16 @@ const (
 // UpdateService: SimpleUpdate with the image's URI, or a multipart push of
 // the image where the BMC has only that), follows the BMC's task until it
 // ends, does the reset the BMC asks for (Reset), and succeeds once the
-// component reports Version. A component already at Version succeeds
-// without an update. See docs/firmware.md.
+// component reports Version. A component already at Version, or at one of
+// SatisfiedBy, succeeds without an update. See docs/firmware.md.
 //
 // The BMC task's reference is stored before the task waits on it, so a
 // runner resumed after a crash follows the update it started; when the
 // crash came between the request and storing its answer, the runner looks
 // for the update among the BMC's tasks before it would start another
 // (docs/firmware.md, "Crash safety").
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.satisfiedBy) || !(self.version in self.satisfiedBy)",message="satisfiedBy must not hold version: list the versions that satisfy the task besides it"
 type FirmwareUpdateAction struct {
 	// ImageURI is where the image is fetched from: an absolute http or https
 	// URL, at most 2048 bytes, without user info (a pre-signed query string
@@ -57,6 +62,20 @@ type FirmwareUpdateAction struct {
 	//
 	// +kubebuilder:validation:MaxLength=253
 	Version string `json:"version"`
+	// SatisfiedBy are versions that satisfy the task as well as Version:
+	// the later versions of a path of updates A -> B -> C (the task for A
+	// lists B and C; FirmwarePath builds such tasks), so a component
+	// already past Version is not taken back to it. A component at one of
+	// them succeeds without an update. At most 64, none empty, none equal
+	// to Version, no duplicates (a set: the API server refuses a BMCJob
+	// that repeats one).
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	SatisfiedBy []string `json:"satisfiedBy,omitempty"`
 	// Reset is whether the task does the reset the BMC asks for. Defaults
 	// to auto.
 	Reset FirmwareReset `json:"reset,omitempty"`
@@ -90,6 +109,75 @@ type FirmwareStatus struct {
 	StartSent bool `json:"startSent,omitempty"`
 }
 
+// Satisfies reports whether version v satisfies the task: Version, or one
+// of SatisfiedBy.
+func (a *FirmwareUpdateAction) Satisfies(v string) bool {
+	return v == a.Version || slices.Contains(a.SatisfiedBy, v)
+}
+
+// maxSatisfiedBy bounds FirmwareUpdateAction.SatisfiedBy.
+const maxSatisfiedBy = 64
+
+func (a *FirmwareUpdateAction) validateSatisfiedBy(path string) error {
+	if len(a.SatisfiedBy) > maxSatisfiedBy {
+		return fieldErr(path, "satisfiedBy", "%d versions, at most %d", len(a.SatisfiedBy), maxSatisfiedBy)
+	}
+	for i, v := range a.SatisfiedBy {
+		f := fmt.Sprintf("satisfiedBy[%d]", i)
+		switch {
+		case v == "":
+			return fieldErr(path, f, "empty: want a version")
+		case len(v) > 253:
+			return fieldErr(path, f, "%d bytes, at most 253", len(v))
+		case v == a.Version:
+			return fieldErr(path, f, "%q is the task's version", truncate(v, 80))
+		case slices.Contains(a.SatisfiedBy[:i], v):
+			return fieldErr(path, f, "%q is given twice", truncate(v, 80))
+		}
+	}
+	return nil
+}
+
+// FirmwareStep is one update of a firmware path ([FirmwarePath]): the
+// version it installs and the image that carries it.
+type FirmwareStep struct {
+	Version  string
+	ImageURI string
+}
+
+// FirmwarePath returns the tasks that take component along a path of
+// versions, steps in order (A -> B -> C): one firmwareUpdate task per
+// step, each satisfied by the later steps' versions (SatisfiedBy). A
+// server at C runs nothing, one at B only C's update, one at an older
+// version (or one not on the path) all of them in order. The steps'
+// versions must be non-empty and distinct; the tasks are validated as a
+// job's would be (the error names the step: "steps[1].imageURI: ...").
+func FirmwarePath(component string, steps ...FirmwareStep) ([]Spec, error) {
+	if len(steps) == 0 {
+		return nil, errors.New("task: a firmware path needs at least one step")
+	}
+	for i, st := range steps {
+		if st.Version == "" {
+			return nil, fieldErr(fmt.Sprintf("steps[%d]", i), "version", "required")
+		}
+		if j := slices.IndexFunc(steps[:i], func(o FirmwareStep) bool { return o.Version == st.Version }); j >= 0 {
+			return nil, fieldErr(fmt.Sprintf("steps[%d]", i), "version", "%q is also steps[%d]'s: a path's versions are distinct", truncate(st.Version, 80), j)
+		}
+	}
+	specs := make([]Spec, len(steps))
+	for i, st := range steps {
+		var later []string
+		for _, l := range steps[i+1:] {
+			later = append(later, l.Version)
+		}
+		specs[i] = Spec{FirmwareUpdate: &FirmwareUpdateAction{ImageURI: st.ImageURI, Component: component, Version: st.Version, SatisfiedBy: later}}
+		if err := specs[i].FirmwareUpdate.validate(fmt.Sprintf("steps[%d]", i)); err != nil {
+			return nil, err
+		}
+	}
+	return specs, nil
+}
+
 func (a *FirmwareUpdateAction) describe() string {
 	return "update firmware " + truncate(a.Component, 80) + " to " + truncate(a.Version, 80)
 }
@@ -115,6 +203,9 @@ func (a *FirmwareUpdateAction) validate(path string) error {
 	case "", FirmwareResetAuto, FirmwareResetNone:
 	default:
 		return fieldErr(path, "reset", "%q is not one of auto, none", a.Reset)
+	}
+	if err := a.validateSatisfiedBy(path); err != nil {
+		return err
 	}
 	// The URI is never echoed: its query may be a pre-signed credential.
 	if strings.Contains(a.ImageURI, "@") {

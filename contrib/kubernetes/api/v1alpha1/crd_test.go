@@ -229,6 +229,7 @@ func TestValidSpecsPass(t *testing.T) {
 			{VirtualMedia: &task.VirtualMediaAction{ImageURL: "https://images.example/live.iso"}},
 			{VirtualMedia: &task.VirtualMediaAction{Kind: task.MediaUSB, Eject: true}},
 			{BMCReset: &task.BMCResetAction{Type: task.BMCResetCold}},
+			{FirmwareUpdate: &task.FirmwareUpdateAction{ImageURI: "https://images.example/bmc-2.bin", Component: "BMC", Version: "2", SatisfiedBy: []string{"3", "4"}}},
 			{WaitForBoot: &task.WaitForBootAction{WaitForBootPolicy: task.WaitForBootPolicy{
 				Mode: task.BootAnyOf, Signals: []string{"IPXEScriptFetched", "BootStateReceived"},
 				Deadlines:      []task.SignalDeadline{{Signal: "IPXEScriptFetched", Within: task.Duration{Duration: 5 * time.Minute}}},
@@ -269,6 +270,8 @@ func TestInvalidSpecsAreRefused(t *testing.T) {
 		"bad uuid":      {bmcJob(job.Spec{BMC: "ipmi://10.0.0.6", SystemUUID: "not-a-uuid", Tasks: []task.Spec{{Reachable: &task.ReachableAction{}}}}), "spec.systemUUID"},
 		"retries":       {bmcJob(base(task.Spec{WaitForBoot: &task.WaitForBootAction{WaitForBootPolicy: task.WaitForBootPolicy{Retries: 11}}})), "retries"},
 		"bad signal":    {bmcJob(base(task.Spec{WaitForBoot: &task.WaitForBootAction{WaitForBootPolicy: task.WaitForBootPolicy{Signals: []string{"ipxe-fetched"}}}})), "signals[0]"},
+		"satisfiedBy holds version": {bmcJob(base(task.Spec{FirmwareUpdate: &task.FirmwareUpdateAction{ImageURI: "https://images.example/a.bin", Component: "BMC", Version: "2", SatisfiedBy: []string{"3", "2"}}})),
+			"satisfiedBy must not hold version"},
 	}
 	for name, c := range cases {
 		errs := v.validate(t, c.obj)

@@ -1,20 +1,13 @@
-package job
-
-import (
-	"time"
-
-	"github.com/bmckit/bmckit/conditions"
-	"github.com/bmckit/bmckit/task"
-)
-
-// Records written by earlier versions (before records were plain JSON,
-// CHANGELOG "Unreleased") left each task's two conditions out when
+// Package legacyrecord restores what job records written by earlier
+// versions of package job left out: records written before they were plain
+// JSON (CHANGELOG "Unreleased") left each task's two conditions out when
 // they were exactly what the Stepper's transitions of that version gave,
 // and wrote "conditions":[] for a task that had none where they would have
-// been restored (docs/jobs.md, "Stored records"). restoreTaskConditions
-// puts them back. The rules below are that format's, frozen: they describe
-// what those records left out, not what today's Stepper writes, so they do
-// not change with the Stepper. Today's records always carry every task's
+// been restored (docs/jobs.md, "Stored records"). [Restore] puts them
+// back; package job calls it on every job record it decodes. The rules
+// below are that format's, frozen: they describe what those records left
+// out, not what today's Stepper writes, so they do not change with the
+// Stepper. Today's records always carry every task's
 // conditions, so the restore finds nothing to do on them (json.Marshal
 // omits an empty list, and the Stepper gives every task of a started job
 // its conditions at the start).
@@ -25,29 +18,46 @@ import (
 // with its reason and message at its completion time (Running's time stays
 // the job's start for a task that never started). Times were truncated to
 // the second (conditions.TransitionTime).
+package legacyrecord
 
-// restoreTaskConditions gives each task status of st without conditions
-// the ones the old format left out, and none to one written with an empty
-// list.
-func restoreTaskConditions(st *Status) {
-	for i := range st.Tasks {
-		ts := &st.Tasks[i]
+import (
+	"time"
+
+	"github.com/bmckit/bmckit/conditions"
+	"github.com/bmckit/bmckit/task"
+	"github.com/bmckit/bmckit/timestamp"
+)
+
+// Restore gives each task status in tasks without conditions the ones the
+// old format left out, and none to one written with an empty list. The
+// job's StartTime and ObservedGeneration are the rest of its status the
+// rules read.
+func Restore(tasks []task.Status, jobStart *timestamp.Time, observedGeneration int64) {
+	st := jobStatus{StartTime: jobStart, ObservedGeneration: observedGeneration}
+	for i := range tasks {
+		ts := &tasks[i]
 		if ts.Conditions != nil {
 			if len(ts.Conditions) == 0 {
 				ts.Conditions = nil
 			}
 			continue
 		}
-		if c, r, ok := legacyTaskConditions(st, ts); ok {
+		if c, r, ok := taskConditions(&st, ts); ok {
 			ts.Conditions = []conditions.Condition{c, r}
 		}
 	}
 }
 
-// legacyTaskConditions returns the Completed and Running conditions the
-// old format left out of task status ts of a job whose status is st; ok is
+// jobStatus is what the rules read of the job's status.
+type jobStatus struct {
+	StartTime          *timestamp.Time
+	ObservedGeneration int64
+}
+
+// taskConditions returns the Completed and Running conditions the old
+// format left out of task status ts of a job whose status is st; ok is
 // false when it wrote them out (they did not follow from the fields).
-func legacyTaskConditions(st *Status, ts *task.Status) (completed, running conditions.Condition, ok bool) {
+func taskConditions(st *jobStatus, ts *task.Status) (completed, running conditions.Condition, ok bool) {
 	if st.StartTime == nil {
 		return completed, running, false
 	}
