@@ -451,3 +451,53 @@ func TestLimitJSON(t *testing.T) {
 		t.Errorf("2%% of 1000 = %d", got)
 	}
 }
+
+// A firmware path 2.0.0 -> 3.0.0: a server at 3.0.0 is skipped (no job, no
+// state-changing request, no slot), one at 2.0.0 gets only 3.0.0, an older
+// one both, in order.
+func TestFirmwarePathSkipsServersInState(t *testing.T) {
+	version := map[int]string{}
+	for i := 0; i < 12; i++ {
+		switch i % 3 {
+		case 1:
+			version[i] = "2.0.0"
+		case 2:
+			version[i] = "3.0.0"
+		}
+	}
+	f := newFleet(t, fleetOpts{servers: 12, version: version})
+	tasks, err := task.FirmwarePath("BIOS",
+		task.FirmwareStep{Version: "2.0.0", ImageURI: "http://img/bios-2.bin"},
+		task.FirmwareStep{Version: "3.0.0", ImageURI: "http://img/bios-3.bin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range tasks {
+		tasks[i].FirmwareUpdate.Reset = task.FirmwareResetNone
+	}
+	ctx := context.Background()
+	if _, err := f.ctl.Create(ctx, "path", rollout.Spec{
+		Template: job.Spec{CredentialsRef: "lab", Tasks: tasks}, Servers: f.servers,
+		Policy: rollout.Policy{MaxUnavailable: rollout.Count(4)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r := f.wait("path")
+	if r.Status.Result != rollout.ResultSucceeded || r.Status.Counts.Skipped != 4 || r.Status.Counts.Succeeded != 8 {
+		t.Fatalf("%s %s %+v", r.Status.Result, r.Status.Message, r.Status.Counts)
+	}
+	for i, b := range f.bmcs {
+		starts := b.CallsTo(fake.MethodStartFirmwareUpdate)
+		want := []int{2, 1, 0}[i%3]
+		if len(starts) != want {
+			t.Errorf("server %d (at %q): %d update starts, want %d", i, version[i], len(starts), want)
+		}
+		if v := b.FirmwareVersion("BIOS"); v != "3.0.0" {
+			t.Errorf("server %d ends at %s", i, v)
+		}
+		_, err := f.runner.Get(ctx, rollout.JobName("path", i, f.servers[i].Name))
+		if skipped := r.Status.State(i) == rollout.StateSkipped; skipped != errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("server %d: state %s, job lookup %v", i, r.Status.State(i), err)
+		}
+	}
+}
