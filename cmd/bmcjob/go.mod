@@ -17,6 +17,7 @@ require (
 	github.com/bmckit/bmckit/bmc/ipmi v0.0.0-00010101000000-000000000000
 	github.com/bmckit/bmckit/bmc/redfish v0.0.0-00010101000000-000000000000
 	github.com/bmckit/bmckit/oneshot v0.0.0-00010101000000-000000000000
+	golang.org/x/term v0.34.0
 )
 
 require (
@@ -37,8 +38,8 @@ require (
 	github.com/rivo/uniseg v0.2.0 // indirect
 	github.com/rogpeppe/go-internal v1.14.1 // indirect
 	github.com/stmcginnis/gofish v0.26.0 // indirect
+	go.etcd.io/bbolt v1.4.3 // indirect
 	golang.org/x/net v0.43.0 // indirect
 	golang.org/x/sys v0.35.0 // indirect
-	golang.org/x/term v0.34.0 // indirect
 	golang.org/x/time v0.9.0 // indirect
 )

@@ -16,6 +16,8 @@
 //	bmcjob bootorder status | set [-order REF,...] [-enable REF] [-disable REF] [-http-boot-uri URL] -bmc URL -user NAME
 //	bmcjob locate on|off|blink -bmc URL -user NAME
 //	bmcjob nmi -bmc URL -user NAME
+//	bmcjob rollout -servers FILE -template FILE [-max-unavailable N|P%] [-per-group LABEL=N|LABEL=P%]... [-canary N] [-canary-approval] [-failure-budget N|P%] [-name NAME] [-db PATH] [-json]
+//	bmcjob rollout -simulate N [-fail P%] [...]   (a simulated fleet, a built-in BIOS update)
 //	bmcjob spec [NAME]            (the example specs built in: list, or print one)
 //	bmcjob version                (also --version)
 //	bmcjob -spec job.json ...     (the flags alone, as before: same as run)
@@ -127,6 +129,26 @@
 // HTTP boot server and callback inside bmcjob (examples/bootserver shows
 // that path; here it would add ports and tokens for nothing the job sees).
 //
+// # Rollouts
+//
+// "bmcjob rollout" runs one job template across many servers with package
+// rollout (docs/rollouts.md, "From the command line"): -servers is JSON
+// lines (one {"name", "bmc", "credentialsRef", "systemUUID", "labels"}
+// object per line; a JSON array of them is read too), -template a job spec
+// without "bmc". Credentials: -credentials-file (each server's entry is its
+// credentialsRef, else the template's, else its bmc address as written),
+// or -user and $BMC_PASSWORD for every server. The rollout and its jobs are
+// kept in -db (bbolt, default bmcjob-rollouts.db; with -simulate, memory
+// unless -db is given), so the same command run again resumes it; -name
+// defaults to a hash of the servers, template and policy. Progress goes to
+// standard error: a progress bar redrawn in place on a terminal, otherwise
+// plain lines (the counts at most once a second, each rollout transition
+// and failed server at once); -json prints every event and then the final
+// status as JSON lines on standard output. It exits 0 only when the result
+// is Succeeded. The first Ctrl-C aborts the rollout (running jobs finish,
+// nothing new starts, the result is Aborted); the second exits at once
+// and the same command resumes.
+//
 // # Version
 //
 // "bmcjob version" (or --version) prints the module version Go stamped into
@@ -148,15 +170,28 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bmckit/bmckit/clock"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	e := &env{password: os.Getenv("BMC_PASSWORD"), stdout: os.Stdout, stderr: os.Stderr}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e := &env{password: os.Getenv("BMC_PASSWORD"), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, interrupts: &interrupts{}}
+	// Ctrl-C ends the command's context, unless the command takes it
+	// (rollout's first Ctrl-C aborts the rollout gracefully; the next one
+	// ends the context).
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, os.Interrupt)
+	go func() {
+		for range sigc {
+			if !e.interrupts.take() {
+				cancel()
+			}
+		}
+	}()
 	if err := run(ctx, e, os.Args[1:]); err != nil {
 		// A job that ran and failed has its result, message included, on
 		// standard output already.
@@ -172,6 +207,9 @@ func main() {
 type env struct {
 	// password is $BMC_PASSWORD.
 	password string
+	// stdin is standard input (rollout -canary-approval asks there); nil
+	// reads as empty.
+	stdin io.Reader
 	// stdout gets results only (with -json exactly one JSON document);
 	// stderr gets progress, usage after mistakes and messages.
 	stdout, stderr io.Writer
@@ -180,6 +218,43 @@ type env struct {
 	clock clock.Clock
 	// version overrides the build's module version (tests).
 	version string
+	// interrupts lets a command take Ctrl-C before it ends the context
+	// (nil: it never does). Tests call its take to press Ctrl-C.
+	interrupts *interrupts
+	// rolloutFleet, when set, replaces startRolloutFleet for "rollout
+	// -simulate" (tests: a fleet that outlives one run, whose state-change
+	// log they read); the command calls done when it ends.
+	rolloutFleet func(n int, powerDelay time.Duration, failing map[int]bool) (f *rolloutFleet, done func())
+}
+
+// interrupts routes Ctrl-C to the command that asked for it.
+type interrupts struct {
+	mu sync.Mutex
+	f  func() bool
+}
+
+// handle makes f see every Ctrl-C first; f returns true when it took it
+// (nothing more happens), false to let it end the command's context.
+// handle(nil) stops that.
+func (i *interrupts) handle(f func() bool) {
+	if i == nil {
+		return
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.f = f
+}
+
+// take gives one Ctrl-C to the command's handler; false when there is
+// none or it did not take it.
+func (i *interrupts) take() bool {
+	if i == nil {
+		return false
+	}
+	i.mu.Lock()
+	f := i.f
+	i.mu.Unlock()
+	return f != nil && f()
 }
 
 func (e *env) now() time.Time {
@@ -222,6 +297,7 @@ var commands = []command{
 	{"bootorder", "status | set [-order REF,...] [-enable REF] [-disable REF] [-http-boot-uri URL]", "read or set the persistent boot order (says when a reboot is required)", bootorderCmd},
 	{"locate", "on|off|blink [flags]", "set the locator (identify) LED", locateCmd},
 	{"nmi", "[flags]", "send the host a diagnostic interrupt (NMI: a hung OS writes a crash dump)", nmiCmd},
+	{"rollout", "-servers FILE -template FILE [-max-unavailable N|P%] [-canary N] [-simulate N] [flags]", "run one job template across a fleet: maxUnavailable, per-group limits, canary, failure budget (docs/rollouts.md)", rolloutCmd},
 	{"monitor", "[BMC URL ...] [-simulate N] [flags]", "live table of machines: Contactable and power (Ctrl-C quits)", monitorCmd},
 	{"spec", "[NAME]", "list the example specs built into bmcjob, or print one (bmcjob spec netboot | bmcjob run -spec -)", specCmd},
 	{"version", "", "print the version of bmcjob (also --version)", versionCmd},

@@ -15,6 +15,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/redfish"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
@@ -167,13 +169,11 @@ func renderTable(ms []*monitor.Machine, now time.Time) string {
 	return b.String()
 }
 
+// isTerminal reports whether out is a terminal (not /dev/null, a file or
+// a pipe).
 func isTerminal(out io.Writer) bool {
 	f, ok := out.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // simFleet is the simulated fleet of -simulate.
