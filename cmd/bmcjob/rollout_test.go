@@ -301,7 +301,7 @@ func TestRolloutServersFile(t *testing.T) {
 	servers := filepath.Join(dir, "servers.jsonl")
 	writeFile(t, servers, "# the fleet\n"+strings.Join(lines, "\n")+"\n")
 	template := filepath.Join(dir, "template.json")
-	writeFile(t, template, `{"tasks": [{"power": {"op": "on"}}]}`)
+	writeFile(t, template, `{"tasks": [{"power": {"op": "cycle"}}]}`) // never in state: every server runs
 	creds := filepath.Join(dir, "creds.json")
 	store, err := bmc.OpenFileCredentials(creds)
 	if err != nil {
