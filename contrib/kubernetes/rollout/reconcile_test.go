@@ -27,6 +27,7 @@ import (
 	"github.com/bmckit/bmckit/contrib/kubernetes/api/v1alpha1"
 	"github.com/bmckit/bmckit/contrib/kubernetes/rollout"
 	"github.com/bmckit/bmckit/job"
+	core "github.com/bmckit/bmckit/rollout"
 	"github.com/bmckit/bmckit/task"
 	"github.com/bmckit/bmckit/timestamp"
 )
@@ -316,4 +317,70 @@ func TestNoMachinesYet(t *testing.T) {
 	require.NoError(t, e.c.Create(context.Background(), machineObj(ns, "m1", "redfish://10.0.0.1", sel)))
 	e.reconcile()
 	assert.Equal(t, "r", e.rollout().Status.States)
+}
+
+func (e *fakeEnv) setSpec(f func(*v1alpha1.BMCRollout)) {
+	e.t.Helper()
+	ro := e.rollout()
+	f(ro)
+	require.NoError(e.t, e.c.Update(context.Background(), ro))
+}
+
+// The control is the spec's: a canary with approval waits for
+// canaryApproved; paused starts nothing new; abort lets the running jobs
+// finish, then completes Aborted. The canary's result and the halt are
+// events; a per-group limit over a Machine label holds the second server
+// of a rack back.
+func TestControlFromSpec(t *testing.T) {
+	ns := "r"
+	sel := map[string]string{"model": "x1"}
+	rack := func(name, r string) *v1alpha1.Machine {
+		return machineObj(ns, name, "redfish://10.0.0.1/redfish/v1/Systems/"+name, map[string]string{"model": "x1", "rack": r})
+	}
+	ro := rolloutObj(ns, "fw", 3, sel)
+	ro.Spec.Policy.Canary, ro.Spec.Policy.CanaryApproval = 1, true
+	ro.Spec.Policy.MaxUnavailablePerGroup = []v1alpha1.RolloutGroupLimit{{Label: "rack", Max: intstr.FromInt32(1)}}
+	e := newFakeEnv(t, interceptor.Funcs{}, rack("a1", "a"), rack("a2", "a"), rack("b1", "b"), rack("b2", "b"), rack("c1", "c"), ro)
+	e.key = types.NamespacedName{Namespace: ns, Name: "fw"}
+
+	e.reconcile()
+	assert.Equal(t, "r....", e.rollout().Status.States, "the canary alone")
+	e.complete("fw.0.a1", conditions.ResultSucceeded)
+	e.reconcile()
+	got := e.rollout()
+	assert.Equal(t, "s....", got.Status.States, "waiting for the canary's approval")
+	assert.Equal(t, core.ReasonAwaitingApproval, conditions.Get(got.Status.Conditions, conditions.TypeRunning).Reason)
+	assert.Equal(t, "Succeeded", got.Status.Canary.Result)
+
+	e.setSpec(func(o *v1alpha1.BMCRollout) { o.Spec.CanaryApproved = true })
+	e.reconcile()
+	// a2 goes (a1 is done), b1 goes, b2 waits for rack b, c1 goes: 3
+	// running, within maxUnavailable 3 and 1 per rack.
+	assert.Equal(t, "srr.r", e.rollout().Status.States)
+
+	e.setSpec(func(o *v1alpha1.BMCRollout) { o.Spec.Paused = true })
+	e.complete("fw.2.b1", conditions.ResultSucceeded)
+	e.reconcile()
+	got = e.rollout()
+	assert.Equal(t, "srs.r", got.Status.States, "paused: b2 does not start")
+	assert.True(t, conditions.IsTrue(got.Status.Conditions, core.TypePaused))
+
+	e.setSpec(func(o *v1alpha1.BMCRollout) { o.Spec.Abort = true })
+	e.reconcile()
+	got = e.rollout()
+	assert.Equal(t, core.ReasonAborted, got.Status.Halt)
+	assert.False(t, conditions.IsTrue(got.Status.Conditions, conditions.TypeCompleted), "running jobs finish first")
+	e.complete("fw.1.a2", conditions.ResultSucceeded)
+	e.complete("fw.4.c1", conditions.ResultFailed)
+	e.reconcile()
+	got = e.rollout()
+	assert.Equal(t, "Aborted", got.Status.Result)
+	assert.Equal(t, "sss.f", got.Status.States)
+	assert.Equal(t, []v1alpha1.RolloutFailure{{Server: "c1", Job: "fw.4.c1", Reason: "Failed", Message: "done"}}, got.Status.Failures)
+	var reasons []string
+	for _, ev := range e.events() {
+		reasons = append(reasons, strings.Fields(ev)[1])
+	}
+	assert.Equal(t, []string{"Started", "CanarySucceeded", "Halting", "Completed"}, reasons)
+	assert.Len(t, e.jobs(), 4, "b2 never started")
 }
