@@ -35,6 +35,7 @@ import (
 	"github.com/bmckit/bmckit/contrib/kubernetes/api/v1alpha1"
 	"github.com/bmckit/bmckit/contrib/kubernetes/controller"
 	"github.com/bmckit/bmckit/contrib/kubernetes/machine"
+	"github.com/bmckit/bmckit/contrib/kubernetes/rollout"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/boltstore"
 )
@@ -117,6 +118,11 @@ func run(ctx context.Context, args []string, logOut io.Writer) error {
 	}
 	// Machines: the monitor reads each one's BMC through the jobs' pool.
 	if _, err := machine.Setup(mgr, machine.Options{Pool: ctl.Stepper.Pool()}); err != nil {
+		return err
+	}
+	// BMCRollouts: one job template over the Machines of a label, run as
+	// BMCJobs by the controller above (docs/kubernetes.md, "Rollouts").
+	if _, err := rollout.Setup(mgr, rollout.Options{Stepper: ctl.Stepper}); err != nil {
 		return err
 	}
 	if *simulators > 0 {

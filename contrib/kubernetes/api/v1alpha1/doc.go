@@ -4,7 +4,9 @@
 // Package v1alpha1 is the Kubernetes kit's API group bmckit.io, version
 // v1alpha1, for a controller that runs BMC jobs with bmckit: [BMCJob], whose
 // spec embeds job.Spec and whose status embeds job.Status, both inline, and
-// [Machine], a BMC the monitor reads. BMCJob's CEL rules refuse at admission
+// [Machine], a BMC the monitor reads, and [BMCRollout], one job template
+// run on the Machines of a label selector (package rollout of the kit
+// carries it out). BMCJob's CEL rules refuse at admission
 // what the runtime would refuse (docs/kubernetes.md, "Admission: spec.bmc
 // and the tasks").
 //
