@@ -150,19 +150,13 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	return r, nil
 }
 
-// stepperInState is the Stepper's InState method (read-only: every task's
-// effect already present), found by a type assertion until the job
-// package has it; nil without it (no skip check).
+// stepperInState is the Stepper's InState (read-only: every task's effect
+// already present); nil without a Stepper (no skip check).
 func stepperInState(s *job.Stepper) func(context.Context, job.Spec) (bool, string, error) {
 	if s == nil {
 		return nil
 	}
-	if in, ok := any(s).(interface {
-		InState(context.Context, job.Spec) (bool, string, error)
-	}); ok {
-		return in.InState
-	}
-	return nil
+	return s.InState
 }
 
 // jobCompletion keeps the BMCJob events a rollout acts on: creation,
