@@ -304,6 +304,9 @@ func (c *Controller) passAll(ctx context.Context) {
 	}
 	for _, rec := range recs {
 		name := strings.TrimPrefix(rec.Key, c.cfg.KeyPrefix+"rollouts/")
+		if st, err := decodeState(rec.Key, rec.Value); err == nil && st.Status.Completed() {
+			continue // completed rollouts never change again
+		}
 		if err := c.Pass(ctx, name); err != nil && ctx.Err() == nil {
 			c.log.Error(err, "rollout pass", "rollout", name)
 		}
