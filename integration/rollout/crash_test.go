@@ -32,7 +32,7 @@ import (
 // PostgreSQL store, carry out a firmware rollout over Redfish simulators
 // that live in this process (so the BMCs and their request logs outlive
 // every fault), with maxUnavailable 10 and at most 2 per rack. At random
-// moments (200-1200 ms apart) the parent SIGKILLs a replica and starts a
+// moments (200-900 ms apart) the parent SIGKILLs a replica and starts a
 // new one at once, alternately with the same Owner (it takes its locks back
 // at once) and with a new one (its locks lapse after the lease), or
 // SIGSTOPs one for 1.5-3 leases and continues it. Then, from the BMCs and
@@ -47,8 +47,8 @@ import (
 //     their job (requests after the job's completion are counted too, and
 //     reported).
 //
-// By default (CI) 4 SIGKILLs and 2 SIGSTOPs over 100 servers;
-// BMCKIT_ROLLKILL_FULL=1 delivers 20 and 10 over 300 servers. It needs
+// By default (CI) 4 SIGKILLs and 2 SIGSTOPs over 150 servers;
+// BMCKIT_ROLLKILL_FULL=1 delivers 20 and 10 over 400 servers. It needs
 // PostgreSQL (BMCKIT_TEST_POSTGRES_DSN; skipped without it, failed under
 // CI=true).
 func TestRolloutReplicasUnderFaults(t *testing.T) {
@@ -61,9 +61,9 @@ func TestRolloutReplicasUnderFaults(t *testing.T) {
 	}
 	dsn := pgtest.DSN(t)
 	schema := pgtest.Schema(t, dsn)
-	kills, stops, servers, update := 4, 2, 100, 800*time.Millisecond
+	kills, stops, servers, update := 4, 2, 150, 800*time.Millisecond
 	if os.Getenv(envRollKillFull) != "" {
-		kills, stops, servers, update = 20, 10, 300, 1500*time.Millisecond
+		kills, stops, servers, update = 20, 10, 400, 1500*time.Millisecond
 	}
 	const (
 		maxUnav, rackMax, racks = 10, 2, 10
@@ -156,7 +156,7 @@ func TestRolloutReplicasUnderFaults(t *testing.T) {
 		case ro = <-done:
 			finished = true
 			continue
-		case <-time.After(200*time.Millisecond + time.Duration(rng.Int64N(int64(time.Second)))): // the fault's moment
+		case <-time.After(200*time.Millisecond + time.Duration(rng.Int64N(int64(700*time.Millisecond)))): // the fault's moment
 		}
 		victim := rng.IntN(len(replicas))
 		switch plan[k] {
@@ -307,7 +307,7 @@ func countTasks(f *fleetSim) int {
 }
 
 const (
-	envRollKillFull   = "BMCKIT_ROLLKILL_FULL" // set: 20 SIGKILLs, 10 SIGSTOPs, 300 servers
+	envRollKillFull   = "BMCKIT_ROLLKILL_FULL" // set: 20 SIGKILLs, 10 SIGSTOPs, 400 servers
 	envRollKillSeed   = "BMCKIT_ROLLKILL_SEED"
 	envRollKillDSN    = "BMCKIT_ROLLKILL_DSN"
 	envRollKillSchema = "BMCKIT_ROLLKILL_SCHEMA"
