@@ -488,27 +488,50 @@ func (c *Controller) skipCheck(spec *Spec, checked map[int]bool) func(context.Co
 // submit creates the jobs of the given servers (started by a written pass,
 // or found running without a job). A job that exists already was created
 // by another replica (or an earlier try): the name is fixed by the index,
-// so it is never created twice.
+// so it is never created twice. The creates run concurrently (at most
+// maxConcurrentSubmits at once): a durable store commits concurrent writes
+// together (one fsync for a group), where one after another each would
+// wait for its own, and the pass, which holds up the next one, waits for
+// them all.
 func (c *Controller) submit(ctx context.Context, name string, spec *Spec, idx []int) {
+	if len(idx) == 1 {
+		c.submitOne(ctx, name, spec, idx[0])
+		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxConcurrentSubmits)
 	for _, i := range idx {
-		jn := JobName(name, i, spec.Servers[i].Name)
-		_, err := c.cfg.Runner.Submit(ctx, jn, spec.JobSpec(i))
-		switch {
-		case err == nil, errors.Is(err, storage.ErrExists):
-		case errors.Is(err, job.ErrInvalidSpec):
-			// The Runner's own validation (custom kinds' params) refused
-			// it: the server failed; the next pass records it.
-			c.mu.Lock()
-			c.refused[jn] = &Outcome{Index: i, Job: jn, Result: conditions.ResultFailed, Reason: conditions.ReasonInvalidSpec, Message: err.Error(), Completed: c.cfg.Clock.Now().UTC()}
-			c.mu.Unlock()
-			c.poke()
-		default:
-			// The next pass finds it missing again and retries.
-			c.log.Error(err, "creating a server's job; retried on the next pass", "job", jn)
-			c.mu.Lock()
-			delete(c.waiting, jn)
-			c.mu.Unlock()
-		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			c.submitOne(ctx, name, spec, i)
+		}()
+	}
+	wg.Wait()
+}
+
+// maxConcurrentSubmits bounds the job creates one pass runs at once.
+const maxConcurrentSubmits = 64
+
+func (c *Controller) submitOne(ctx context.Context, name string, spec *Spec, i int) {
+	jn := JobName(name, i, spec.Servers[i].Name)
+	_, err := c.cfg.Runner.Submit(ctx, jn, spec.JobSpec(i))
+	switch {
+	case err == nil, errors.Is(err, storage.ErrExists):
+	case errors.Is(err, job.ErrInvalidSpec):
+		// The Runner's own validation (custom kinds' params) refused
+		// it: the server failed; the next pass records it.
+		c.mu.Lock()
+		c.refused[jn] = &Outcome{Index: i, Job: jn, Result: conditions.ResultFailed, Reason: conditions.ReasonInvalidSpec, Message: err.Error(), Completed: c.cfg.Clock.Now().UTC()}
+		c.mu.Unlock()
+		c.poke()
+	default:
+		// The next pass finds it missing again and retries.
+		c.log.Error(err, "creating a server's job; retried on the next pass", "job", jn)
+		c.mu.Lock()
+		delete(c.waiting, jn)
+		c.mu.Unlock()
 	}
 }
 

@@ -1,0 +1,348 @@
+package rollout_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bmckit/bmckit/bmc"
+	"github.com/bmckit/bmckit/bmc/redfish"
+	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
+	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/rollout"
+	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/task"
+)
+
+const (
+	fleetServers   = 1000
+	fleetRacks     = 20 // "rack" label: 50 servers each, listed rack by rack
+	fleetMaxUnav   = 50
+	fleetRackMax   = 3
+	fleetCanary    = 10
+	fleetBudgetPct = 2
+	fleetFailPct   = 3
+	// fleetUpdateTime is how long each simulated update task runs.
+	fleetUpdateTime = 150 * time.Millisecond
+
+	envFleetSeed = "BMCKIT_ROLLOUT_SEED" // the failing servers' seed
+)
+
+// fleetSim is the 1,000 simulated servers: one redfishtest BMC each (a
+// simulator's firmware inventory and its Fail switch are per BMC), each
+// with its request log.
+type fleetSim struct {
+	srvs    []*redfishtest.Server
+	logs    []*reqLog
+	servers []rollout.Server
+	failing map[int]bool
+}
+
+func newFleetSim(t *testing.T, n, racks int, failing map[int]bool, update time.Duration) *fleetSim {
+	t.Helper()
+	f := &fleetSim{failing: failing}
+	for i := range n {
+		l := &reqLog{}
+		srv := redfishtest.NewServer(redfishtest.Config{
+			Username: simUser, Password: simPassword,
+			Firmware:  redfishtest.FirmwareConfig{Duration: update, Fail: failing[i], Components: map[string]string{fwComponent: "1.0.0"}},
+			OnRequest: l.onRequest,
+		})
+		t.Cleanup(srv.Close)
+		f.srvs = append(f.srvs, srv)
+		f.logs = append(f.logs, l)
+		perRack := (n + racks - 1) / racks
+		f.servers = append(f.servers, rollout.Server{
+			Name:   fmt.Sprintf("node-%04d", i),
+			BMC:    srv.Address("1"),
+			Labels: map[string]string{"rack": fmt.Sprintf("r%02d", i/perRack)},
+		})
+	}
+	return f
+}
+
+func simDialer() bmc.Dialer {
+	d := &bmc.SchemeDialer{}
+	d.Register("redfish", redfish.NewDialer(redfish.Options{
+		RequestsPerSecond: -1,
+		WrapTransport:     func(next http.RoundTripper) http.RoundTripper { return callTagger{next} },
+	}))
+	return d
+}
+
+func fwTemplate(imageURI string) job.Spec {
+	return job.Spec{CredentialsRef: "sim", Tasks: []task.Spec{{FirmwareUpdate: &task.FirmwareUpdateAction{
+		ImageURI: imageURI, Component: fwComponent, Version: fwVersion, Reset: task.FirmwareResetNone,
+	}}}}
+}
+
+// transitions records the Controller's events with the moment each was
+// reported (after the write that made it).
+type transitions struct {
+	mu     sync.Mutex
+	events []timedEvent
+}
+
+type timedEvent struct {
+	rollout.Event
+	reported time.Time
+}
+
+func (tr *transitions) observer() rollout.Observer {
+	return rollout.Observer{Transition: func(e rollout.Event) {
+		tr.mu.Lock()
+		tr.events = append(tr.events, timedEvent{e, time.Now()})
+		tr.mu.Unlock()
+	}}
+}
+
+// TestFleetFailureBudgetHaltsAtTheBMC: a firmware rollout over 1,000
+// simulated servers (one Redfish simulator each, every update running
+// 150 ms), maxUnavailable 50, at most 3 per rack (20 racks of 50), a canary
+// of 10, a failure budget of 2% (20); 3% of the servers (30, none in the
+// canary, seeded) fail their update. From the simulators' request logs:
+//
+//   - the rollout ends Halted, FailureBudgetSpent, with at least 21 failures;
+//   - every server the BMCs saw a state-changing request for was started
+//     by a write before the halt was decided (its "running" transition's
+//     pass time is before the halting pass's), so no server's first
+//     state-changing request belongs to a server admitted after the halt;
+//     servers admitted before it may still send theirs after the halt (their
+//     jobs were created, the Runner picks them up): counted and reported;
+//   - at no instant were more than 50 servers, nor more than 3 of one rack,
+//     between their first state-changing request and the last request of
+//     their job;
+//   - every server got at most one update start (one update task); the
+//     canary's ten got theirs before any other server's.
+func TestFleetFailureBudgetHaltsAtTheBMC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 simulated BMCs; takes a minute")
+	}
+	began := time.Now()
+	seed := time.Now().UnixNano()
+	if s := os.Getenv(envFleetSeed); s != "" {
+		var err error
+		if seed, err = strconv.ParseInt(s, 10, 64); err != nil {
+			t.Fatalf("%s=%q: %v", envFleetSeed, s, err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), 37)) //nolint:gosec // test randomness
+	failing := map[int]bool{}
+	perRack := fleetServers / fleetRacks
+	for len(failing) < fleetServers*fleetFailPct/100 {
+		// Not in the canary: the canary is the first servers that fit the
+		// rack limit (the first 3 of each rack in turn), so none of the
+		// first 3 of a rack fails.
+		if i := rng.IntN(fleetServers); i%perRack >= fleetRackMax {
+			failing[i] = true
+		}
+	}
+	t.Logf("seed %d (%s=%d repeats the failing servers)", seed, envFleetSeed, seed)
+
+	img, imageURI := imageServer()
+	defer img.Close()
+	f := newFleetSim(t, fleetServers, fleetRacks, failing, fleetUpdateTime)
+	store := memstore.New()
+	r, err := job.NewRunner(job.Config{
+		Store: store,
+		StepperConfig: job.StepperConfig{
+			Dialer:       simDialer(),
+			Credentials:  bmc.StaticCredentials{"sim": {Username: simUser, Password: simPassword}},
+			PollInterval: 20 * time.Millisecond, SlowPollInterval: 40 * time.Millisecond,
+		},
+		ScanInterval: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &transitions{}
+	ctl, err := rollout.New(rollout.Config{Runner: r, Store: store, Observer: tr.observer(), PollInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = r.Start(ctx) }()
+	go func() { defer wg.Done(); _ = ctl.Start(ctx) }()
+	defer func() { cancel(); wg.Wait() }()
+
+	const name = "bios"
+	if _, err := ctl.Create(ctx, name, rollout.Spec{Template: fwTemplate(imageURI), Servers: f.servers, Policy: rollout.Policy{
+		MaxUnavailable:         rollout.Count(fleetMaxUnav),
+		MaxUnavailablePerGroup: []rollout.GroupLimit{{Label: "rack", Max: rollout.Count(fleetRackMax)}},
+		Canary:                 fleetCanary,
+		FailureBudget:          rollout.Percent(fleetBudgetPct),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer wcancel()
+	ro, err := ctl.Wait(wctx, name)
+	if err != nil {
+		t.Fatalf("rollout did not complete: %v (counts %+v)", err, ro.Status.Counts)
+	}
+	took := time.Since(began)
+	st := ro.Status
+	if st.Result != rollout.ResultHalted || st.Reason != rollout.ReasonBudgetSpent {
+		t.Fatalf("result %s/%s %q, want Halted/%s", st.Result, st.Reason, st.Message, rollout.ReasonBudgetSpent)
+	}
+	budget := fleetServers * fleetBudgetPct / 100
+	if st.FailureBudget != budget || st.Counts.Failed <= budget || st.Counts.Failed > budget+fleetMaxUnav {
+		t.Errorf("budget %d, failed %d: want %d, and more than it, at most %d (the others in flight at the halt)", st.FailureBudget, st.Counts.Failed, budget, budget+fleetMaxUnav)
+	}
+	if st.Counts.Running != 0 || st.Counts.Pending == 0 {
+		t.Errorf("counts %+v: want none running and servers left pending", st.Counts)
+	}
+
+	// The rollout's transitions: when each server was admitted, when the
+	// halt was decided and written.
+	tr.mu.Lock()
+	events := append([]timedEvent(nil), tr.events...)
+	tr.mu.Unlock()
+	admitted := map[int]time.Time{} // server -> its running transition's pass time
+	var haltAt, haltWritten time.Time
+	for _, e := range events {
+		if e.Index >= 0 && e.To == rollout.StateRunning {
+			admitted[e.Index] = e.Time
+		}
+		if e.Index < 0 && strings.HasPrefix(e.Message, "halting") && haltAt.IsZero() {
+			haltAt, haltWritten = e.Time, e.reported
+		}
+	}
+	if haltAt.IsZero() {
+		t.Fatal("no halting transition was reported")
+	}
+
+	// The BMCs' side.
+	var (
+		ws                                  []window
+		afterHalt, afterHaltWrite, multi    int
+		latest                              time.Duration
+		problems                            []string
+		canaryLast, othersFirst             time.Time
+		failedOnWire, succeededOnWire, tsks int
+	)
+	problem := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	for i := range f.servers {
+		jn := rollout.JobName(name, i, f.servers[i].Name)
+		w, touched := windowOf(i, f.logs[i].snapshot(), jn)
+		tasks := f.srvs[i].FirmwareTasks()
+		tsks += len(tasks)
+		state := st.State(i)
+		if !touched {
+			if len(tasks) != 0 {
+				problem("%s: %d update tasks without a logged start", f.servers[i].Name, len(tasks))
+			}
+			if state == rollout.StateSucceeded || state == rollout.StateFailed {
+				problem("%s: %s with no state-changing request on the wire", f.servers[i].Name, state)
+			}
+			continue
+		}
+		ws = append(ws, w)
+		if w.starts != 1 || len(tasks) != 1 {
+			multi++
+			problem("%s: %d state-changing requests, %d update tasks; want one of each", f.servers[i].Name, w.starts, len(tasks))
+		}
+		if w.foreign > 0 {
+			problem("%s: %d state-changing requests not from its job", f.servers[i].Name, w.foreign)
+		}
+		adm, ok := admitted[i]
+		switch {
+		case !ok:
+			problem("%s: updated on the wire but never admitted (state %s)", f.servers[i].Name, state)
+		case !adm.Before(haltAt):
+			problem("%s: admitted at %s, not before the halt decision at %s", f.servers[i].Name, adm.Format("15:04:05.000"), haltAt.Format("15:04:05.000"))
+		}
+		if w.from.After(haltAt) {
+			afterHalt++
+			latest = max(latest, w.from.Sub(haltAt))
+		}
+		if w.from.After(haltWritten) {
+			afterHaltWrite++
+		}
+		switch state {
+		case rollout.StateFailed:
+			failedOnWire++
+			if !f.failing[i] {
+				problem("%s: failed, but its BMC does not fail updates", f.servers[i].Name)
+			}
+		case rollout.StateSucceeded:
+			succeededOnWire++
+			if v := f.srvs[i].FirmwareVersion(fwComponent); v != fwVersion {
+				problem("%s: succeeded, but its BIOS is at %s", f.servers[i].Name, v)
+			}
+		default:
+			problem("%s: updated on the wire, state %s", f.servers[i].Name, state)
+		}
+		if slices.Contains(st.Canary.Servers, i) {
+			if w.to.After(canaryLast) {
+				canaryLast = w.to
+			}
+		} else if othersFirst.IsZero() || w.from.Before(othersFirst) {
+			othersFirst = w.from
+		}
+	}
+	if len(st.Canary.Servers) != fleetCanary || st.Canary.Succeeded != fleetCanary {
+		problem("canary %+v: want %d servers, all succeeded", st.Canary, fleetCanary)
+	}
+	if !canaryLast.Before(othersFirst) {
+		problem("a server outside the canary started at %s, before the canary's last request at %s", othersFirst.Format("15:04:05.000"), canaryLast.Format("15:04:05.000"))
+	}
+	if failedOnWire != st.Counts.Failed || succeededOnWire != st.Counts.Succeeded {
+		problem("on the wire %d failed and %d succeeded; the status counts %d and %d", failedOnWire, succeededOnWire, st.Counts.Failed, st.Counts.Succeeded)
+	}
+	jobs, err := r.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != len(ws) {
+		problem("%d jobs stored, %d servers updated on the wire", len(jobs), len(ws))
+	}
+	most, mostAt := maxOverlap(ws, nil)
+	if most > fleetMaxUnav {
+		problem("%d servers unavailable at once on the wire (at %s), limit %d", most, mostAt.Format("15:04:05.000"), fleetMaxUnav)
+	}
+	rackMost := 0
+	rackOf := map[int]string{}
+	for i, s := range f.servers {
+		rackOf[i] = s.Labels["rack"]
+	}
+	for rk := range fleetRacks {
+		rack := fmt.Sprintf("r%02d", rk)
+		n, at := maxOverlap(ws, func(i int) bool { return rackOf[i] == rack })
+		rackMost = max(rackMost, n)
+		if n > fleetRackMax {
+			problem("rack %s: %d servers unavailable at once (at %s), limit %d", rack, n, at.Format("15:04:05.000"), fleetRackMax)
+		}
+	}
+	if most < fleetMaxUnav/2 {
+		problem("at most %d servers were unavailable at once: the rollout hardly ran in parallel (limit %d)", most, fleetMaxUnav)
+	}
+	sort.Slice(ws, func(a, b int) bool { return ws[a].from.Before(ws[b].from) })
+	summary := fmt.Sprintf("rollout fleet: %d simulated Redfish BMCs (%d failing, update %v), maxUnavailable %d, rack limit %d (%d racks), canary %d, budget %d%% (%d): %s/%s after %d failed, %d succeeded, %d never started; "+
+		"on the wire %d servers updated (%d update tasks, %d servers with more than one), max overlap %d (rack max %d); "+
+		"halt decided %s after the first start, written %v after its decision; first starts after the decision %d (after its write %d), the latest %v after it, all of servers admitted before it; %d jobs stored; %s",
+		fleetServers, len(failing), fleetUpdateTime, fleetMaxUnav, fleetRackMax, fleetRacks, fleetCanary, fleetBudgetPct, budget,
+		st.Result, st.Reason, st.Counts.Failed, st.Counts.Succeeded, st.Counts.Pending+st.Counts.Held,
+		len(ws), tsks, multi, most, rackMost,
+		haltAt.Sub(ws[0].from).Round(time.Millisecond), haltWritten.Sub(haltAt).Round(time.Millisecond), afterHalt, afterHaltWrite, latest.Round(time.Millisecond),
+		len(jobs), took.Round(100*time.Millisecond))
+	t.Log(summary)
+	fmt.Println(summary)
+	if len(problems) > 0 {
+		if len(problems) > 40 {
+			problems = append(problems[:40], fmt.Sprintf("... and %d more", len(problems)-40))
+		}
+		t.Errorf("%d problems:\n%s", len(problems), strings.Join(problems, "\n"))
+	}
+}
