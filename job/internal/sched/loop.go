@@ -50,6 +50,9 @@ type heldSystem struct {
 	storeErrs int
 	lost      bool
 	done      bool // the job completed (or was deleted)
+	// completedSeen: the scan saw the job completed and left it in the
+	// queue for drop to take out (scan, queue.go).
+	completedSeen bool
 }
 
 // DueEntry implements dueheap.Item.
@@ -310,9 +313,10 @@ func (l *loop) stepped(o stepOutcome) {
 func (l *loop) drop(h *heldSystem, completed bool) {
 	e := l.e
 	delete(l.held, h.sys)
-	if completed {
+	if completed || h.completedSeen {
 		// The queue learns of other runners' completions from the change
-		// feed; this runner's own writes are skipped there.
+		// feed; this runner's own writes are skipped there, and the
+		// completions of the jobs it holds are left for here (scan).
 		e.queue.remove(h.job)
 	}
 	delete(l.fenced, h)

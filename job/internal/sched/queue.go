@@ -201,6 +201,7 @@ func (l *loop) scan() {
 			// It may have given the system back (replicas.go).
 			l.completedElsewhere(name)
 		}
+		var held *heldSystem
 		if q := e.queue.jobs[name]; q != nil {
 			if hd := l.held[q.sys]; hd != nil && hd.job == name {
 				// Changed under the job this runner runs (a cancel, a spec
@@ -208,9 +209,23 @@ func (l *loop) scan() {
 				// in flight, which must not bring its stale copy back).
 				hd.copy, hd.stale = Copy{}, true
 				l.schedule(hd, e.cfg.Clock.Now())
+				held = hd
 			}
 		}
 		if h.Completed {
+			if held != nil {
+				// The job of a system this runner holds leaves the queue
+				// when the system is dropped (drop), as it does when the
+				// scan skips the completion as this runner's own: this one
+				// may be, read before its step noted it (Wrote). Taken out
+				// now, its system would count as held but not claimable,
+				// and the claim round's share (claimable systems minus held
+				// ones) would fall short by as many: at a wave of 46
+				// completions, a job submitted then waited a ScanInterval
+				// for its claim (bench/rollout).
+				held.completedSeen = true
+				continue
+			}
 			e.queue.remove(name)
 			continue
 		}
