@@ -92,8 +92,8 @@ const DefaultPollInterval = 10 * time.Second
 // Options configures [Setup].
 type Options struct {
 	// Stepper is the BMCJob controller's Stepper (controller.Controller's):
-	// its InState is the skip check. Nil, or a Stepper without InState:
-	// no skip check (every server runs its job).
+	// its InState is the skip check. Nil: no skip check (every server
+	// runs its job).
 	Stepper *job.Stepper
 	// InState overrides the skip check (tests; a host's own check). The
 	// job spec's CredentialsRef is "namespace/name", as the BMCJob
