@@ -370,7 +370,7 @@ func (c *Controller) Pass(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		outs, missing := c.observe(name, &rec.Status)
+		outs, missing := c.observe(name, cs.spec, &rec.Status)
 		started, events := Decide(ctx, Decision{
 			Name: name, Spec: cs.spec, Control: rec.Control, Now: c.cfg.Clock.Now().UTC(),
 			Outcomes: outs, Approve: c.approver(ctx, name, cs.spec), InState: c.skipCheck(cs.spec, checked),
@@ -403,14 +403,13 @@ func (c *Controller) Pass(ctx context.Context, name string) error {
 // process learnt (their Waits returned), and the running servers whose job
 // does not exist (created by no one yet: a crash between a pass's write
 // and the create).
-func (c *Controller) observe(name string, st *Status) (outs []Outcome, missing []int) {
+func (c *Controller) observe(name string, spec *Spec, st *Status) (outs []Outcome, missing []int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := 0; i < len(st.States); i++ {
 		if State(st.States[i]) != StateRunning {
 			continue
 		}
-		spec := c.specs[name].spec
 		jn := JobName(name, i, spec.Servers[i].Name)
 		if o := c.done[jn]; o != nil {
 			outs = append(outs, *o)
