@@ -3,6 +3,7 @@ package rollout_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -191,17 +192,102 @@ func TestFleetFailureBudgetHaltsAtTheBMC(t *testing.T) {
 	if err != nil {
 		t.Fatalf("rollout did not complete: %v (counts %+v)", err, ro.Status.Counts)
 	}
-	took := time.Since(began)
 	st := ro.Status
+	c := checkHalt(ctx, t, r, st, tr, haltCase{
+		name: name, servers: f.servers, failing: f.failing,
+		group: "rack", groupMax: fleetRackMax, maxUnav: fleetMaxUnav, canary: fleetCanary,
+		budget: fleetServers * fleetBudgetPct / 100,
+		reqs:   func(i int) []logged { return f.logs[i].snapshot() },
+		changes: func(i int, w window, touched bool) string {
+			tasks := len(f.srvs[i].FirmwareTasks())
+			switch {
+			case !touched && tasks != 0:
+				return fmt.Sprintf("%d update tasks without a logged start", tasks)
+			case touched && (w.starts != 1 || tasks != 1):
+				return fmt.Sprintf("%d state-changing requests, %d update tasks; want one of each", w.starts, tasks)
+			}
+			return ""
+		},
+		applied: func(i int) string {
+			if v := f.srvs[i].FirmwareVersion(fwComponent); v != fwVersion {
+				return "its BIOS is at " + v
+			}
+			return ""
+		},
+	})
+	summary := fmt.Sprintf("rollout fleet: %d simulated Redfish BMCs (%d failing, update %v), maxUnavailable %d, rack limit %d (%d racks), canary %d, budget %d%% (%d): %s/%s after %d failed, %d succeeded, %d never started; "+
+		"on the wire %d servers updated (%d update tasks, %d servers with more than one), max overlap %d (rack max %d); "+
+		"halt decided %s after the first start, written %v after its decision; first starts after the decision %d (after its write %d), the latest %v after it, all of servers admitted before it; %d jobs stored; %s",
+		fleetServers, len(failing), fleetUpdateTime, fleetMaxUnav, fleetRackMax, fleetRacks, fleetCanary, fleetBudgetPct, st.FailureBudget,
+		st.Result, st.Reason, st.Counts.Failed, st.Counts.Succeeded, st.Counts.Pending+st.Counts.Held,
+		c.started, countTasks(f), c.multi, c.most, c.groupMost,
+		c.haltAt.Sub(c.firstStart).Round(time.Millisecond), c.haltWritten.Sub(c.haltAt).Round(time.Millisecond), c.afterHalt, c.afterHaltWrite, c.latest.Round(time.Millisecond),
+		c.jobs, time.Since(began).Round(100*time.Millisecond))
+	t.Log(summary)
+	fmt.Println(summary)
+	reportProblems(t, c.problems)
+}
+
+// haltCase is a rollout that ended Halted (FailureBudgetSpent) over
+// simulated servers, for checkHalt: what to read from the simulators, and
+// the policy they were rolled out under.
+type haltCase struct {
+	name     string // the rollout
+	servers  []rollout.Server
+	failing  map[int]bool // the servers whose BMC refuses the change
+	group    string       // the per-group limit's label
+	groupMax int
+	maxUnav  int
+	canary   int
+	budget   int // the failure budget, in servers
+	// reqs is server i's requests as its BMC logged them: the BMC's whole
+	// log, or its system's share of a multi-system BMC's (systemReqs).
+	reqs func(i int) []logged
+	// changes reports what is wrong ("" nothing) with server i's changes
+	// as the simulator knows them, given its window (touched: the BMC saw
+	// a state-changing request for it); anything it reports counts as a
+	// server changed more than once.
+	changes func(i int, w window, touched bool) string
+	// applied reports what is wrong ("" nothing) with a succeeded server's
+	// change: it must be in place.
+	applied func(i int) string
+}
+
+// haltFindings is what checkHalt measured; problems are its failures.
+type haltFindings struct {
+	started                   int // servers the BMCs saw a state-changing request for
+	multi                     int // of them, changed more than once (haltCase.changes)
+	most, groupMost           int // the most windows open at once, overall and in one group
+	afterHalt, afterHaltWrite int // first starts after the halt's decision, after its write
+	latest                    time.Duration
+	firstStart                time.Time
+	haltAt, haltWritten       time.Time
+	jobs                      int
+	problems                  []string
+}
+
+// checkHalt checks, from the simulators' request logs, a rollout that
+// spent its failure budget (see TestFleetFailureBudgetHaltsAtTheBMC):
+// Halted/FailureBudgetSpent with more failures than the budget, and at
+// most maxUnav more; no server admitted at or after the halt's decision
+// reached its BMC; at no instant more than maxUnav windows open, nor more
+// than groupMax of one group; every server changed at most once
+// (haltCase.changes), its state matching the wire (failed only where the
+// BMC refuses, succeeded with the change in place); the canary all
+// succeeded before any other server started; one job stored per started
+// server. Fatal when the result is not the halt.
+func checkHalt(ctx context.Context, t *testing.T, r *job.Runner, st rollout.Status, tr *transitions, hc haltCase) haltFindings {
+	t.Helper()
 	if st.Result != rollout.ResultHalted || st.Reason != rollout.ReasonBudgetSpent {
 		t.Fatalf("result %s/%s %q, want Halted/%s", st.Result, st.Reason, st.Message, rollout.ReasonBudgetSpent)
 	}
-	budget := fleetServers * fleetBudgetPct / 100
-	if st.FailureBudget != budget || st.Counts.Failed <= budget || st.Counts.Failed > budget+fleetMaxUnav {
-		t.Errorf("budget %d, failed %d: want %d, and more than it, at most %d (the others in flight at the halt)", st.FailureBudget, st.Counts.Failed, budget, budget+fleetMaxUnav)
+	var c haltFindings
+	problem := func(format string, args ...any) { c.problems = append(c.problems, fmt.Sprintf(format, args...)) }
+	if budget := hc.budget; st.FailureBudget != budget || st.Counts.Failed <= budget || st.Counts.Failed > budget+hc.maxUnav {
+		problem("budget %d, failed %d: want %d, and more than it, at most %d (the others in flight at the halt)", st.FailureBudget, st.Counts.Failed, budget, budget+hc.maxUnav)
 	}
 	if st.Counts.Running != 0 || st.Counts.Pending == 0 {
-		t.Errorf("counts %+v: want none running and servers left pending", st.Counts)
+		problem("counts %+v: want none running and servers left pending", st.Counts)
 	}
 
 	// The rollout's transitions: when each server was admitted, when the
@@ -210,79 +296,71 @@ func TestFleetFailureBudgetHaltsAtTheBMC(t *testing.T) {
 	events := append([]timedEvent(nil), tr.events...)
 	tr.mu.Unlock()
 	admitted := map[int]time.Time{} // server -> its running transition's pass time
-	var haltAt, haltWritten time.Time
 	for _, e := range events {
 		if e.Index >= 0 && e.To == rollout.StateRunning {
 			admitted[e.Index] = e.Time
 		}
-		if e.Index < 0 && strings.HasPrefix(e.Message, "halting") && haltAt.IsZero() {
-			haltAt, haltWritten = e.Time, e.reported
+		if e.Index < 0 && strings.HasPrefix(e.Message, "halting") && c.haltAt.IsZero() {
+			c.haltAt, c.haltWritten = e.Time, e.reported
 		}
 	}
-	if haltAt.IsZero() {
+	if c.haltAt.IsZero() {
 		t.Fatal("no halting transition was reported")
 	}
 
 	// The BMCs' side.
 	var (
-		ws                                  []window
-		afterHalt, afterHaltWrite, multi    int
-		latest                              time.Duration
-		problems                            []string
-		canaryLast, othersFirst             time.Time
-		failedOnWire, succeededOnWire, tsks int
+		ws                            []window
+		canaryLast, othersFirst       time.Time
+		failedOnWire, succeededOnWire int
 	)
-	problem := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	for i := range f.servers {
-		jn := rollout.JobName(name, i, f.servers[i].Name)
-		w, touched := windowOf(i, f.logs[i].snapshot(), jn)
-		tasks := f.srvs[i].FirmwareTasks()
-		tsks += len(tasks)
+	for i, srv := range hc.servers {
+		jn := rollout.JobName(hc.name, i, srv.Name)
+		w, touched := windowOf(i, hc.reqs(i), jn)
 		state := st.State(i)
-		if !touched {
-			if len(tasks) != 0 {
-				problem("%s: %d update tasks without a logged start", f.servers[i].Name, len(tasks))
+		if p := hc.changes(i, w, touched); p != "" {
+			if touched {
+				c.multi++
 			}
+			problem("%s: %s", srv.Name, p)
+		}
+		if !touched {
 			if state == rollout.StateSucceeded || state == rollout.StateFailed {
-				problem("%s: %s with no state-changing request on the wire", f.servers[i].Name, state)
+				problem("%s: %s with no state-changing request on the wire", srv.Name, state)
 			}
 			continue
 		}
 		ws = append(ws, w)
-		if w.starts != 1 || len(tasks) != 1 {
-			multi++
-			problem("%s: %d state-changing requests, %d update tasks; want one of each", f.servers[i].Name, w.starts, len(tasks))
-		}
 		if w.foreign > 0 {
-			problem("%s: %d state-changing requests not from its job", f.servers[i].Name, w.foreign)
+			problem("%s: %d state-changing requests not from its job", srv.Name, w.foreign)
 		}
 		adm, ok := admitted[i]
 		switch {
 		case !ok:
-			problem("%s: updated on the wire but never admitted (state %s)", f.servers[i].Name, state)
-		case !adm.Before(haltAt):
-			problem("%s: admitted at %s, not before the halt decision at %s", f.servers[i].Name, adm.Format("15:04:05.000"), haltAt.Format("15:04:05.000"))
+			problem("%s: changed on the wire but never admitted (state %s)", srv.Name, state)
+		case !adm.Before(c.haltAt):
+			problem("%s: admitted at %s, not before the halt decision at %s", srv.Name, adm.Format("15:04:05.000"), c.haltAt.Format("15:04:05.000"))
 		}
-		if w.from.After(haltAt) {
-			afterHalt++
-			latest = max(latest, w.from.Sub(haltAt))
+		if w.from.After(c.haltAt) {
+			c.afterHalt++
+			c.latest = max(c.latest, w.from.Sub(c.haltAt))
 		}
-		if w.from.After(haltWritten) {
-			afterHaltWrite++
+		if w.from.After(c.haltWritten) {
+			c.afterHaltWrite++
 		}
 		switch state {
 		case rollout.StateFailed:
 			failedOnWire++
-			if !f.failing[i] {
-				problem("%s: failed, but its BMC does not fail updates", f.servers[i].Name)
+			if !hc.failing[i] {
+				problem("%s: failed, but its BMC does not refuse the change", srv.Name)
 			}
 		case rollout.StateSucceeded:
 			succeededOnWire++
-			if v := f.srvs[i].FirmwareVersion(fwComponent); v != fwVersion {
-				problem("%s: succeeded, but its BIOS is at %s", f.servers[i].Name, v)
+			if p := hc.applied(i); p != "" {
+				problem("%s: succeeded, but %s", srv.Name, p)
 			}
 		default:
-			problem("%s: updated on the wire, state %s", f.servers[i].Name, state)
+			problem("%s: changed on the wire, state %s", srv.Name, state)
 		}
 		if slices.Contains(st.Canary.Servers, i) {
 			if w.to.After(canaryLast) {
@@ -292,8 +370,8 @@ func TestFleetFailureBudgetHaltsAtTheBMC(t *testing.T) {
 			othersFirst = w.from
 		}
 	}
-	if len(st.Canary.Servers) != fleetCanary || st.Canary.Succeeded != fleetCanary {
-		problem("canary %+v: want %d servers, all succeeded", st.Canary, fleetCanary)
+	if len(st.Canary.Servers) != hc.canary || st.Canary.Succeeded != hc.canary {
+		problem("canary %+v: want %d servers, all succeeded", st.Canary, hc.canary)
 	}
 	if !canaryLast.Before(othersFirst) {
 		problem("a server outside the canary started at %s, before the canary's last request at %s", othersFirst.Format("15:04:05.000"), canaryLast.Format("15:04:05.000"))
@@ -305,40 +383,39 @@ func TestFleetFailureBudgetHaltsAtTheBMC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.jobs, c.started = len(jobs), len(ws)
 	if len(jobs) != len(ws) {
-		problem("%d jobs stored, %d servers updated on the wire", len(jobs), len(ws))
+		problem("%d jobs stored, %d servers changed on the wire", len(jobs), len(ws))
 	}
-	most, mostAt := maxOverlap(ws, nil)
-	if most > fleetMaxUnav {
-		problem("%d servers unavailable at once on the wire (at %s), limit %d", most, mostAt.Format("15:04:05.000"), fleetMaxUnav)
+	var mostAt time.Time
+	c.most, mostAt = maxOverlap(ws, nil)
+	if c.most > hc.maxUnav {
+		problem("%d servers unavailable at once on the wire (at %s), limit %d", c.most, mostAt.Format("15:04:05.000"), hc.maxUnav)
 	}
-	rackMost := 0
-	rackOf := map[int]string{}
-	for i, s := range f.servers {
-		rackOf[i] = s.Labels["rack"]
+	groups := map[string]bool{}
+	for _, s := range hc.servers {
+		groups[s.Labels[hc.group]] = true
 	}
-	for rk := range fleetRacks {
-		rack := fmt.Sprintf("r%02d", rk)
-		n, at := maxOverlap(ws, func(i int) bool { return rackOf[i] == rack })
-		rackMost = max(rackMost, n)
-		if n > fleetRackMax {
-			problem("rack %s: %d servers unavailable at once (at %s), limit %d", rack, n, at.Format("15:04:05.000"), fleetRackMax)
+	for _, g := range slices.Sorted(maps.Keys(groups)) {
+		n, at := maxOverlap(ws, func(i int) bool { return hc.servers[i].Labels[hc.group] == g })
+		c.groupMost = max(c.groupMost, n)
+		if n > hc.groupMax {
+			problem("%s %s: %d servers unavailable at once (at %s), limit %d", hc.group, g, n, at.Format("15:04:05.000"), hc.groupMax)
 		}
 	}
-	if most < fleetMaxUnav/2 {
-		problem("at most %d servers were unavailable at once: the rollout hardly ran in parallel (limit %d)", most, fleetMaxUnav)
+	if c.most < hc.maxUnav/2 {
+		problem("at most %d servers were unavailable at once: the rollout hardly ran in parallel (limit %d)", c.most, hc.maxUnav)
 	}
-	sort.Slice(ws, func(a, b int) bool { return ws[a].from.Before(ws[b].from) })
-	summary := fmt.Sprintf("rollout fleet: %d simulated Redfish BMCs (%d failing, update %v), maxUnavailable %d, rack limit %d (%d racks), canary %d, budget %d%% (%d): %s/%s after %d failed, %d succeeded, %d never started; "+
-		"on the wire %d servers updated (%d update tasks, %d servers with more than one), max overlap %d (rack max %d); "+
-		"halt decided %s after the first start, written %v after its decision; first starts after the decision %d (after its write %d), the latest %v after it, all of servers admitted before it; %d jobs stored; %s",
-		fleetServers, len(failing), fleetUpdateTime, fleetMaxUnav, fleetRackMax, fleetRacks, fleetCanary, fleetBudgetPct, budget,
-		st.Result, st.Reason, st.Counts.Failed, st.Counts.Succeeded, st.Counts.Pending+st.Counts.Held,
-		len(ws), tsks, multi, most, rackMost,
-		haltAt.Sub(ws[0].from).Round(time.Millisecond), haltWritten.Sub(haltAt).Round(time.Millisecond), afterHalt, afterHaltWrite, latest.Round(time.Millisecond),
-		len(jobs), took.Round(100*time.Millisecond))
-	t.Log(summary)
-	fmt.Println(summary)
+	if len(ws) > 0 {
+		sort.Slice(ws, func(a, b int) bool { return ws[a].from.Before(ws[b].from) })
+		c.firstStart = ws[0].from
+	}
+	return c
+}
+
+// reportProblems fails the test listing at most 40 problems.
+func reportProblems(t *testing.T, problems []string) {
+	t.Helper()
 	if len(problems) > 0 {
 		if len(problems) > 40 {
 			problems = append(problems[:40], fmt.Sprintf("... and %d more", len(problems)-40))

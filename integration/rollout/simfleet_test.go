@@ -173,3 +173,18 @@ func maxOverlap(ws []window, keep func(server int) bool) (int, time.Time) {
 	}
 	return most, at
 }
+
+// systemReqs is one system's share of a multi-system BMC's log: the
+// requests under its Systems/<id> resource, and those its job sent
+// (sessions, the service root, the registries). Another job's request
+// under the system's resource stays in, so windowOf counts it as foreign.
+func systemReqs(reqs []logged, systemID, jobName string) []logged {
+	prefix := "/redfish/v1/Systems/" + systemID
+	var out []logged
+	for _, r := range reqs {
+		if r.Job == jobName || r.Path == prefix || strings.HasPrefix(r.Path, prefix+"/") {
+			out = append(out, r)
+		}
+	}
+	return out
+}

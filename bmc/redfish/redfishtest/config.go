@@ -99,6 +99,11 @@ const (
 	// Faults.SlowDelay passed, and closes the connection without it.
 	// FaultSlow delays the request before it is handled.
 	FaultLostAnswerSlow
+	// Fault400 refuses the request, unhandled, with 400 Bad Request
+	// (Base.1.8.GeneralError): a permanent error, which a client does not
+	// retry, as a BMC that rejects a change outright. With Faults.Func, it
+	// makes chosen requests fail for good (one system's BIOS PATCH, say).
+	Fault400
 )
 
 // Faults injects failures into a fraction of requests.

@@ -29,9 +29,10 @@
 //   - Virtual media (CD and USB) under the Manager or under each System.
 //   - Several systems, with UUIDs from [SystemUUID].
 //   - Faults: a fraction of requests answered 500 or 503, slowly, or with
-//     the connection reset ([Faults], [Server.SetFaults]); or handled and
-//     then their answer lost: the connection closed, a 503, or held until
-//     the client gives up ([FaultLostAnswer], [FaultLostAnswer503],
+//     the connection reset ([Faults], [Server.SetFaults]); refused for
+//     good with a 400 ([Fault400], with Faults.Func for chosen requests);
+//     or handled and then their answer lost: the connection closed, a 503,
+//     or held until the client gives up ([FaultLostAnswer], [FaultLostAnswer503],
 //     [FaultLostAnswerSlow]).
 //   - Firmware update ([FirmwareConfig]): SimpleUpdate and multipart push
 //     followed through tasks; an inventory in SoftwareInventory, no

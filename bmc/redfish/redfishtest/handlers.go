@@ -198,6 +198,9 @@ func (s *Server) faults(next http.Handler) http.Handler {
 		case Fault500:
 			redfishError(rec, http.StatusInternalServerError, "Base.1.8.InternalError", "injected internal error")
 			return
+		case Fault400:
+			redfishError(rec, http.StatusBadRequest, "Base.1.8.GeneralError", "injected: request refused")
+			return
 		case Fault503:
 			rec.Header().Set("Retry-After", "1")
 			redfishError(rec, http.StatusServiceUnavailable, "Base.1.8.ServiceTemporarilyUnavailable", "injected: service temporarily unavailable")

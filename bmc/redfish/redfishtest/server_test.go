@@ -217,6 +217,43 @@ func TestFaults(t *testing.T) {
 	}
 }
 
+// Fault400 refuses the chosen request with a 400 and leaves it unhandled:
+// the BIOS PATCH of system 2 fails, its attributes stay as they were,
+// system 1's is taken.
+func TestFault400(t *testing.T) {
+	srv := redfishtest.NewServer(redfishtest.Config{Systems: 2, Faults: redfishtest.Faults{Func: func(method, path string) redfishtest.Fault {
+		if method == "PATCH" && path == "/redfish/v1/Systems/2/Bios/Settings" {
+			return redfishtest.Fault400
+		}
+		return redfishtest.FaultNone
+	}}})
+	defer srv.Close()
+	cl := &client{t: t, srv: srv}
+	cl.login("admin", "redfishtest-secret")
+	body := `{"Attributes": {"BootMode": "Bios"}}`
+	if resp, _ := cl.do("PATCH", "/redfish/v1/Systems/2/Bios/Settings", body, nil); resp.StatusCode != 400 {
+		t.Fatalf("faulted PATCH: %d, want 400", resp.StatusCode)
+	}
+	if resp, _ := cl.do("PATCH", "/redfish/v1/Systems/1/Bios/Settings", body, nil); resp.StatusCode != 204 {
+		t.Fatalf("PATCH of system 1: %d, want 204", resp.StatusCode)
+	}
+	if _, pending := srv.BIOSAttributes("2"); len(pending) != 0 {
+		t.Fatalf("system 2 took the refused change: pending %v", pending)
+	}
+	if _, pending := srv.BIOSAttributes("1"); pending["BootMode"] != "Bios" {
+		t.Fatalf("system 1 pending %v, want BootMode Bios", pending)
+	}
+	var logged bool
+	for _, r := range srv.Requests() {
+		if r.Method == "PATCH" && r.Path == "/redfish/v1/Systems/2/Bios/Settings" {
+			logged = r.Fault == redfishtest.Fault400 && r.Status == 400
+		}
+	}
+	if !logged {
+		t.Fatal("the refused PATCH is not logged with its fault and status")
+	}
+}
+
 // The request limit is a bucket of RequestLimit tokens refilled at
 // RequestLimit per second: beyond it requests are answered 503 with
 // Retry-After, counted, logged, and take no token; PeakRate sees the busiest
