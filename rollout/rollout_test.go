@@ -137,7 +137,10 @@ func (f *fleet) wait(name string) *rollout.Rollout {
 }
 
 // window is one server's unavailability as its BMC saw it: from its first
-// state-changing request to its last request.
+// state-changing request to the last request of the session(s) that sent
+// one (the job's), logging out aside. Another replica's skip check reads
+// the server on a session of its own, possibly late under load: those reads
+// are not the job's.
 type window struct {
 	server   int
 	from, to time.Time
@@ -148,19 +151,25 @@ func (f *fleet) wire() []window {
 	var out []window
 	for i, b := range f.bmcs {
 		calls := b.Calls()
-		var w window
+		jobs := map[int]bool{}
+		w := window{server: i}
 		for _, c := range calls {
-			if c.Method == fake.MethodStartFirmwareUpdate && w.from.IsZero() {
-				w.from = c.Time
+			if c.Method == fake.MethodStartFirmwareUpdate {
+				jobs[c.Session] = true
+				if w.from.IsZero() {
+					w.from = c.Time
+				}
 			}
-			if !w.from.IsZero() && c.Time.After(w.to) {
+		}
+		if w.from.IsZero() {
+			continue
+		}
+		for _, c := range calls {
+			if jobs[c.Session] && c.Method != fake.MethodClose && c.Time.After(w.to) {
 				w.to = c.Time
 			}
 		}
-		if !w.from.IsZero() {
-			w.server = i
-			out = append(out, w)
-		}
+		out = append(out, w)
 	}
 	return out
 }

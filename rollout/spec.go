@@ -306,3 +306,19 @@ func ReadSpec(r io.Reader) (Spec, error) {
 	}
 	return DecodeSpec(data)
 }
+
+// ErrTrailingData is what DecodeServer's error wraps when something follows
+// the server's JSON object (two servers on one line of a JSON-lines file).
+var ErrTrailingData = strictjson.ErrTrailingData
+
+// DecodeServer decodes one server's JSON object strictly: unknown fields
+// are errors, and nothing but whitespace may follow it. It does not
+// validate the server (Spec.Validate does, with the rest of the spec): for
+// tools that read a fleet one server at a time, such as bmcjob's JSON lines.
+func DecodeServer(data []byte) (Server, error) {
+	var s Server
+	if err := strictjson.Decode(data, &s); err != nil {
+		return Server{}, err
+	}
+	return s, nil
+}

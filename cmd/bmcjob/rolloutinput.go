@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/bmckit/bmckit/bmc"
-	"github.com/bmckit/bmckit/internal/strictjson"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/rollout"
 )
@@ -78,10 +77,10 @@ func decodeServers(data []byte) ([]serverAt, error) {
 		if len(out) >= rollout.MaxServers {
 			return fmt.Errorf("%s: more than %d servers (rollout.MaxServers)", where, rollout.MaxServers)
 		}
-		var s rollout.Server
-		if err := strictjson.Decode(raw, &s); err != nil {
+		s, err := rollout.DecodeServer(raw)
+		if err != nil {
 			msg := err.Error()
-			if errors.Is(err, strictjson.ErrTrailingData) {
+			if errors.Is(err, rollout.ErrTrailingData) {
 				msg = "more than one JSON value (one server per line)"
 			}
 			// A line is one line: its own position is the column.
