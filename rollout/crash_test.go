@@ -10,10 +10,12 @@ import (
 
 	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/fake"
+	"github.com/bmckit/bmckit/conditions"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/rollout"
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/memstore"
+	"github.com/bmckit/bmckit/task"
 )
 
 // countingStore counts the creates of job records, and can fail the first
@@ -171,5 +173,38 @@ func TestCreateRefusesLeftoverJobs(t *testing.T) {
 	}
 	if r := f.wait("bios"); r.Status.Result != rollout.ResultSucceeded {
 		t.Fatalf("%s %s", r.Status.Result, r.Status.Message)
+	}
+}
+
+// A template the Runner refuses (a custom kind it does not know: the spec's
+// own validation checks only its shape) fails each server it starts with
+// InvalidSpec, and the failure budget halts the rollout; nothing reaches a
+// BMC.
+func TestRunnerRefusingTheTemplateFailsTheServer(t *testing.T) {
+	f := newFleet(t, fleetOpts{servers: 6})
+	_, err := f.ctl.Create(context.Background(), "custom", rollout.Spec{
+		Template: job.Spec{CredentialsRef: "lab", Tasks: []task.Spec{{Custom: &task.CustomAction{Kind: "example.com/unknown"}}}},
+		Servers:  f.servers,
+		Policy:   rollout.Policy{MaxUnavailable: rollout.Count(2), FailureBudget: rollout.Count(1), NoSkipCheck: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.wait("custom")
+	st := r.Status
+	if st.Result != rollout.ResultHalted || st.Counts.Failed < 2 || st.Counts.Pending == 0 {
+		t.Fatalf("%s %s %+v", st.Result, st.Message, st.Counts)
+	}
+	for _, fl := range st.Failures {
+		if fl.Reason != conditions.ReasonInvalidSpec || !strings.Contains(fl.Message, "example.com/unknown") {
+			t.Errorf("failure %+v: want InvalidSpec naming the kind", fl)
+		}
+	}
+	for i, b := range f.bmcs {
+		for _, c := range b.Calls() {
+			if c.Method != fake.MethodDial && c.Method != fake.MethodClose {
+				t.Errorf("server %d got %s", i, c.Method)
+			}
+		}
 	}
 }
