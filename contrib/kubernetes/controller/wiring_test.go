@@ -233,7 +233,10 @@ func TestGeneratedRBACNamesTheAPIGroup(t *testing.T) {
 		return out
 	}
 	g := v1alpha1.GroupVersion.Group
-	assert.Equal(t, []string{"get", "list", "patch", "update", "watch"}, verbs(cluster.Rules, g, "bmcjobs"), "group %s", g)
+	// create: the BMCRollout controller's (rollout.Setup) BMCJobs.
+	assert.Equal(t, []string{"create", "get", "list", "patch", "update", "watch"}, verbs(cluster.Rules, g, "bmcjobs"), "group %s", g)
+	assert.Equal(t, []string{"get", "list", "watch"}, verbs(cluster.Rules, g, "bmcrollouts"))
+	assert.Equal(t, []string{"get", "patch", "update"}, verbs(cluster.Rules, g, "bmcrollouts/status"))
 	assert.Equal(t, []string{"get", "patch", "update"}, verbs(cluster.Rules, g, "bmcjobs/status"))
 	assert.Equal(t, []string{"update"}, verbs(cluster.Rules, g, "bmcjobs/finalizers"))
 	assert.Equal(t, []string{"get", "list", "watch"}, verbs(cluster.Rules, "", "secrets"))
