@@ -72,33 +72,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func realEnv(t *testing.T) *kubetest.Env {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: no real API server")
-	}
-	return apiServer.Get(t)
-}
-
-var namespaces atomic.Int64
-
-// namespace creates a namespace of its own for t.
-func namespace(t *testing.T, env *kubetest.Env) string {
-	t.Helper()
-	name := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return '-'
-	}, strings.ToLower(t.Name()))
-	if len(name) > 50 {
-		name = name[:50]
-	}
-	name = fmt.Sprintf("%s-%d", strings.Trim(name, "-"), namespaces.Add(1))
-	require.NoError(t, env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
-	return name
-}
-
 func adminClient(t *testing.T, env *kubetest.Env) client.Client {
 	t.Helper()
 	c, err := client.New(env.Config, client.Options{Scheme: newScheme(t)})
@@ -291,8 +264,8 @@ func finished(c client.Client, ns, name string) bool {
 // every field the Stepper wrote survives the schema, and a stale copy's
 // patch is refused.
 func TestStatusPatchesOnARealAPIServer(t *testing.T) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	c := adminClient(t, env)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -345,8 +318,8 @@ func TestStatusPatchesOnARealAPIServer(t *testing.T) {
 // each state change sent once, events recorded, the Lease released, and
 // the API calls it cost counted (written to docs/kubernetes.md).
 func TestNetbootOnRealAPIServer(t *testing.T) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	c := adminClient(t, env)
 	var ch changes
 	sim := newSim(redfishtest.Config{PowerDelay: 200 * time.Millisecond, OnStateChange: ch.add})
@@ -450,8 +423,8 @@ func systemKey(sim *redfishtest.Server) string {
 // interleave their state changes, and the second shows the Waiting reason
 // while the first holds the system.
 func TestOneServerTwoJobsOnRealAPIServer(t *testing.T) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	c := adminClient(t, env)
 	var ch changes
 	sim := newSim(redfishtest.Config{PowerDelay: 300 * time.Millisecond, OnStateChange: ch.add})
@@ -492,8 +465,8 @@ func TestOneServerTwoJobsOnRealAPIServer(t *testing.T) {
 // object is gone its Lease has no holder, and another job on the system
 // starts without waiting for the Lease to expire.
 func TestDeleteMidRunOnRealAPIServer(t *testing.T) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	c := adminClient(t, env)
 	var ch changes
 	sim := newSim(redfishtest.Config{PowerDelay: 2 * time.Second, OnStateChange: ch.add})
@@ -521,8 +494,8 @@ func TestDeleteMidRunOnRealAPIServer(t *testing.T) {
 // A Secret rotated mid-job is used by the job's next BMC session: the
 // simulator sees a second login, and the job succeeds.
 func TestSecretRotationOnRealAPIServer(t *testing.T) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	c := adminClient(t, env)
 	var ch changes
 	sim := newSim(redfishtest.Config{PowerDelay: time.Second, OnStateChange: ch.add, Users: map[string]string{"rotated": "Rotated-Pw-9"}})
@@ -546,8 +519,8 @@ func TestSecretRotationOnRealAPIServer(t *testing.T) {
 // objects' labels while the jobs run) are counted, logged at V(1) and never
 // at V(0), and the jobs still succeed.
 func TestConflictsOnRealAPIServer(t *testing.T) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	c := adminClient(t, env)
 	sim := newSim(redfishtest.Config{Systems: 3, PowerDelay: 100 * time.Millisecond})
 	defer sim.Close()
@@ -622,8 +595,8 @@ func TestConflictsOnRealAPIServer(t *testing.T) {
 func TestTwoReplicasOnRealAPIServer(t *testing.T) {
 	for _, le := range []bool{false, true} {
 		t.Run(fmt.Sprintf("leader-elect=%v", le), func(t *testing.T) {
-			env := realEnv(t)
-			ns := namespace(t, env)
+			env := apiServer.Get(t)
+			ns := env.Namespace(t)
 			c := adminClient(t, env)
 			var ch changes
 			const jobs = 20
@@ -664,8 +637,8 @@ func TestTwoReplicasOnRealAPIServer(t *testing.T) {
 // started again: the job finishes, and no task that had finished is sent
 // again.
 func TestSIGKILLMidJobOnRealAPIServer(t *testing.T) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	c := adminClient(t, env)
 	var ch changes
 	// The kill point is made exact: the first reset request after the boot

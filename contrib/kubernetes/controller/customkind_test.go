@@ -57,8 +57,8 @@ func customJob(ns, name, bmcURL, secret, kind, params string) *v1alpha1.BMCJob {
 // kind name or params of the wrong shape, and the controller runs the
 // kind the program registered.
 func TestCustomKindOnRealAPIServer(t *testing.T) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	c := adminClient(t, env)
 	ctx := context.Background()
 	sim := newSim(redfishtest.Config{})

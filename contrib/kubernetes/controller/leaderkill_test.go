@@ -56,7 +56,7 @@ import (
 // wait for the jobs anyway to see how they end, up to 12 minutes). Each
 // round prints one LEADERKILL-ROUND line.
 func TestLeaderKillDefaultsOnRealAPIServer(t *testing.T) {
-	env := realEnv(t)
+	env := apiServer.Get(t)
 	rounds, jobs := 1, 20
 	b := leaderKillBounds{takeover: 30 * time.Second, jobTakeover: time.Minute}
 	timeout := 4 * time.Minute
@@ -101,7 +101,7 @@ type leHolder struct {
 type leaderKillBounds struct{ takeover, jobTakeover time.Duration }
 
 func runLeaderKillRound(t *testing.T, env *kubetest.Env, index, jobs int, seed int64, b leaderKillBounds, timeout time.Duration, full bool) {
-	ns := namespace(t, env)
+	ns := env.Namespace(t)
 	c := adminClient(t, env)
 	rng := rand.New(rand.NewSource(seed))
 	t.Logf("round %d: seed %d, %d jobs, the kit's default Lease and task timeout", index+1, seed, jobs)

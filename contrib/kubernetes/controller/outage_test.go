@@ -102,7 +102,7 @@ func TestAPIServerOutageOnRealAPIServer(t *testing.T) {
 			mode = "leader-election"
 		}
 		t.Run(mode, func(t *testing.T) {
-			env := realEnv(t)
+			env := apiServer.Get(t)
 			o := outageOptionsFromEnv(t)
 			for i := range o.rounds {
 				down := o.downs[i%len(o.downs)]
@@ -189,7 +189,7 @@ type outageRound struct {
 }
 
 func runOutageRound(t *testing.T, env *kubetest.Env, o outageOptions, r outageRound) {
-	ns := namespace(t, env)
+	ns := env.Namespace(t)
 	c := adminClient(t, env)
 	rng := rand.New(rand.NewSource(r.seed))
 	t.Logf("%s round %d: seed %d (BMCKIT_OUTAGE_SEED=%d reproduces the draws of the run), down %s, %d jobs, 503 to %.0f%% of state changes, system Lease %s",

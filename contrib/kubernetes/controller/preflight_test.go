@@ -20,8 +20,8 @@ import (
 // spec.skipPreflight (kept by the API server: the CRD has the field) finds
 // out by trying, after powering the server off.
 func TestPreflightOnRealAPIServer(t *testing.T) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	c := adminClient(t, env)
 	ctx := context.Background()
 	sim := newSim(redfishtest.VendorConfig(redfishtest.VendorCrayEX))

@@ -163,8 +163,8 @@ func TestRotationSIGKILLOnRealAPIServer(t *testing.T) {
 }
 
 func rotationSIGKILL(t *testing.T, mode task.RotationMode) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	c := adminClient(t, env)
 	ctx := context.Background()
 	// 0: before the account's change (a PATCH, or the new account's POST),
@@ -286,8 +286,8 @@ func rotationSIGKILL(t *testing.T, mode task.RotationMode) {
 // the rotation fails before it touches the BMC, with an error naming the
 // opt-in, and the BMC keeps its password.
 func TestRotationWithoutTheRotationRoleOnRealAPIServer(t *testing.T) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	c := adminClient(t, env)
 	var changes atomic.Int32
 	sim := newSim(redfishtest.Config{Faults: redfishtest.Faults{Func: func(method, path string) redfishtest.Fault {

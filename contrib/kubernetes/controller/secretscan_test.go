@@ -29,8 +29,8 @@ import (
 // columns (the API server's Table) and every line the controller logged at
 // any verbosity are scanned for both passwords.
 func TestNoSecretShownOnRealAPIServer(t *testing.T) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	c := adminClient(t, env)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -427,8 +427,8 @@ func (l *lines) matching(sub string) []string {
 // change sent once, the system's Lease released, the Started and Completed
 // events recorded, and nothing forbidden logged.
 func netbootWithRBAC(t *testing.T, setup func(ctrl.Manager, controller.Options[*v1alpha1.BMCJob]) error) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	c := adminClient(t, env)
 	cfg := applyRBAC(t, c, env.Config, ns)
 

@@ -46,10 +46,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -196,10 +199,14 @@ type Shared struct {
 	err  error
 }
 
-// Get returns the shared API server, starting it on first use. Without the
-// binaries t skips (fails under CI=true); a failed start fails t.
+// Get returns the shared API server, starting it on first use. Under
+// -short, or without the binaries, t skips (without the binaries it fails
+// under CI=true); a failed start fails t.
 func (s *Shared) Get(t testing.TB) *Env {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no real API server")
+	}
 	if _, err := Available(); err != nil {
 		unavailable(t, err)
 	}
@@ -208,6 +215,30 @@ func (s *Shared) Get(t testing.TB) *Env {
 		t.Fatal(s.err)
 	}
 	return s.env
+}
+
+// namespaces numbers the namespaces Env.Namespace creates in this process.
+var namespaces atomic.Int64
+
+// Namespace creates a namespace of t's own (named after the test, with a
+// number that keeps it unique in the process) and returns its name.
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(t.Name()))
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	name = fmt.Sprintf("%s-%d", strings.Trim(name, "-"), namespaces.Add(1))
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := e.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+	return name
 }
 
 // Stop stops the shared API server, if it was started.

@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,23 +47,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	apiServer.Stop()
 	os.Exit(code)
-}
-
-func realEnv(t *testing.T) *kubetest.Env {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: no real API server")
-	}
-	return apiServer.Get(t)
-}
-
-var namespaces atomic.Int64
-
-func namespace(t *testing.T, env *kubetest.Env) string {
-	t.Helper()
-	name := fmt.Sprintf("rollout-%d", namespaces.Add(1))
-	require.NoError(t, env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
-	return name
 }
 
 // startManager runs the BMCJob controller and the rollout controller in a
@@ -238,8 +220,8 @@ func rolloutEvents(t *testing.T, c client.Client, ns string) []string {
 // counts match the BMCJobs; the events are the rollout's own. It logs the
 // API calls per server.
 func TestRolloutOnRealAPIServer(t *testing.T) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	c := env.Client
 	ctx := context.Background()
 	var ch changes
@@ -354,8 +336,8 @@ func TestRolloutOnRealAPIServer(t *testing.T) {
 // system's changes were sent once), and maxUnavailable held across the
 // restart at the BMCs.
 func TestRolloutControllerRestartOnRealAPIServer(t *testing.T) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	c := env.Client
 	ctx := context.Background()
 	var ch changes

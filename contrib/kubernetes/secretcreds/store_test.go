@@ -57,18 +57,10 @@ func storeOn(c client.Client) secretcreds.Store {
 	return secretcreds.Store{Resolver: secretcreds.Resolver{Reader: c}, Client: c}
 }
 
-func realEnv(t *testing.T) *kubetest.Env {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: no real API server")
-	}
-	return apiServer.Get(t)
-}
-
 // The CredentialsStore contract on a real API server, and the Secret's
 // keys after each change.
 func TestStoreOnTheAPIServer(t *testing.T) {
-	env := realEnv(t)
+	env := apiServer.Get(t)
 	ctx := context.Background()
 	ref := secret(t, env, oldCreds)
 	s := storeOn(env.Client)
@@ -110,7 +102,7 @@ func TestStoreOnTheAPIServer(t *testing.T) {
 // pending credentials: its Update conflicts (resourceVersion), it reads
 // again, and refuses, instead of promoting what is no longer pending.
 func TestStoreCompareAndSwap(t *testing.T) {
-	env := realEnv(t)
+	env := apiServer.Get(t)
 	ctx := context.Background()
 	ref := secret(t, env, oldCreds)
 	require.NoError(t, storeOn(env.Client).SetPending(ctx, ref, nextCreds))
@@ -142,7 +134,7 @@ func TestStoreCompareAndSwap(t *testing.T) {
 // process dying after the proof (stage Proven stored): a new process
 // promotes, and the Secret ends with the new password and no pending keys.
 func TestRotationOnASecretWithARestart(t *testing.T) {
-	env := realEnv(t)
+	env := apiServer.Get(t)
 	ctx := context.Background()
 	ref := secret(t, env, oldCreds)
 	store := storeOn(env.Client)

@@ -15,7 +15,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -23,7 +22,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -60,24 +58,6 @@ func testScheme() *runtime.Scheme {
 		panic(err)
 	}
 	return s
-}
-
-func realEnv(t *testing.T) *kubetest.Env {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: no real API server")
-	}
-	return apiServer.Get(t)
-}
-
-var namespaces atomic.Int64
-
-// namespace creates a namespace of its own for t.
-func namespace(t *testing.T, env *kubetest.Env) string {
-	t.Helper()
-	name := fmt.Sprintf("admission-%d", namespaces.Add(1))
-	require.NoError(t, env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
-	return name
 }
 
 // password is the secret the bad addresses carry; no answer of the API
@@ -223,8 +203,8 @@ func requireRefused(t *testing.T, err error, field, want string) {
 }
 
 func TestBMCAddressAdmissionOnRealAPIServer(t *testing.T) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	ctx := context.Background()
 	for i, c := range badAddresses {
 		t.Run(c.addr, func(t *testing.T) {
@@ -247,8 +227,8 @@ func TestBMCAddressAdmissionOnRealAPIServer(t *testing.T) {
 }
 
 func TestTaskShapeAdmissionOnRealAPIServer(t *testing.T) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	ctx := context.Background()
 	for i, c := range badTasks() {
 		t.Run(c.name, func(t *testing.T) {
@@ -289,8 +269,8 @@ func (w *warnings) all() []string {
 // given as an object is refused (it is a string). No answer repeats the
 // password, and none is stored.
 func TestStrayPasswordOnRealAPIServer(t *testing.T) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	ctx := context.Background()
 	cfg := rest.CopyConfig(env.Config)
 	w := &warnings{}

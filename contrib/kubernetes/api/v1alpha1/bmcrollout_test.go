@@ -80,8 +80,8 @@ func rolloutObj(ns, name string) *v1alpha1.BMCRollout {
 // '.' refused, an empty selector refused, template, selector and policy
 // immutable while the control fields change, and a full status accepted.
 func TestRolloutAdmissionOnRealAPIServer(t *testing.T) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	ctx := context.Background()
 	c := env.Client
 
@@ -190,8 +190,8 @@ func docYAML(t *testing.T, doc, heading string) string {
 // docs/rollouts.md ("In Kubernetes") are accepted by the API server as
 // they are written.
 func TestRolloutDocExamplesOnRealAPIServer(t *testing.T) {
-	env := realEnv(t)
-	ns := namespace(t, env)
+	env := apiServer.Get(t)
+	ns := env.Namespace(t)
 	for _, d := range []struct{ doc, heading string }{{"kubernetes.md", "### Rollouts"}, {"rollouts.md", "## In Kubernetes"}} {
 		ro := &v1alpha1.BMCRollout{}
 		require.NoError(t, yaml.UnmarshalStrict([]byte(docYAML(t, d.doc, d.heading)), ro), d.doc)
