@@ -20,7 +20,6 @@ import (
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
 	"github.com/bmckit/bmckit/job"
 	"github.com/bmckit/bmckit/rollout"
-	"github.com/bmckit/bmckit/storage/memstore"
 	"github.com/bmckit/bmckit/task"
 )
 
@@ -152,30 +151,8 @@ func TestFleetFailureBudgetHaltsAtTheBMC(t *testing.T) {
 	img, imageURI := imageServer()
 	defer img.Close()
 	f := newFleetSim(t, fleetServers, fleetRacks, failing, fleetUpdateTime)
-	store := memstore.New()
-	r, err := job.NewRunner(job.Config{
-		Store: store,
-		StepperConfig: job.StepperConfig{
-			Dialer:       simDialer(),
-			Credentials:  bmc.StaticCredentials{"sim": {Username: simUser, Password: simPassword}},
-			PollInterval: 20 * time.Millisecond, SlowPollInterval: 40 * time.Millisecond,
-		},
-		ScanInterval: 50 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := &transitions{}
-	ctl, err := rollout.New(rollout.Config{Runner: r, Store: store, Observer: tr.observer(), PollInterval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = r.Start(ctx) }()
-	go func() { defer wg.Done(); _ = ctl.Start(ctx) }()
-	defer func() { cancel(); wg.Wait() }()
+	ctx, r, ctl, tr, stop := startInProcess(t)
+	defer stop()
 
 	const name = "bios"
 	if _, err := ctl.Create(ctx, name, rollout.Spec{Template: fwTemplate(imageURI), Servers: f.servers, Policy: rollout.Policy{

@@ -6,6 +6,7 @@
 package rollout_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -14,10 +15,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
+	"github.com/bmckit/bmckit/bmc"
 	"github.com/bmckit/bmckit/bmc/redfish/redfishtest"
 	"github.com/bmckit/bmckit/job"
+	"github.com/bmckit/bmckit/rollout"
+	"github.com/bmckit/bmckit/storage/memstore"
 )
 
 const (
@@ -187,4 +192,35 @@ func systemReqs(reqs []logged, systemID, jobName string) []logged {
 		}
 	}
 	return out
+}
+
+// startInProcess runs a Runner (memstore, the simulators' credentials, short
+// polls) and a rollout Controller over it in this process, the fleet tests'
+// set-up; stop ends both and waits for them.
+func startInProcess(t *testing.T) (ctx context.Context, r *job.Runner, ctl *rollout.Controller, tr *transitions, stop func()) {
+	t.Helper()
+	store := memstore.New()
+	r, err := job.NewRunner(job.Config{
+		Store: store,
+		StepperConfig: job.StepperConfig{
+			Dialer:       simDialer(),
+			Credentials:  bmc.StaticCredentials{"sim": {Username: simUser, Password: simPassword}},
+			PollInterval: 20 * time.Millisecond, SlowPollInterval: 40 * time.Millisecond,
+		},
+		ScanInterval: 50 * time.Millisecond, // EndpointConcurrency: the default, 32 per endpoint
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr = &transitions{}
+	ctl, err = rollout.New(rollout.Config{Runner: r, Store: store, Observer: tr.observer(), PollInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = r.Start(ctx) }()
+	go func() { defer wg.Done(); _ = ctl.Start(ctx) }()
+	return ctx, r, ctl, tr, func() { cancel(); wg.Wait() }
 }
