@@ -25,8 +25,11 @@ var (
 // row, or no row when the write is refused, and what a refusal means.
 type writeOp struct {
 	ctx   context.Context
-	op    string // "create", "update", "delete": for messages
+	op    string // "create", "update", "delete"
 	key   string
+	value []byte // create, update
+	// query and args: the write as one statement (a lone write, and
+	// batches on other drivers than pgx).
 	query string
 	args  []any
 	// create: a refusal is ErrExists. Otherwise the record's state tells
@@ -37,6 +40,23 @@ type writeOp struct {
 	revision int64
 	// rev is the new revision, once written.
 	rev int64
+	// cur and gone: the record's state when a pipelined batch refused the
+	// write (pipeline.go).
+	cur  int64
+	gone bool
+}
+
+func (s *Store) createOp(ctx context.Context, key string, value []byte) *writeOp {
+	return &writeOp{ctx: ctx, op: "create", key: key, value: value, query: s.qInsert, args: []any{key, value}, create: true}
+}
+
+func (s *Store) updateOp(ctx context.Context, key string, value []byte, revision int64) *writeOp {
+	return &writeOp{ctx: ctx, op: "update", key: key, value: value, query: s.qUpdate, args: []any{key, value, revision}, revision: revision}
+}
+
+// deleteOp: revision 0 deletes unconditionally.
+func (s *Store) deleteOp(ctx context.Context, key string, revision int64) *writeOp {
+	return &writeOp{ctx: ctx, op: "delete", key: key, query: s.qDelete, args: []any{key, revision}, revision: revision}
 }
 
 // run runs w's statement on q. It returns reject when the write was

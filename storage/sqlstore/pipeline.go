@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql/driver"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -12,12 +11,15 @@ import (
 	"github.com/bmckit/bmckit/storage/groupcommit"
 )
 
-// This file sends a group commit's statements together on a pgx
-// connection (docs/storage.md, "Pipelined group commit"). One round trip
-// per statement made the Runner's record writes wait on the loopback and
-// on the scheduler of a busy machine, not on PostgreSQL: on 2 cores,
-// 50-statement transactions ran 4-7k statements/s one round trip each and
-// 14-20k pipelined (pgbench, docs/benchmarks.md).
+// This file commits a group commit's writes on a pgx connection in one
+// round trip (docs/storage.md, "Pipelined group commit" and "Writes over
+// arrays"): one statement takes the batch's revisions, then one statement
+// per kind of write (create, update, delete) carries all the writes of
+// that kind as arrays. One statement per write, even pipelined, cost
+// PostgreSQL about 70 µs of CPU per write at fleet scale (a plan, an
+// executor start and the counter row updated again for each), and that,
+// on a machine whose 2 cores it shares with the client, set the Runner's
+// pace at 500 ms per BMC call (docs/benchmarks.md).
 //
 // Hand-written on pgconn's Pipeline rather than pgx.Batch: a Batch ends
 // with one Sync, and PostgreSQL arms idle_in_transaction_session_timeout
@@ -88,12 +90,26 @@ func (s *Store) commitPipelined(batch []*groupcommit.Op[*writeOp]) (outcome batc
 	return outcome
 }
 
-// pipeline runs the batch on c: BEGIN with the idle timeout, then every
-// write's statement and a Sync, sent together, then the reads that tell a
-// refused update or delete's reason, then COMMIT (under base, which no
-// writer cancels). keep is false when c may be left inside a transaction
-// or broken.
+// pipeline runs the batch on c: BEGIN with the idle timeout, then the
+// statements of batchPlan (the revisions taken, then each kind of write
+// over arrays; an update or a delete also answers the state of each
+// record it refused, which tells ErrNotFound from ErrConflict), each
+// followed by a Sync, sent together; then COMMIT (under base, which no writer cancels). keep is false when c may
+// be left inside a transaction or broken.
 func (s *Store) pipeline(ctx, base context.Context, c *pgx.Conn, batch []*groupcommit.Op[*writeOp]) (outcome batchOutcome, keep bool) {
+	live := make([]*groupcommit.Op[*writeOp], 0, len(batch))
+	for _, o := range batch {
+		if err := o.Fn.ctx.Err(); err != nil { // an ended one is not sent
+			o.Err = fmt.Errorf("sqlstore: %s %q: %w", o.Fn.op, o.Fn.key, err)
+			continue
+		}
+		live = append(live, o)
+	}
+	if len(live) == 0 {
+		return batchDone, true
+	}
+	stmts := s.batchPlan(live)
+
 	begin := "BEGIN"
 	if s.setIdleTimeout != "" {
 		begin += "; " + s.setIdleTimeout
@@ -105,29 +121,23 @@ func (s *Store) pipeline(ctx, base context.Context, c *pgx.Conn, batch []*groupc
 		_, err := c.Exec(base, "ROLLBACK")
 		return batchFailed, err == nil
 	}
-	sds := make(map[string]*pgconn.StatementDescription, 3)
-	for _, o := range batch {
-		if _, ok := sds[o.Fn.query]; ok {
+	sds := make(map[string]*pgconn.StatementDescription, 4)
+	for _, st := range stmts {
+		if _, ok := sds[st.query]; ok {
 			continue
 		}
-		sd, err := c.Prepare(ctx, o.Fn.query, o.Fn.query) // cached on the connection after its first batch
+		sd, err := c.Prepare(ctx, st.query, st.query) // cached on the connection after its first batch
 		if err != nil {
 			return failed()
 		}
-		sds[o.Fn.query] = sd
+		sds[st.query] = sd
 	}
 
 	p := c.PgConn().StartPipeline(ctx)
 	var eqb pgx.ExtendedQueryBuilder
-	sent := make([]*groupcommit.Op[*writeOp], 0, len(batch))
-	for _, o := range batch {
-		w := o.Fn
-		if err := w.ctx.Err(); err != nil {
-			o.Err = fmt.Errorf("sqlstore: %s %q: %w", w.op, w.key, err)
-			continue
-		}
-		sd := sds[w.query]
-		if err := eqb.Build(c.TypeMap(), sd, w.args); err != nil {
+	for _, st := range stmts {
+		sd := sds[st.query]
+		if err := eqb.Build(c.TypeMap(), sd, st.args); err != nil {
 			_ = p.Close()
 			return failed()
 		}
@@ -135,15 +145,12 @@ func (s *Store) pipeline(ctx, base context.Context, c *pgx.Conn, batch []*groupc
 		// read; eqb reuses its slice.
 		p.SendQueryStatement(sd, eqb.ParamValues, eqb.ParamFormats, append([]int16(nil), eqb.ResultFormats...))
 		p.SendPipelineSync()
-		sent = append(sent, o)
 	}
 	if err := p.Flush(); err != nil {
 		return batchFailed, false // pgx closed the connection: PostgreSQL rolls back
 	}
-	var missed []*writeOp
-	for _, o := range sent {
-		w := o.Fn
-		found, err := readRevision(p, c, &w.rev)
+	for _, st := range stmts {
+		err := readWritten(p, c, st.written)
 		if err == nil {
 			err = readSync(p)
 		}
@@ -154,37 +161,22 @@ func (s *Store) pipeline(ctx, base context.Context, c *pgx.Conn, batch []*groupc
 			}
 			return failed()
 		}
-		if !found {
-			missed = append(missed, w)
-		}
-		o.Err = nil
 	}
 	if err := p.Close(); err != nil {
 		return batchFailed, false
 	}
-	for _, w := range missed {
-		reject, fatal := s.refused(w, func() (int64, bool, error) {
-			var cur int64
-			var deleted bool
-			err := c.QueryRow(ctx, s.qState, w.key).Scan(&cur, &deleted)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return 0, true, nil
-			}
-			return cur, deleted, err
-		})
-		if fatal != nil {
-			return failed()
+	for _, o := range live {
+		w := o.Fn
+		if w.rev != 0 {
+			o.Err = nil
+			continue
 		}
-		for _, o := range sent {
-			if o.Fn == w {
-				o.Err = reject
-			}
-		}
+		o.Err, _ = s.refused(w, func() (int64, bool, error) { return w.cur, w.gone, nil })
 	}
 	tag, err := c.Exec(base, "COMMIT")
 	switch {
 	case err != nil:
-		commitUnknown(sent, err)
+		commitUnknown(live, err)
 		return batchDone, false
 	case tag.String() != "COMMIT":
 		// PostgreSQL answers COMMIT of a failed transaction with ROLLBACK:
@@ -194,36 +186,122 @@ func (s *Store) pipeline(ctx, base context.Context, c *pgx.Conn, batch []*groupc
 	return batchDone, true
 }
 
-// readRevision reads one write's answer from p: the new revision in the
-// first column of its one row (found), or no row. A statement's error is
-// returned.
-func readRevision(p *pgconn.Pipeline, c *pgx.Conn, rev *int64) (found bool, err error) {
+// batchStmt is one statement of a pipelined batch. written maps a key to
+// the write of this statement that the returned row of that key is for
+// (nil for the statement that takes the revisions).
+type batchStmt struct {
+	query   string
+	args    []any
+	written map[string]*writeOp
+}
+
+// batchPlan turns the batch's writes (in arrival order) into statements:
+// first one that moves the revision counter by the number of writes (the
+// batch's revisions, taken under the counter row's lock as a lone write
+// takes one), then one statement per kind of write over arrays, in
+// rounds: a key written twice in the batch goes to the next round, so
+// that each statement touches a key at most once and a key's writes run
+// in their order. The i-th write (from 1) gets revision top-n+i, where top
+// is the counter after the first statement: revisions increase in arrival
+// order, and a refused write leaves a gap, as on the other paths.
+func (s *Store) batchPlan(live []*groupcommit.Op[*writeOp]) []batchStmt {
+	n := int64(len(live))
+	type arrays struct {
+		keys          []string
+		values        [][]byte
+		offs, expects []int64
+		written       map[string]*writeOp
+	}
+	var rounds [][3]*arrays // per round: create, update, delete
+	seen := make(map[string]int, len(live))
+	for i, o := range live {
+		w := o.Fn
+		w.rev, w.cur, w.gone = 0, 0, true
+		r := seen[w.key]
+		seen[w.key] = r + 1
+		if r == len(rounds) {
+			rounds = append(rounds, [3]*arrays{})
+		}
+		kind := 1
+		switch {
+		case w.create:
+			kind = 0
+		case w.op == "delete":
+			kind = 2
+		}
+		a := rounds[r][kind]
+		if a == nil {
+			a = &arrays{written: make(map[string]*writeOp)}
+			rounds[r][kind] = a
+		}
+		a.keys = append(a.keys, w.key)
+		a.values = append(a.values, w.value)
+		a.offs = append(a.offs, n-1-int64(i))
+		a.expects = append(a.expects, w.revision)
+		a.written[w.key] = w
+	}
+	stmts := []batchStmt{{query: s.qTake, args: []any{n}}}
+	for _, r := range rounds {
+		if a := r[0]; a != nil {
+			stmts = append(stmts, batchStmt{query: s.qInserts, args: []any{a.keys, a.values, a.offs}, written: a.written})
+		}
+		if a := r[1]; a != nil {
+			stmts = append(stmts, batchStmt{query: s.qUpdates, args: []any{a.keys, a.values, a.offs, a.expects}, written: a.written})
+		}
+		if a := r[2]; a != nil {
+			stmts = append(stmts, batchStmt{query: s.qDeletes, args: []any{a.keys, a.offs, a.expects}, written: a.written})
+		}
+	}
+	return stmts
+}
+
+// readWritten reads one statement's answer from p: for each write it
+// made, a row (key, new revision, true, false) that sets the write's rev;
+// for each it refused (updates and deletes), a row (key, the record's
+// revision, false, whether it is absent or deleted). A statement's error
+// is returned.
+func readWritten(p *pgconn.Pipeline, c *pgx.Conn, written map[string]*writeOp) error {
 	res, err := p.GetResults()
 	if err != nil {
-		return false, err
+		return err
 	}
 	rr, ok := res.(*pgconn.ResultReader)
 	if !ok {
-		return false, fmt.Errorf("sqlstore: pipeline: want a statement's result, got %T", res)
+		return fmt.Errorf("sqlstore: pipeline: want a statement's result, got %T", res)
 	}
+	var (
+		key           string
+		rev           int64
+		wrote, absent bool
+	)
+	dst := []any{&key, &rev, &wrote, &absent}
 	for rr.NextRow() {
-		if found {
-			continue
-		}
 		vals := rr.Values()
 		fds := rr.FieldDescriptions()
-		if len(vals) != 1 || len(fds) != 1 {
+		if len(vals) < 2 || len(vals) > len(dst) || len(fds) != len(vals) {
 			_, _ = rr.Close()
-			return false, fmt.Errorf("sqlstore: pipeline: want one column, got %d", len(vals))
+			return fmt.Errorf("sqlstore: pipeline: want 2 to 4 columns, got %d", len(vals))
 		}
-		if err := c.TypeMap().Scan(fds[0].DataTypeOID, fds[0].Format, vals[0], rev); err != nil {
+		wrote = true // an insert answers only the rows it wrote
+		for i := range vals {
+			if err := c.TypeMap().Scan(fds[i].DataTypeOID, fds[i].Format, vals[i], dst[i]); err != nil {
+				_, _ = rr.Close()
+				return fmt.Errorf("sqlstore: pipeline: column %s: %w", fds[i].Name, err)
+			}
+		}
+		w := written[key]
+		if w == nil {
 			_, _ = rr.Close()
-			return false, fmt.Errorf("sqlstore: pipeline: revision: %w", err)
+			return fmt.Errorf("sqlstore: pipeline: a row for %q, which the statement was not given", key)
 		}
-		found = true
+		if wrote {
+			w.rev = rev
+		} else {
+			w.cur, w.gone = rev, absent
+		}
 	}
 	_, err = rr.Close()
-	return found, err
+	return err
 }
 
 // readSync reads the Sync that follows each statement.

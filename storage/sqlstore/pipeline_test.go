@@ -97,7 +97,7 @@ func TestBatchOutcomes(t *testing.T) {
 					t.Fatal(err)
 				}
 				revs := map[string]int64{}
-				for _, k := range []string{"k/exists", "k/update", "k/stale", "k/delete", "k/gone"} {
+				for _, k := range []string{"k/exists", "k/update", "k/stale", "k/delete", "k/gone", "k/twice", "k/recreate"} {
 					if revs[k], err = s.Create(ctx, k, []byte("v0")); err != nil {
 						t.Fatal(err)
 					}
@@ -108,34 +108,46 @@ func TestBatchOutcomes(t *testing.T) {
 				cancelled, cancel := context.WithCancel(ctx)
 				cancel()
 				cases := []batchCase{
-					{name: "create", key: "k/new", after: "v1", op: func(s *Store) *writeOp {
-						return &writeOp{ctx: ctx, op: "create", key: "k/new", query: s.qInsert, args: []any{"k/new", []byte("v1")}, create: true}
-					}},
+					{name: "create", key: "k/new", after: "v1", op: func(s *Store) *writeOp { return s.createOp(ctx, "k/new", []byte("v1")) }},
 					{name: "create existing", key: "k/exists", after: "v0", want: storage.ErrExists, op: func(s *Store) *writeOp {
-						return &writeOp{ctx: ctx, op: "create", key: "k/exists", query: s.qInsert, args: []any{"k/exists", []byte("v1")}, create: true}
+						return s.createOp(ctx, "k/exists", []byte("v1"))
 					}},
 					{name: "update", key: "k/update", after: "v1", op: func(s *Store) *writeOp {
-						return &writeOp{ctx: ctx, op: "update", key: "k/update", query: s.qUpdate, args: []any{"k/update", []byte("v1"), revs["k/update"]}, revision: revs["k/update"]}
+						return s.updateOp(ctx, "k/update", []byte("v1"), revs["k/update"])
 					}},
 					{name: "update stale", key: "k/stale", after: "v0", want: storage.ErrConflict, op: func(s *Store) *writeOp {
-						return &writeOp{ctx: ctx, op: "update", key: "k/stale", query: s.qUpdate, args: []any{"k/stale", []byte("v1"), revs["k/stale"] - 1}, revision: revs["k/stale"] - 1}
+						return s.updateOp(ctx, "k/stale", []byte("v1"), revs["k/stale"]-1)
 					}},
 					{name: "update deleted", key: "k/gone", want: storage.ErrNotFound, op: func(s *Store) *writeOp {
-						return &writeOp{ctx: ctx, op: "update", key: "k/gone", query: s.qUpdate, args: []any{"k/gone", []byte("v1"), revs["k/gone"]}, revision: revs["k/gone"]}
+						return s.updateOp(ctx, "k/gone", []byte("v1"), revs["k/gone"])
 					}},
-					{name: "delete", key: "k/delete", op: func(s *Store) *writeOp {
-						return &writeOp{ctx: ctx, op: "delete", key: "k/delete", query: s.qDelete, args: []any{"k/delete", revs["k/delete"]}, revision: revs["k/delete"]}
-					}},
-					{name: "delete missing", key: "k/never", want: storage.ErrNotFound, op: func(s *Store) *writeOp {
-						return &writeOp{ctx: ctx, op: "delete", key: "k/never", query: s.qDelete, args: []any{"k/never", int64(0)}}
-					}},
+					{name: "delete", key: "k/delete", op: func(s *Store) *writeOp { return s.deleteOp(ctx, "k/delete", revs["k/delete"]) }},
+					{name: "delete missing", key: "k/never", want: storage.ErrNotFound, op: func(s *Store) *writeOp { return s.deleteOp(ctx, "k/never", 0) }},
 					{name: "cancelled writer", key: "k/cancelled", want: context.Canceled, op: func(s *Store) *writeOp {
-						return &writeOp{ctx: cancelled, op: "create", key: "k/cancelled", query: s.qInsert, args: []any{"k/cancelled", []byte("v1")}, create: true}
+						return s.createOp(cancelled, "k/cancelled", []byte("v1"))
 					}},
+					// A key written more than once in one batch: each write
+					// in its turn, seeing the ones before it (only the last
+					// names the key for the check of the stored record).
+					{name: "update, then", op: func(s *Store) *writeOp { return s.updateOp(ctx, "k/twice", []byte("v1"), revs["k/twice"]) }},
+					{name: "update of the same revision again", want: storage.ErrConflict, op: func(s *Store) *writeOp {
+						return s.updateOp(ctx, "k/twice", []byte("v2"), revs["k/twice"])
+					}},
+					{name: "unconditional delete after it", key: "k/twice", op: func(s *Store) *writeOp { return s.deleteOp(ctx, "k/twice", 0) }},
+					{name: "delete, then", op: func(s *Store) *writeOp { return s.deleteOp(ctx, "k/recreate", revs["k/recreate"]) }},
+					{name: "create after it", key: "k/recreate", after: "v2", op: func(s *Store) *writeOp { return s.createOp(ctx, "k/recreate", []byte("v2")) }},
 				}
 				if withFailure {
-					cases = append(cases[:3:3], append([]batchCase{{name: "failing statement", want: errors.New("division by zero"), op: func(s *Store) *writeOp {
-						return &writeOp{ctx: ctx, op: "update", key: "k/x", query: "SELECT 1/(0*$1::int)::bigint", args: []any{int64(1)}}
+					// A statement the server refuses: a trigger fails the
+					// write of k/fail, on both paths and when it runs alone.
+					trig := s.expand(`CREATE FUNCTION ${schema}.fail_k() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+						IF NEW.key = 'k/fail' THEN RAISE EXCEPTION 'refused by the test trigger'; END IF; RETURN NEW; END $$;
+						CREATE TRIGGER fail_k BEFORE INSERT OR UPDATE ON ${schema}.${prefix}kv FOR EACH ROW EXECUTE FUNCTION ${schema}.fail_k()`)
+					if _, err := db.ExecContext(ctx, trig); err != nil {
+						t.Fatal(err)
+					}
+					cases = append(cases[:3:3], append([]batchCase{{name: "failing statement", key: "k/fail", want: errors.New("refused by the test trigger"), op: func(s *Store) *writeOp {
+						return s.createOp(ctx, "k/fail", []byte("v1"))
 					}}}, cases[3:]...)...)
 				}
 				batch := make([]*groupcommit.Op[*writeOp], len(cases))

@@ -91,6 +91,8 @@ type Store struct {
 
 	// Queries with the schema and prefix filled in.
 	qGet, qList, qListRange, qInsert, qUpdate, qDelete, qState, qChanges, qCompact, qSetCompacted string
+	// The pipelined batch's statements (pipeline.go).
+	qTake, qInserts, qUpdates, qDeletes string
 }
 
 var identRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,39}$`)
@@ -161,6 +163,28 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	s.qChanges = "SELECT m.revision, m.compacted, c.key, c.value, c.revision, c.deleted FROM " + meta + " m LEFT JOIN LATERAL (" +
 		"SELECT key, value, revision, deleted FROM " + kv + ` WHERE revision > $1 AND key LIKE $2 ESCAPE '\' ORDER BY revision LIMIT $3` +
 		") c ON true WHERE m.id = 1 ORDER BY c.revision"
+	// A pipelined batch takes its revisions in one step, then writes each
+	// kind of write with one statement over arrays (pipeline.go); each
+	// array element carries its write's distance from the batch's last
+	// revision (u.off).
+	s.qTake = "UPDATE " + meta + " SET revision = revision + $1 WHERE id = 1"
+	top := "WITH m AS (SELECT revision AS top FROM " + meta + " WHERE id = 1) "
+	s.qInserts = top + "INSERT INTO " + kv + " AS t (key, value, revision, deleted)" +
+		" SELECT u.key, u.value, m.top - u.off, false FROM m, unnest($1::text[], $2::bytea[], $3::int8[]) AS u(key, value, off)" +
+		" ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, revision = EXCLUDED.revision, deleted = false WHERE t.deleted" +
+		" RETURNING t.key, t.revision"
+	// An update or a delete also answers, for each write it refused, the
+	// record's state before the statement (the main query's snapshot does
+	// not see its own CTE's changes): the reason, as of the write's turn.
+	refusals := " SELECT w.key, w.revision, true, false FROM w UNION ALL" +
+		" SELECT u.key, coalesce(s.revision, 0), false, coalesce(s.deleted, true) FROM u LEFT JOIN w ON w.key = u.key COLLATE \"C\"" +
+		" LEFT JOIN " + kv + " s ON s.key = u.key COLLATE \"C\" WHERE w.key IS NULL"
+	s.qUpdates = top + ", u AS (SELECT * FROM unnest($1::text[], $2::bytea[], $3::int8[], $4::int8[]) AS u(key, value, off, expected))" +
+		", w AS (UPDATE " + kv + " AS t SET value = u.value, revision = m.top - u.off FROM m, u" +
+		` WHERE t.key = u.key COLLATE "C" AND t.revision = u.expected AND NOT t.deleted RETURNING t.key, t.revision)` + refusals
+	s.qDeletes = top + ", u AS (SELECT * FROM unnest($1::text[], $2::int8[], $3::int8[]) AS u(key, off, expected))" +
+		", w AS (UPDATE " + kv + " AS t SET value = ''::bytea, revision = m.top - u.off, deleted = true FROM m, u" +
+		` WHERE t.key = u.key COLLATE "C" AND NOT t.deleted AND (u.expected = 0 OR t.revision = u.expected) RETURNING t.key, t.revision)` + refusals
 	s.qCompact = "DELETE FROM " + kv + " WHERE deleted AND revision <= $1"
 	s.qSetCompacted = "UPDATE " + meta + " SET compacted = $1 WHERE id = 1 AND compacted < $1 AND revision >= $1"
 	return s, nil
@@ -273,7 +297,7 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 	if value == nil {
 		value = []byte{}
 	}
-	return s.write(ctx, &writeOp{ctx: ctx, op: "create", key: key, query: s.qInsert, args: []any{key, value}, create: true})
+	return s.write(ctx, s.createOp(ctx, key, value))
 }
 
 // Update replaces the value if the revision matches (compare-and-swap).
@@ -287,7 +311,7 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, revision i
 	if value == nil {
 		value = []byte{}
 	}
-	return s.write(ctx, &writeOp{ctx: ctx, op: "update", key: key, query: s.qUpdate, args: []any{key, value, revision}, revision: revision})
+	return s.write(ctx, s.updateOp(ctx, key, value, revision))
 }
 
 // Delete removes the record if the revision matches, or unconditionally
@@ -296,7 +320,7 @@ func (s *Store) Delete(ctx context.Context, key string, revision int64) error {
 	if err := check(ctx, "delete", key); err != nil {
 		return err
 	}
-	rev, err := s.write(ctx, &writeOp{ctx: ctx, op: "delete", key: key, query: s.qDelete, args: []any{key, revision}, revision: revision})
+	rev, err := s.write(ctx, s.deleteOp(ctx, key, revision))
 	if err != nil {
 		return err
 	}
