@@ -195,6 +195,13 @@ type batchStmt struct {
 	written map[string]*writeOp
 }
 
+// maxStatementValues bounds the bytes of values one statement of a
+// pipelined batch carries: PostgreSQL refuses an array over 1 GB, and a
+// batch of writes near storage.MaxValueSize would reach it. A kind of
+// write whose values exceed it in one round takes more statements. A
+// variable for tests.
+var maxStatementValues = 64 << 20
+
 // batchPlan turns the batch's writes (in arrival order) into statements:
 // first one that moves the revision counter by the number of writes (the
 // batch's revisions, taken under the counter row's lock as a lone write
@@ -211,8 +218,9 @@ func (s *Store) batchPlan(live []*groupcommit.Op[*writeOp]) []batchStmt {
 		values        [][]byte
 		offs, expects []int64
 		written       map[string]*writeOp
+		bytes         int
 	}
-	var rounds [][3]*arrays // per round: create, update, delete
+	var rounds [][3][]*arrays // per round and kind (create, update, delete): its statements
 	seen := make(map[string]int, len(live))
 	for i, o := range live {
 		w := o.Fn
@@ -220,7 +228,7 @@ func (s *Store) batchPlan(live []*groupcommit.Op[*writeOp]) []batchStmt {
 		r := seen[w.key]
 		seen[w.key] = r + 1
 		if r == len(rounds) {
-			rounds = append(rounds, [3]*arrays{})
+			rounds = append(rounds, [3][]*arrays{})
 		}
 		kind := 1
 		switch {
@@ -229,26 +237,28 @@ func (s *Store) batchPlan(live []*groupcommit.Op[*writeOp]) []batchStmt {
 		case w.op == "delete":
 			kind = 2
 		}
-		a := rounds[r][kind]
-		if a == nil {
-			a = &arrays{written: make(map[string]*writeOp)}
-			rounds[r][kind] = a
+		chunks := rounds[r][kind]
+		if len(chunks) == 0 || chunks[len(chunks)-1].bytes+len(w.value) > maxStatementValues && len(chunks[len(chunks)-1].keys) > 0 {
+			chunks = append(chunks, &arrays{written: make(map[string]*writeOp)})
+			rounds[r][kind] = chunks
 		}
+		a := chunks[len(chunks)-1]
 		a.keys = append(a.keys, w.key)
 		a.values = append(a.values, w.value)
 		a.offs = append(a.offs, n-1-int64(i))
 		a.expects = append(a.expects, w.revision)
 		a.written[w.key] = w
+		a.bytes += len(w.value)
 	}
 	stmts := []batchStmt{{query: s.qTake, args: []any{n}}}
 	for _, r := range rounds {
-		if a := r[0]; a != nil {
+		for _, a := range r[0] {
 			stmts = append(stmts, batchStmt{query: s.qInserts, args: []any{a.keys, a.values, a.offs}, written: a.written})
 		}
-		if a := r[1]; a != nil {
+		for _, a := range r[1] {
 			stmts = append(stmts, batchStmt{query: s.qUpdates, args: []any{a.keys, a.values, a.offs, a.expects}, written: a.written})
 		}
-		if a := r[2]; a != nil {
+		for _, a := range r[2] {
 			stmts = append(stmts, batchStmt{query: s.qDeletes, args: []any{a.keys, a.offs, a.expects}, written: a.written})
 		}
 	}

@@ -208,3 +208,65 @@ func TestBatchOutcomes(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchSplitsLargeValues: when a kind of write's values exceed what one
+// statement may carry (maxStatementValues, lowered here), the batch takes
+// more statements of that kind and still commits in one pipelined
+// transaction, each write with its own outcome and revisions increasing
+// in arrival order.
+func TestBatchSplitsLargeValues(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	defer db.Close()
+	ctx := context.Background()
+	s, err := New(ctx, db, Options{Schema: pgtest.Schema(t, dsn)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(old int) { maxStatementValues = old }(maxStatementValues)
+	maxStatementValues = 10 // two 6-byte values do not fit one statement
+
+	revs := map[string]int64{}
+	for _, k := range []string{"u/1", "u/2", "u/3"} {
+		if revs[k], err = s.Create(ctx, k, []byte("v0")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ops []*writeOp
+	for _, k := range []string{"c/1", "c/2", "c/3"} {
+		ops = append(ops, s.createOp(ctx, k, []byte("value1")))
+	}
+	for _, k := range []string{"u/1", "u/2", "u/3"} {
+		ops = append(ops, s.updateOp(ctx, k, []byte("value1"), revs[k]))
+	}
+	batch := make([]*groupcommit.Op[*writeOp], len(ops))
+	for i, w := range ops {
+		batch[i] = &groupcommit.Op[*writeOp]{Ctx: ctx, Fn: w}
+	}
+	if got := len(s.batchPlan(batch)); got != 7 { // the revisions, then 3 creates and 3 updates one each
+		t.Fatalf("batchPlan: %d statements, want 7", got)
+	}
+	before := s.pipelined.Load()
+	s.commitBatch(batch)
+	if got := s.pipelined.Load() - before; got != 1 {
+		t.Errorf("batches committed pipelined: %d, want 1", got)
+	}
+	last := int64(0)
+	for _, o := range batch {
+		if o.Err != nil {
+			t.Fatalf("%s %q: %v", o.Fn.op, o.Fn.key, o.Err)
+		}
+		if o.Fn.rev <= last {
+			t.Errorf("%q: revision %d after %d", o.Fn.key, o.Fn.rev, last)
+		}
+		last = o.Fn.rev
+		r, err := s.Get(ctx, o.Fn.key)
+		if err != nil || string(r.Value) != "value1" || r.Revision != o.Fn.rev {
+			t.Errorf("%q after the batch: %v %q at %d, want %q at %d", o.Fn.key, err, r.Value, r.Revision, "value1", o.Fn.rev)
+		}
+	}
+}
