@@ -215,23 +215,14 @@ func TestBatchOutcomes(t *testing.T) {
 // transaction, each write with its own outcome and revisions increasing
 // in arrival order.
 func TestBatchSplitsLargeValues(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := stdlib.OpenDB(*cfg)
-	defer db.Close()
+	s, _ := pgxStore(t)
 	ctx := context.Background()
-	s, err := New(ctx, db, Options{Schema: pgtest.Schema(t, dsn)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer func(old int) { maxStatementValues = old }(maxStatementValues)
 	maxStatementValues = 10 // two 6-byte values do not fit one statement
 
 	revs := map[string]int64{}
 	for _, k := range []string{"u/1", "u/2", "u/3"} {
+		var err error
 		if revs[k], err = s.Create(ctx, k, []byte("v0")); err != nil {
 			t.Fatal(err)
 		}
