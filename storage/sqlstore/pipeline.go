@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"os"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -155,6 +156,9 @@ func (s *Store) pipeline(ctx, base context.Context, c *pgx.Conn, batch []*groupc
 			err = readSync(p)
 		}
 		if err != nil {
+			if os.Getenv("SQLDBG") != "" {
+				fmt.Fprintf(os.Stderr, "SQLDBG read: %v\n", err)
+			}
 			_ = p.Close()
 			if c.PgConn().IsClosed() {
 				return batchFailed, false

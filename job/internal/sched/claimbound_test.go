@@ -175,9 +175,10 @@ func TestNoWatchBeyondTheWorkers(t *testing.T) {
 	}
 }
 
-// The pace doubles admit while claims are answered fast and the pace held
-// the round back, holds it when it did not, and halves it (to a floor)
-// when claims queue past the target.
+// The pace grows admit while claims are answered within half the target
+// and the pace held the round back (doubling it under a quarter of the
+// target), holds it when it did not, and halves it (to a floor) when
+// claims queue past the target.
 func TestPace(t *testing.T) {
 	p := newPace(30*time.Second, 10_000)
 	if p.admit != initialAdmit || p.target != time.Second {
@@ -203,8 +204,26 @@ func TestPace(t *testing.T) {
 		t.Fatalf("admit %d after fast rounds; want Workers (10000) at most", p.admit)
 	}
 	if round(true, 300*time.Millisecond) || p.admit != 10_000 {
-		t.Fatalf("a round between a quarter of the target and the target changed admit to %d", p.admit)
+		t.Fatalf("a round at Workers changed admit to %d", p.admit)
 	}
+	// Between a quarter and half of the target, admit grows in
+	// proportion: at 250 ms of a 1 s target, twice; at 400 ms, 1.25 times;
+	// from half the target to the target, it holds.
+	p.admit = 4000
+	if !round(true, 400*time.Millisecond) || p.admit != 5000 {
+		t.Fatalf("a round at 400 ms of a 1 s target: admit %d; want 5000 (1.25 times 4000)", p.admit)
+	}
+	if round(true, 600*time.Millisecond) || p.admit != 5000 {
+		t.Fatalf("a round at 600 ms of a 1 s target changed admit to %d; want it held", p.admit)
+	}
+	if round(false, 100*time.Millisecond) || p.admit != 5000 {
+		t.Fatalf("a fast round the pace did not limit changed admit to %d", p.admit)
+	}
+	p.admit = 2048
+	if !round(true, 260*time.Millisecond) || p.admit != 3938 {
+		t.Fatalf("a round at 260 ms of a 1 s target: admit %d; want 3938 (2048 times 1/0.52)", p.admit)
+	}
+	p.admit = 10_000
 	for range 20 {
 		round(true, 2*time.Second, 2*time.Second, time.Millisecond)
 	}
