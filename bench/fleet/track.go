@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"context"
 	"fmt"
 	"slices"
@@ -46,17 +45,6 @@ func (t *tracker) dialsAfter(t0 time.Time) string {
 		return "none"
 	}
 	slices.Sort(ds)
-	if os.Getenv("SQLDBG") != "" {
-		h := map[int]int{}
-		for _, d := range ds {
-			h[int(d/(250*time.Millisecond))]++
-		}
-		for b := 0; b <= int(ds[len(ds)-1]/(250*time.Millisecond)); b++ {
-			if h[b] > 0 {
-				fmt.Fprintf(os.Stderr, "DIAL %5dms %d\n", b*250, h[b])
-			}
-		}
-	}
 	q := func(f float64) string { return fmtDur(ds[min(int(f*float64(len(ds))), len(ds)-1)]) }
 	return fmt.Sprintf("first %s, p50 %s, p90 %s, last %s", fmtDur(ds[0]), q(0.5), q(0.9), fmtDur(ds[len(ds)-1]))
 }

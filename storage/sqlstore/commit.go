@@ -6,8 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-	"time"
 
 	"github.com/bmckit/bmckit/storage"
 	"github.com/bmckit/bmckit/storage/groupcommit"
@@ -122,11 +120,7 @@ func (s *Store) commitBatch(batch []*groupcommit.Op[*writeOp]) {
 		batch[0].Err = cmp.Or(fatal, reject)
 		return
 	}
-	oc := s.commitPipelined(batch)
-	if oc != batchDone && os.Getenv("SQLDBG") != "" {
-		fmt.Fprintf(os.Stderr, "SQLDBG batch of %d not pipelined: outcome %d at %s\n", len(batch), oc, time.Now().Format("15:04:05.000"))
-	}
-	switch oc {
+	switch s.commitPipelined(batch) {
 	case batchDone:
 		return
 	case batchNotPipelined:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
-	"os"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -95,8 +94,9 @@ func (s *Store) commitPipelined(batch []*groupcommit.Op[*writeOp]) (outcome batc
 // statements of batchPlan (the revisions taken, then each kind of write
 // over arrays; an update or a delete also answers the state of each
 // record it refused, which tells ErrNotFound from ErrConflict), each
-// followed by a Sync, sent together; then COMMIT (under base, which no writer cancels). keep is false when c may
-// be left inside a transaction or broken.
+// followed by a Sync, sent together; then COMMIT (under base, which no
+// writer cancels). keep is false when c may be left inside a transaction
+// or broken.
 func (s *Store) pipeline(ctx, base context.Context, c *pgx.Conn, batch []*groupcommit.Op[*writeOp]) (outcome batchOutcome, keep bool) {
 	live := make([]*groupcommit.Op[*writeOp], 0, len(batch))
 	for _, o := range batch {
@@ -156,9 +156,6 @@ func (s *Store) pipeline(ctx, base context.Context, c *pgx.Conn, batch []*groupc
 			err = readSync(p)
 		}
 		if err != nil {
-			if os.Getenv("SQLDBG") != "" {
-				fmt.Fprintf(os.Stderr, "SQLDBG read: %v\n", err)
-			}
 			_ = p.Close()
 			if c.PgConn().IsClosed() {
 				return batchFailed, false
