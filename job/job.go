@@ -210,25 +210,14 @@ func invalidAt(path string, err error) error {
 // any array, 4096 bytes in any string) is refused while it is read, with an
 // error naming the limit and the JSON path.
 func DecodeSpec(data []byte) (Spec, error) {
-	var s Spec
-	if err := strictjson.DecodeLimited(data, &s, specLimits); err != nil {
-		return Spec{}, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
-	}
-	if err := s.Validate(); err != nil {
-		return Spec{}, err
-	}
-	return s, nil
+	return strictjson.DecodeValid[Spec](data, specLimits, ErrInvalidSpec)
 }
 
 // ReadSpec reads a JSON job spec from r (a file, stdin, a request body) and
 // decodes it as DecodeSpec does. It reads at most MaxSpecBytes+1 bytes: a
 // larger input is refused with an error naming the limit, not cut short.
 func ReadSpec(r io.Reader) (Spec, error) {
-	data, err := strictjson.ReadAll(r, MaxSpecBytes)
-	if err != nil {
-		return Spec{}, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
-	}
-	return DecodeSpec(data)
+	return strictjson.ReadValid[Spec](r, specLimits, ErrInvalidSpec)
 }
 
 func truncate(s string, n int) string {

@@ -287,24 +287,13 @@ var specLimits = strictjson.Limits{Bytes: MaxSpecBytes, String: 4096, Array: Max
 // DecodeSpec decodes a JSON rollout spec strictly (unknown fields are
 // errors) and validates it; errors wrap ErrInvalidSpec and name the field.
 func DecodeSpec(data []byte) (Spec, error) {
-	var s Spec
-	if err := strictjson.DecodeLimited(data, &s, specLimits); err != nil {
-		return Spec{}, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
-	}
-	if err := s.Validate(); err != nil {
-		return Spec{}, err
-	}
-	return s, nil
+	return strictjson.DecodeValid[Spec](data, specLimits, ErrInvalidSpec)
 }
 
 // ReadSpec reads a JSON rollout spec from r, at most MaxSpecBytes, and
 // decodes it as DecodeSpec does.
 func ReadSpec(r io.Reader) (Spec, error) {
-	data, err := strictjson.ReadAll(r, MaxSpecBytes)
-	if err != nil {
-		return Spec{}, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
-	}
-	return DecodeSpec(data)
+	return strictjson.ReadValid[Spec](r, specLimits, ErrInvalidSpec)
 }
 
 // ErrTrailingData is what DecodeServer's error wraps when something follows

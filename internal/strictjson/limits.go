@@ -185,3 +185,40 @@ func Size(n int64) string {
 		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
 	}
 }
+
+// validator is a decoded document that checks itself (a job or rollout
+// spec).
+type validator interface{ Validate() error }
+
+// DecodeValid decodes data into a new T as DecodeLimited does, then runs
+// its Validate. A decoding error wraps invalid (the caller's "invalid
+// spec" error); Validate's error is returned as it is.
+func DecodeValid[T any, PT interface {
+	*T
+	validator
+}](data []byte, lim Limits, invalid error) (T, error) {
+	var v T
+	if err := DecodeLimited(data, &v, lim); err != nil {
+		var zero T
+		return zero, fmt.Errorf("%w: %v", invalid, err)
+	}
+	if err := PT(&v).Validate(); err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
+// ReadValid reads at most lim.Bytes from r (ReadAll) and decodes what it
+// read as DecodeValid does.
+func ReadValid[T any, PT interface {
+	*T
+	validator
+}](r io.Reader, lim Limits, invalid error) (T, error) {
+	data, err := ReadAll(r, int64(lim.Bytes))
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("%w: %v", invalid, err)
+	}
+	return DecodeValid[T, PT](data, lim, invalid)
+}
