@@ -230,17 +230,8 @@ func simSecret(ns, name string, c bmc.Credentials) *corev1.Secret {
 		Data: map[string][]byte{"username": []byte(c.Username), "password": []byte(c.Password)}}
 }
 
-// waitFor polls cond every 20ms until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		<-time.After(20 * time.Millisecond)
-	}
-}
+// waitFor: kubetest.WaitFor.
+var waitFor = kubetest.WaitFor
 
 func getJob(t *testing.T, c client.Client, ns, name string) *v1alpha1.BMCJob {
 	t.Helper()

@@ -531,3 +531,17 @@ func childProcess(name, arg string) (int, error) {
 	}
 	return 0, fmt.Errorf("kubetest: no child %s of pid %d with %s", name, self, arg)
 }
+
+// WaitFor checks cond every 20 ms until it holds, and fails the test
+// naming what it waited for when d passes first. For state held by the
+// API server or a manager, which a test can only observe by reading it.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		<-time.After(20 * time.Millisecond)
+	}
+}

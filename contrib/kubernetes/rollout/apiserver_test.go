@@ -171,18 +171,8 @@ func newSim(systems int, delay time.Duration, ch *changes) *redfishtest.Server {
 	return sim
 }
 
-// waitFor polls cond every 20 ms against the API server until it holds or
-// the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		<-time.After(20 * time.Millisecond)
-	}
-}
+// waitFor: kubetest.WaitFor.
+var waitFor = kubetest.WaitFor
 
 func getRollout(t *testing.T, c client.Client, ns, name string) *v1alpha1.BMCRollout {
 	t.Helper()
