@@ -155,21 +155,7 @@ func TestFleetFailureBudgetHaltsAtTheBMC(t *testing.T) {
 	defer stop()
 
 	const name = "bios"
-	if _, err := ctl.Create(ctx, name, rollout.Spec{Template: fwTemplate(imageURI), Servers: f.servers, Policy: rollout.Policy{
-		MaxUnavailable:         rollout.Count(fleetMaxUnav),
-		MaxUnavailablePerGroup: []rollout.GroupLimit{{Label: "rack", Max: rollout.Count(fleetRackMax)}},
-		Canary:                 fleetCanary,
-		FailureBudget:          rollout.Percent(fleetBudgetPct),
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	wctx, wcancel := context.WithTimeout(ctx, 4*time.Minute)
-	defer wcancel()
-	ro, err := ctl.Wait(wctx, name)
-	if err != nil {
-		t.Fatalf("rollout did not complete: %v (counts %+v)", err, ro.Status.Counts)
-	}
-	st := ro.Status
+	st := runFleetRollout(ctx, t, ctl, name, rollout.Spec{Template: fwTemplate(imageURI), Servers: f.servers}, "rack", fleetRackMax)
 	c := checkHalt(ctx, t, r, st, tr, haltCase{
 		name: name, servers: f.servers, failing: f.failing,
 		group: "rack", groupMax: fleetRackMax, maxUnav: fleetMaxUnav, canary: fleetCanary,

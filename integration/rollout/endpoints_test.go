@@ -1,7 +1,6 @@
 package rollout_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -148,21 +147,7 @@ func TestFleetOn20EndpointsHaltsAtTheBMC(t *testing.T) {
 	defer stop()
 
 	const name = "bios20"
-	if _, err := ctl.Create(ctx, name, rollout.Spec{Template: biosTemplate(), Servers: f.servers, Policy: rollout.Policy{
-		MaxUnavailable:         rollout.Count(fleetMaxUnav),
-		MaxUnavailablePerGroup: []rollout.GroupLimit{{Label: "endpoint", Max: rollout.Count(epMax)}},
-		Canary:                 fleetCanary,
-		FailureBudget:          rollout.Percent(fleetBudgetPct),
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	wctx, wcancel := context.WithTimeout(ctx, 4*time.Minute)
-	defer wcancel()
-	ro, err := ctl.Wait(wctx, name)
-	if err != nil {
-		t.Fatalf("rollout did not complete: %v (counts %+v)", err, ro.Status.Counts)
-	}
-	st := ro.Status
+	st := runFleetRollout(ctx, t, ctl, name, rollout.Spec{Template: biosTemplate(), Servers: f.servers}, "endpoint", epMax)
 
 	// Each system's share of its endpoint's log.
 	epLogs := make([][]logged, epCount)

@@ -224,3 +224,27 @@ func startInProcess(t *testing.T) (ctx context.Context, r *job.Runner, ctl *roll
 	go func() { defer wg.Done(); _ = ctl.Start(ctx) }()
 	return ctx, r, ctl, tr, func() { cancel(); wg.Wait() }
 }
+
+// runFleetRollout creates rollout name with the fleet tests' policy
+// (maxUnavailable fleetMaxUnav, at most groupMax per value of label, canary
+// fleetCanary, failure budget fleetBudgetPct%) on spec's template and
+// servers, waits up to 4 minutes for it to complete and returns its status.
+func runFleetRollout(ctx context.Context, t *testing.T, ctl *rollout.Controller, name string, spec rollout.Spec, label string, groupMax int) rollout.Status {
+	t.Helper()
+	spec.Policy = rollout.Policy{
+		MaxUnavailable:         rollout.Count(fleetMaxUnav),
+		MaxUnavailablePerGroup: []rollout.GroupLimit{{Label: label, Max: rollout.Count(groupMax)}},
+		Canary:                 fleetCanary,
+		FailureBudget:          rollout.Percent(fleetBudgetPct),
+	}
+	if _, err := ctl.Create(ctx, name, spec); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer wcancel()
+	ro, err := ctl.Wait(wctx, name)
+	if err != nil {
+		t.Fatalf("rollout did not complete: %v (counts %+v)", err, ro.Status.Counts)
+	}
+	return ro.Status
+}
